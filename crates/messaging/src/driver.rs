@@ -1,0 +1,362 @@
+//! An embedded Aeron C media driver (Aeron 1.54 via `rusteron-media-driver`, statically linked).
+//!
+//! Guarantees:
+//! - [`EmbeddedDriver`] is a guard: dropping it stops the driver, joins its thread and
+//!   removes its directory;
+//! - each driver gets a fresh private directory under /dev/shm unless one is given, so tests
+//!   and concurrent runs never share state;
+//! - it never spins: SHARED threading (one agent thread) with Aeron's `backoff` idle strategy
+//!   unless the environment or the builder says otherwise, because on small machines the hot
+//!   threads own the cores;
+//! - configuration is layered the Aeron way: compiled default, then the `AERON_*` environment
+//!   variables the C driver reads (`AERON_THREADING_MODE`, `AERON_TERM_BUFFER_LENGTH`,
+//!   `AERON_IPC_TERM_BUFFER_LENGTH`, `AERON_SHARED_IDLE_STRATEGY`, `AERON_DRIVER_TIMEOUT`, …),
+//!   then the builder's setters;
+//! - space for the log buffers is checked before the driver starts, with the amount needed.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! let client = messaging::Client::connect(driver.dir())?;
+//! # drop(client);
+//! # Ok(()) }
+//! ```
+
+use std::ffi::CString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusteron_media_driver::bindings::aeron_threading_mode_enum;
+use rusteron_media_driver::{AeronDriver, AeronDriverContext};
+
+use crate::error::DriverLaunchError;
+
+/// Our default idle strategy for the driver's agent: Aeron's `backoff` (parks up to 1 ms).
+pub const DEFAULT_DRIVER_IDLE: &str = "backoff";
+
+/// The version string of the embedded Aeron C driver, e.g. `aeron version=1.54.0 ...`.
+#[must_use]
+pub fn driver_version() -> String {
+    rusteron_media_driver::Aeron::version_full().to_owned()
+}
+
+fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty())
+}
+
+/// Configures an [`EmbeddedDriver`]; consuming setters, then [`spawn`](Self::spawn).
+#[derive(Debug, Clone, Default)]
+pub struct EmbeddedDriverBuilder {
+    dir: Option<PathBuf>,
+    term_length: Option<usize>,
+    ipc_term_length: Option<usize>,
+    idle: Option<String>,
+    driver_timeout: Option<Duration>,
+}
+
+impl EmbeddedDriverBuilder {
+    /// The driver's directory; default: a fresh `/dev/shm/aeron-latency-<pid>-<n>`.
+    #[must_use]
+    pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.dir = Some(dir.into());
+        self
+    }
+
+    /// Term length for network publications (power of two, 64 KiB..1 GiB).
+    #[must_use]
+    pub fn term_length(mut self, bytes: usize) -> Self {
+        self.term_length = Some(bytes);
+        self
+    }
+
+    /// Term length for IPC publications (power of two, 64 KiB..1 GiB). Small terms keep
+    /// tests light; large ones absorb bursts.
+    #[must_use]
+    pub fn ipc_term_length(mut self, bytes: usize) -> Self {
+        self.ipc_term_length = Some(bytes);
+        self
+    }
+
+    /// Idle strategy of the driver's shared agent (`backoff`, `sleep-ns`, `yield`, …).
+    /// Never `spin` on a machine whose cores the hot threads own.
+    #[must_use]
+    pub fn idle(mut self, alias: impl Into<String>) -> Self {
+        self.idle = Some(alias.into());
+        self
+    }
+
+    /// How long clients may stay silent before the driver drops them, and vice versa.
+    #[must_use]
+    pub fn driver_timeout(mut self, t: Duration) -> Self {
+        self.driver_timeout = Some(t);
+        self
+    }
+
+    /// The IPC term length the driver will use (builder, else `AERON_IPC_TERM_BUFFER_LENGTH`,
+    /// else Aeron's 64 MiB).
+    #[must_use]
+    pub fn effective_ipc_term_length(&self) -> usize {
+        self.ipc_term_length
+            .or_else(|| env_bytes("AERON_IPC_TERM_BUFFER_LENGTH"))
+            .unwrap_or(64 << 20)
+    }
+
+    /// Starts the driver on its own thread and waits until its directory is ready.
+    ///
+    /// # Errors
+    /// [`DriverLaunchError`]: no space for the buffers, a rejected setting, a failed start.
+    pub fn spawn(self) -> Result<EmbeddedDriver, DriverLaunchError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dir = self.dir.clone().unwrap_or_else(|| {
+            PathBuf::from(format!(
+                "/dev/shm/aeron-latency-{}-{}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ))
+        });
+        let ipc_term = self.effective_ipc_term_length();
+        if let Err(reason) = check_term_length(ipc_term) {
+            return Err(DriverLaunchError::Config {
+                setting: "ipc term length",
+                detail: reason,
+            });
+        }
+        // Two streams (round trip) of three terms each, plus cnc.dat and slack.
+        let needed = 2 * 3 * ipc_term as u64 + (16 << 20);
+        let parent = dir.parent().unwrap_or(Path::new("/dev/shm"));
+        if let Some(available) = free_bytes(parent) {
+            if available < needed {
+                return Err(DriverLaunchError::NoSpace {
+                    dir: parent.to_owned(),
+                    needed,
+                    available,
+                });
+            }
+        }
+
+        let cfg = |setting: &'static str| {
+            move |e: rusteron_media_driver::AeronCError| DriverLaunchError::Config {
+                setting,
+                detail: format!("{e:?}"),
+            }
+        };
+        let ctx = AeronDriverContext::new().map_err(cfg("context"))?;
+        let dir_c = CString::new(dir.to_string_lossy().as_bytes()).map_err(|_| DriverLaunchError::Config {
+            setting: "dir",
+            detail: "the path contains a NUL byte".into(),
+        })?;
+        ctx.set_dir(&dir_c).map_err(cfg("dir"))?;
+        ctx.set_dir_delete_on_start(true).map_err(cfg("dir delete on start"))?;
+        ctx.set_dir_delete_on_shutdown(true).map_err(cfg("dir delete on shutdown"))?;
+        if !env_set("AERON_THREADING_MODE") {
+            ctx.set_threading_mode(aeron_threading_mode_enum::AERON_THREADING_MODE_SHARED)
+                .map_err(cfg("threading mode"))?;
+        }
+        let idle = self.idle.clone().or_else(|| {
+            (!env_set("AERON_SHARED_IDLE_STRATEGY")).then(|| DEFAULT_DRIVER_IDLE.to_owned())
+        });
+        if let Some(idle) = &idle {
+            let c = CString::new(idle.as_str()).unwrap_or_default();
+            ctx.set_shared_idle_strategy(&c).map_err(cfg("shared idle strategy"))?;
+            ctx.set_conductor_idle_strategy(&c).map_err(cfg("conductor idle strategy"))?;
+            ctx.set_sender_idle_strategy(&c).map_err(cfg("sender idle strategy"))?;
+            ctx.set_receiver_idle_strategy(&c).map_err(cfg("receiver idle strategy"))?;
+            ctx.set_sharednetwork_idle_strategy(&c).map_err(cfg("shared network idle strategy"))?;
+        }
+        if let Some(t) = self.term_length {
+            ctx.set_term_buffer_length(t).map_err(cfg("term length"))?;
+        }
+        if let Some(t) = self.ipc_term_length {
+            ctx.set_ipc_term_buffer_length(t).map_err(cfg("ipc term length"))?;
+        }
+        if let Some(t) = self.driver_timeout {
+            ctx.set_driver_timeout_ms(t.as_millis() as u64).map_err(cfg("driver timeout"))?;
+            ctx.set_client_liveness_timeout_ns(t.as_nanos() as u64)
+                .map_err(cfg("client liveness timeout"))?;
+        }
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<i32, String>>(1);
+        let stop2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("aeron-driver".into())
+            .spawn(move || {
+                let driver = match AeronDriver::new(&ctx).and_then(|d| d.start(true).map(|_| d)) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        let msg = e.message().map_or_else(|| format!("{e:?}"), str::to_owned);
+                        let _ = ready_tx.send(Err(msg));
+                        return;
+                    }
+                };
+                let _ = ready_tx.send(Ok(crate::thread::current_tid()));
+                while !stop2.load(Ordering::Acquire) {
+                    match driver.main_do_work() {
+                        Ok(work) => driver.main_idle_strategy(work),
+                        Err(e) => {
+                            eprintln!("embedded media driver: {e:?}");
+                            break;
+                        }
+                    }
+                }
+                drop(driver);
+                drop(ctx);
+            })
+            .map_err(|e| DriverLaunchError::Start { detail: e.to_string() })?;
+        let tid = match ready_rx.recv() {
+            Ok(Ok(tid)) => tid,
+            Ok(Err(detail)) => {
+                let _ = handle.join();
+                return Err(DriverLaunchError::Start { detail });
+            }
+            Err(_) => {
+                let _ = handle.join();
+                return Err(DriverLaunchError::Start {
+                    detail: "the driver thread ended before it was ready".into(),
+                });
+            }
+        };
+        Ok(EmbeddedDriver {
+            dir,
+            ipc_term_length: ipc_term,
+            stop,
+            handle: Some(handle),
+            tid,
+        })
+    }
+}
+
+fn env_bytes(name: &str) -> Option<usize> {
+    let v = std::env::var(name).ok()?;
+    let v = v.trim().to_ascii_lowercase();
+    let (num, mult) = match v.chars().last()? {
+        'k' => (&v[..v.len() - 1], 1 << 10),
+        'm' => (&v[..v.len() - 1], 1 << 20),
+        'g' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v.as_str(), 1),
+    };
+    num.parse::<usize>().ok().map(|n| n * mult)
+}
+
+/// Aeron's rule for term lengths: a power of two from 64 KiB to 1 GiB.
+///
+/// # Errors
+/// A sentence saying what is wrong with `len`.
+pub fn check_term_length(len: usize) -> Result<(), String> {
+    const MIN: usize = 64 << 10;
+    const MAX: usize = 1 << 30;
+    if !(MIN..=MAX).contains(&len) || !len.is_power_of_two() {
+        return Err(format!(
+            "term length {len} must be a power of two from 65536 (64 KiB) to 1073741824 (1 GiB)"
+        ));
+    }
+    Ok(())
+}
+
+/// Free bytes on the filesystem holding `dir` (statvfs), if it can be read.
+#[must_use]
+pub fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a valid NUL-terminated path and `st` points to writable memory of the
+    // right type; statvfs fills it on success (return 0), which is checked before reading.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it initialised `st`.
+    let st = unsafe { st.assume_init() };
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// A running embedded media driver; stops and removes its directory when dropped.
+pub struct EmbeddedDriver {
+    dir: PathBuf,
+    ipc_term_length: usize,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+    tid: i32,
+}
+
+impl fmt::Debug for EmbeddedDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbeddedDriver")
+            .field("dir", &self.dir)
+            .field("ipc_term_length", &self.ipc_term_length)
+            .field("running", &self.is_running())
+            .finish()
+    }
+}
+
+impl EmbeddedDriver {
+    /// A builder with the defaults described in the module docs.
+    #[must_use]
+    pub fn builder() -> EmbeddedDriverBuilder {
+        EmbeddedDriverBuilder::default()
+    }
+
+    /// The driver's directory: give it to clients (`Client::connect`, `--dir`).
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The IPC term length in use.
+    #[must_use]
+    pub fn ipc_term_length(&self) -> usize {
+        self.ipc_term_length
+    }
+
+    /// The Linux thread id of the driver's agent thread (for per-thread counters).
+    #[must_use]
+    pub fn tid(&self) -> i32 {
+        self.tid
+    }
+
+    /// Whether the driver thread is still running.
+    #[must_use]
+    pub fn is_running(&self) -> bool {
+        self.handle.as_ref().is_some_and(|h| !h.is_finished())
+    }
+
+    /// Stops the driver now (same as dropping it).
+    pub fn stop(self) {}
+}
+
+impl Drop for EmbeddedDriver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn term_lengths_follow_aeron_rules() {
+        assert!(check_term_length(64 << 10).is_ok());
+        assert!(check_term_length(1 << 30).is_ok());
+        for bad in [0, 1000, 32 << 10, (64 << 10) + 1, 2 << 30] {
+            assert!(check_term_length(bad).unwrap_err().contains("power of two"));
+        }
+    }
+
+    #[test]
+    fn driver_starts_in_a_private_dir_and_removes_it_on_drop() {
+        let d = EmbeddedDriver::builder().ipc_term_length(64 << 10).spawn().unwrap();
+        let dir = d.dir().to_owned();
+        assert!(dir.join("cnc.dat").exists());
+        assert!(d.is_running());
+        drop(d);
+        assert!(!dir.exists(), "{} should be removed", dir.display());
+    }
+}

@@ -1,0 +1,437 @@
+//! Error types: one per operation, each message says what went wrong and how to fix it.
+//!
+//! aeron-rs reports everything through one mixed `AeronError`; it never crosses this crate's
+//! public API. The mapping happens here, once.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aeron_rs::utils::errors::{AeronError, IllegalArgumentError};
+
+/// Why [`Client::connect`](crate::Client) could not reach a media driver.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// There is no `cnc.dat` in the directory: no media driver was ever started there.
+    NoDriver {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+    },
+    /// `cnc.dat` exists but the driver has not updated its heartbeat within the driver timeout.
+    DriverDead {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// How old the last heartbeat is.
+        heartbeat_age: Duration,
+    },
+    /// The driver speaks a command-and-control version this client does not.
+    VersionMismatch {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// What the client or driver said.
+        detail: String,
+    },
+    /// Anything else the client reported while connecting.
+    Client {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// What the client said.
+        detail: String,
+    },
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoDriver { dir } => write!(
+                f,
+                "no media driver at {}: {} is missing; start one (aeronmd, the Java MediaDriver, or \
+                 drop --dir to use the embedded driver) or point --dir / AERON_DIR at the driver's directory",
+                dir.display(),
+                dir.join("cnc.dat").display()
+            ),
+            Self::DriverDead { dir, heartbeat_age } => write!(
+                f,
+                "media driver at {} is not running: its last heartbeat is {:.1} s old; restart the driver \
+                 (or delete the stale directory) and try again",
+                dir.display(),
+                heartbeat_age.as_secs_f64()
+            ),
+            Self::VersionMismatch { dir, detail } => write!(
+                f,
+                "media driver at {} speaks another Aeron protocol version ({detail}); use a 1.x driver",
+                dir.display()
+            ),
+            Self::Client { dir, detail } => write!(
+                f,
+                "could not connect to the media driver at {}: {detail}",
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+/// Why a publication or subscription could not be added.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum AddError {
+    /// The channel is not a valid Aeron URI (it must start with `aeron:`; e.g. `aeron:ipc`).
+    InvalidChannel {
+        /// The channel as given.
+        channel: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// The driver rejected the request (bad URI parameter, no space for the log buffers, ...).
+    Rejected {
+        /// The channel as given.
+        channel: String,
+        /// The stream id.
+        stream_id: i32,
+        /// The driver's own words.
+        detail: String,
+    },
+    /// The driver did not answer within the driver timeout: it is probably dead.
+    Timeout {
+        /// The channel as given.
+        channel: String,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// The client is closed (its driver timed it out, or it was closed).
+    ClientClosed,
+}
+
+impl fmt::Display for AddError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidChannel { channel, reason } => write!(
+                f,
+                "invalid channel {channel:?}: {reason}; use an Aeron URI such as aeron:ipc or \
+                 aeron:udp?endpoint=localhost:40123"
+            ),
+            Self::Rejected {
+                channel,
+                stream_id,
+                detail,
+            } => write!(
+                f,
+                "the media driver rejected {channel} stream {stream_id}: {detail}"
+            ),
+            Self::Timeout { channel, waited } => write!(
+                f,
+                "the media driver did not answer for {channel} within {:.1} s; check that it is \
+                 running (its heartbeat) and not overloaded",
+                waited.as_secs_f64()
+            ),
+            Self::ClientClosed => f.write_str(
+                "the Aeron client is closed (the driver timed it out or it was closed); connect again",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AddError {}
+
+impl AddError {
+    pub(crate) fn from_aeron(channel: &str, stream_id: i32, waited: Duration, e: AeronError) -> Self {
+        match e {
+            AeronError::DriverTimeout(_) => Self::Timeout {
+                channel: channel.to_owned(),
+                waited,
+            },
+            AeronError::ClientTimeoutException => Self::ClientClosed,
+            AeronError::RegistrationException(_, detail) | AeronError::ChannelEndpointException(_, detail) => {
+                Self::Rejected {
+                    channel: channel.to_owned(),
+                    stream_id,
+                    detail,
+                }
+            }
+            other => Self::Rejected {
+                channel: channel.to_owned(),
+                stream_id,
+                detail: other.to_string(),
+            },
+        }
+    }
+}
+
+/// Why [`Publisher::offer`](crate::Publisher::offer) or
+/// [`Publisher::try_claim`](crate::Publisher::try_claim) did not publish.
+///
+/// Aeron's five negative results (`NOT_CONNECTED`, `BACK_PRESSURED`, `ADMIN_ACTION`,
+/// `CLOSED`, `MAX_POSITION_EXCEEDED`) plus what the client can add. The first three are
+/// transient: retry (see [`is_retryable`](Self::is_retryable)); the others are final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OfferError {
+    /// No subscriber is connected to this stream yet (transient).
+    NotConnected,
+    /// A subscriber is connected but behind; the publication limit is reached (transient).
+    BackPressured,
+    /// The log rotated to a new term, or the client conductor held the publication at that
+    /// instant; try again straight away (transient).
+    AdminAction,
+    /// The publication is closed (final).
+    Closed,
+    /// The stream reached its maximum position for this term length (final: start a new
+    /// publication or use a larger term).
+    MaxPositionExceeded,
+    /// The message is longer than the publication accepts (final for this message).
+    MessageTooLong {
+        /// Bytes asked for.
+        length: usize,
+        /// The most the publication takes (for `try_claim`: one MTU's payload).
+        max: usize,
+    },
+    /// aeron-rs returned something undocumented (final; please report it).
+    Unexpected(i64),
+}
+
+impl OfferError {
+    /// Whether the same offer may succeed if retried: true for `NotConnected`,
+    /// `BackPressured` and `AdminAction`.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::NotConnected | Self::BackPressured | Self::AdminAction)
+    }
+
+    /// A stable snake_case name, for counters and reports (`back_pressured`, ...).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::NotConnected => "not_connected",
+            Self::BackPressured => "back_pressured",
+            Self::AdminAction => "admin_action",
+            Self::Closed => "closed",
+            Self::MaxPositionExceeded => "max_position_exceeded",
+            Self::MessageTooLong { .. } => "message_too_long",
+            Self::Unexpected(_) => "unexpected",
+        }
+    }
+
+    pub(crate) fn from_aeron(e: AeronError) -> Self {
+        match e {
+            AeronError::NotConnected => Self::NotConnected,
+            AeronError::BackPressured => Self::BackPressured,
+            AeronError::AdminAction => Self::AdminAction,
+            AeronError::PublicationClosed => Self::Closed,
+            AeronError::MaxPositionExceeded => Self::MaxPositionExceeded,
+            AeronError::IllegalArgument(
+                IllegalArgumentError::EncodedMessageExceedsMaxPayloadLength {
+                    length,
+                    max_payload_length: max,
+                }
+                | IllegalArgumentError::EncodedMessageExceedsMaxMessageLength {
+                    length,
+                    max_message_length: max,
+                },
+            ) => Self::MessageTooLong {
+                length: length.max(0) as usize,
+                max: max.max(0) as usize,
+            },
+            AeronError::UnknownCode(code) => Self::Unexpected(code),
+            _ => Self::Unexpected(-1),
+        }
+    }
+}
+
+impl fmt::Display for OfferError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotConnected => f.write_str("no subscriber is connected (retry, or start a subscriber)"),
+            Self::BackPressured => f.write_str("back-pressured: the subscriber is behind (retry)"),
+            Self::AdminAction => f.write_str("admin action: term rotation or client busy (retry)"),
+            Self::Closed => f.write_str("the publication is closed"),
+            Self::MaxPositionExceeded => f.write_str(
+                "the stream reached its maximum position; use a larger term length or a new publication",
+            ),
+            Self::MessageTooLong { length, max } => write!(
+                f,
+                "message of {length} bytes is longer than the {max} bytes this publication accepts"
+            ),
+            Self::Unexpected(code) => write!(f, "unexpected result {code} from the Aeron client"),
+        }
+    }
+}
+
+impl std::error::Error for OfferError {}
+
+/// An idle strategy name that is not one of Aeron's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseIdleError {
+    pub(crate) given: String,
+}
+
+impl fmt::Display for ParseIdleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown idle strategy {:?}: use spin, noop, yield, backoff, sleep-ns or sleep-ns:<nanoseconds>",
+            self.given
+        )
+    }
+}
+
+impl std::error::Error for ParseIdleError {}
+
+/// Why a pinned thread could not be started.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SpawnError {
+    /// The OS refused to create the thread.
+    Spawn(std::io::Error),
+    /// The requested core does not exist or is not in this process's CPU set.
+    NoSuchCore {
+        /// The core asked for.
+        core: usize,
+        /// The cores this process may run on.
+        available: Vec<usize>,
+    },
+    /// Setting the affinity failed (e.g. forbidden by a cgroup cpuset).
+    PinFailed {
+        /// The core asked for.
+        core: usize,
+    },
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Spawn(e) => write!(f, "could not start a thread: {e}"),
+            Self::NoSuchCore { core, available } => write!(
+                f,
+                "core {core} does not exist or is not allowed for this process; choose one of {available:?}"
+            ),
+            Self::PinFailed { core } => write!(
+                f,
+                "could not pin the thread to core {core} (cpuset or permissions); pick another core or run without pinning"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Why the embedded media driver could not be launched.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DriverLaunchError {
+    /// Not enough free space where the driver's directory goes (usually /dev/shm).
+    NoSpace {
+        /// The directory.
+        dir: PathBuf,
+        /// Bytes needed (estimate).
+        needed: u64,
+        /// Bytes free.
+        available: u64,
+    },
+    /// The directory could not be created or prepared.
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A configuration value was rejected.
+    Config {
+        /// Which setting.
+        setting: &'static str,
+        /// The driver's words.
+        detail: String,
+    },
+    /// The driver failed to start.
+    Start {
+        /// The driver's words.
+        detail: String,
+    },
+}
+
+impl fmt::Display for DriverLaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSpace {
+                dir,
+                needed,
+                available,
+            } => write!(
+                f,
+                "not enough space for the media driver in {}: needs about {} MiB, {} MiB free; \
+                 enlarge it (mount -o remount,size=2G /dev/shm) or use a smaller term length",
+                dir.display(),
+                needed.div_ceil(1 << 20),
+                available / (1 << 20)
+            ),
+            Self::Dir { dir, source } => write!(
+                f,
+                "could not prepare the media driver directory {}: {source}",
+                dir.display()
+            ),
+            Self::Config { setting, detail } => {
+                write!(f, "media driver setting {setting} was rejected: {detail}")
+            }
+            Self::Start { detail } => write!(f, "the media driver did not start: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for DriverLaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Dir { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_three_transient_offer_results_are_retryable() {
+        let retryable = [OfferError::NotConnected, OfferError::BackPressured, OfferError::AdminAction];
+        let fatal = [
+            OfferError::Closed,
+            OfferError::MaxPositionExceeded,
+            OfferError::MessageTooLong { length: 2, max: 1 },
+            OfferError::Unexpected(-7),
+        ];
+        assert!(retryable.iter().all(OfferError::is_retryable));
+        assert!(!fatal.iter().any(OfferError::is_retryable));
+    }
+
+    #[test]
+    fn aeron_offer_codes_map_to_their_variants() {
+        assert_eq!(OfferError::from_aeron(AeronError::NotConnected), OfferError::NotConnected);
+        assert_eq!(OfferError::from_aeron(AeronError::BackPressured), OfferError::BackPressured);
+        assert_eq!(OfferError::from_aeron(AeronError::AdminAction), OfferError::AdminAction);
+        assert_eq!(OfferError::from_aeron(AeronError::PublicationClosed), OfferError::Closed);
+        assert_eq!(
+            OfferError::from_aeron(AeronError::MaxPositionExceeded),
+            OfferError::MaxPositionExceeded
+        );
+        assert_eq!(OfferError::from_aeron(AeronError::UnknownCode(-9)), OfferError::Unexpected(-9));
+    }
+
+    #[test]
+    fn no_driver_message_names_the_dir_and_the_fix() {
+        let e = ConnectError::NoDriver {
+            dir: "/nonexistent".into(),
+        };
+        let s = e.to_string();
+        assert!(s.contains("/nonexistent/cnc.dat"), "{s}");
+        assert!(s.contains("AERON_DIR"), "{s}");
+    }
+}

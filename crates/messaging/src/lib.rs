@@ -1,0 +1,73 @@
+//! `messaging`: a thin, fast layer over the pure-Rust Aeron client
+//! [aeron-rs](https://crates.io/crates/aeron-rs) 0.1.8. Bytes in, bytes out.
+//!
+//! # Guarantees
+//! - **Hot path**: [`Publisher::offer`], [`Publisher::try_claim`] and [`Subscriber::poll`]
+//!   never allocate in steady state, never log, never block and make no syscall. aeron-rs
+//!   keeps every publication and subscription behind a `std::sync::Mutex` that its conductor
+//!   thread also takes; we `try_lock` it once per call and never hold it between calls (see
+//!   each method for what a busy lock returns).
+//! - **Typed results**: Aeron's negative offer codes are one enum, [`OfferError`], with
+//!   [`OfferError::is_retryable`]; one error type per operation, each message says how to fix it.
+//! - **Clean close**: dropping the last handle removes publications and subscriptions and
+//!   sends `CLIENT_CLOSE` (which aeron-rs 0.1.8 never does), so a second run right after the
+//!   first on the same driver and stream does not stall.
+//! - **Aeron's names**: `AERON_DIR`, `AERON_*` variables, idle strategies `spin`, `noop`,
+//!   `yield`, `sleep-ns`, `backoff`; offer / try_claim / poll.
+//! - No aeron-rs type appears in this crate's public API.
+//!
+//! # Example
+//! ```no_run
+//! # #[cfg(feature = "embedded-driver")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader};
+//!
+//! let driver = EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! let client = Client::connect(driver.dir())?;
+//! let mut sub = client.subscription("aeron:ipc", 10)?;
+//! let mut publ = client.publication("aeron:ipc", 10)?;
+//!
+//! let mut idle: IdleStrategy = "yield".parse()?;
+//! while let Err(e) = publ.offer(b"hello") {
+//!     assert!(e.is_retryable(), "{e}");
+//!     idle.idle_once();
+//! }
+//! let mut received = Vec::new();
+//! while received.is_empty() {
+//!     let n = sub.poll(&mut |msg: &[u8], _: &MessageHeader| received.extend_from_slice(msg), 10);
+//!     idle.idle(n);
+//! }
+//! assert_eq!(received, b"hello");
+//! # Ok(()) }
+//! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod client;
+#[cfg(feature = "embedded-driver")]
+mod driver;
+mod error;
+mod idle;
+mod publication;
+mod subscription;
+mod thread;
+
+pub use client::{
+    default_aeron_dir, driver_status, Client, ClientBuilder, DriverCounter, DriverStatus, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV,
+    DEFAULT_DRIVER_TIMEOUT,
+};
+#[cfg(feature = "embedded-driver")]
+pub use driver::{
+    check_term_length, driver_version, free_bytes, EmbeddedDriver, EmbeddedDriverBuilder, DEFAULT_DRIVER_IDLE,
+};
+pub use error::{AddError, ConnectError, DriverLaunchError, OfferError, ParseIdleError, SpawnError};
+pub use idle::{
+    Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,
+    DEFAULT_SLEEP_NS,
+};
+pub use publication::{Claim, Publisher};
+pub use subscription::{Handoff, HandoffOptions, MessageHeader, Subscriber, SubscribeError};
+pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
+
+/// The Aeron client this crate wraps, for reports.
+pub const CLIENT_VERSION: &str = "aeron-rs 0.1.8";

@@ -1,0 +1,251 @@
+//! Publishing: `offer` (copy) and zero-copy `try_claim`.
+//!
+//! Guarantees:
+//! - neither call allocates, logs through our code, or makes a syscall;
+//! - neither call ever blocks: aeron-rs keeps each publication behind a `std::sync::Mutex`
+//!   that its conductor thread also takes; we `try_lock` it once per call, and if the
+//!   conductor holds it at that instant the call returns [`OfferError::AdminAction`]
+//!   (retryable) instead of parking the hot thread on a futex;
+//! - every failure is one typed [`OfferError`]; retry exactly when
+//!   [`is_retryable`](OfferError::is_retryable) says so.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = messaging::Client::connect("/dev/shm/aeron-root")?;
+//! let mut publisher = client.publication("aeron:ipc", 1001)?;
+//! // copy in
+//! publisher.offer(b"hello")?;
+//! // or write straight into the term buffer
+//! let mut claim = publisher.try_claim(8)?;
+//! claim.buffer_mut().copy_from_slice(&42u64.to_le_bytes());
+//! claim.commit();
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
+use aeron_rs::concurrent::logbuffer::buffer_claim::BufferClaim;
+use aeron_rs::publication::Publication;
+
+use crate::client::Inner;
+use crate::error::OfferError;
+
+/// Aeron's data frame header length: a claim's payload starts this far into the frame.
+const DATA_HEADER_LEN: usize = 32;
+
+/// A publication on one channel and stream.
+pub struct Publisher {
+    // Field order matters: the publication must drop (sending its remove through the
+    // client's mapping) before the client handle below.
+    publication: Arc<Mutex<Publication>>,
+    claim: BufferClaim,
+    max_payload: usize,
+    max_message: usize,
+    term_length: usize,
+    session_id: i32,
+    channel: String,
+    stream_id: i32,
+    _client: Arc<Inner>,
+}
+
+impl fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Publisher")
+            .field("channel", &self.channel)
+            .field("stream_id", &self.stream_id)
+            .field("session_id", &self.session_id)
+            .field("term_length", &self.term_length)
+            .field("connected", &self.is_connected())
+            .finish()
+    }
+}
+
+impl Publisher {
+    pub(crate) fn new(publication: Arc<Mutex<Publication>>, client: Arc<Inner>, channel: &str, stream_id: i32) -> Self {
+        let (max_payload, max_message, term_length, session_id) = {
+            let p = publication.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            (
+                p.max_payload_length().max(0) as usize,
+                p.max_message_length().max(0) as usize,
+                p.term_buffer_length().max(0) as usize,
+                p.session_id(),
+            )
+        };
+        Self {
+            publication,
+            claim: BufferClaim::default(),
+            max_payload,
+            max_message,
+            term_length,
+            session_id,
+            channel: channel.to_owned(),
+            stream_id,
+            _client: client,
+        }
+    }
+
+    #[inline]
+    fn lock(&self) -> Result<MutexGuard<'_, Publication>, OfferError> {
+        match self.publication.try_lock() {
+            Ok(g) => Ok(g),
+            Err(TryLockError::WouldBlock) => Err(OfferError::AdminAction),
+            Err(TryLockError::Poisoned(_)) => Err(OfferError::Closed),
+        }
+    }
+
+    /// Copies `msg` into the log. Returns the new stream position.
+    ///
+    /// # Errors
+    /// An [`OfferError`]; `NotConnected`, `BackPressured` and `AdminAction` are worth retrying.
+    #[inline]
+    pub fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
+        if msg.len() > self.max_message {
+            return Err(OfferError::MessageTooLong {
+                length: msg.len(),
+                max: self.max_message,
+            });
+        }
+        // aeron-rs's AtomicBuffer wants a mutable pointer even for a source it only reads.
+        let src = AtomicBuffer::wrap_raw_slice(std::ptr::from_ref(msg).cast_mut());
+        let p = self.lock()?;
+        p.offer(src).map_err(OfferError::from_aeron)
+    }
+
+    /// Claims `len` bytes in the log for zero-copy writing. Fill
+    /// [`Claim::buffer_mut`] and [`commit`](Claim::commit); dropping the claim aborts it.
+    /// `len` may be at most [`max_payload_length`](Self::max_payload_length) (one MTU).
+    ///
+    /// # Errors
+    /// An [`OfferError`]; `NotConnected`, `BackPressured` and `AdminAction` are worth retrying.
+    #[inline]
+    pub fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
+        if len > self.max_payload {
+            return Err(OfferError::MessageTooLong {
+                length: len,
+                max: self.max_payload,
+            });
+        }
+        let mut claim = self.claim;
+        {
+            let mut p = self.lock()?;
+            p.try_claim(len as i32, &mut claim).map_err(OfferError::from_aeron)?;
+        }
+        Ok(Claim {
+            frame: claim,
+            len,
+            done: false,
+            _publisher: PhantomData,
+        })
+    }
+
+    /// Whether at least one subscriber is connected.
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        self.publication.lock().map(|p| p.is_connected()).unwrap_or(false)
+    }
+
+    /// The largest message `try_claim` accepts (one MTU less the frame header).
+    #[must_use]
+    pub fn max_payload_length(&self) -> usize {
+        self.max_payload
+    }
+
+    /// The largest message `offer` accepts (fragmented across frames).
+    #[must_use]
+    pub fn max_message_length(&self) -> usize {
+        self.max_message
+    }
+
+    /// The term buffer length of this publication's log.
+    #[must_use]
+    pub fn term_length(&self) -> usize {
+        self.term_length
+    }
+
+    /// This publication's session id.
+    #[must_use]
+    pub fn session_id(&self) -> i32 {
+        self.session_id
+    }
+
+    /// The channel this publication was added on.
+    #[must_use]
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The stream id.
+    #[must_use]
+    pub fn stream_id(&self) -> i32 {
+        self.stream_id
+    }
+
+    /// Closes the publication: the driver is told at once.
+    pub fn close(self) {}
+}
+
+/// A claimed range of the log; write the message, then [`commit`](Self::commit).
+/// Dropping it without committing aborts it (the range becomes padding subscribers skip).
+#[must_use = "a claim must be committed, or it is aborted when dropped"]
+pub struct Claim<'a> {
+    frame: BufferClaim,
+    len: usize,
+    done: bool,
+    _publisher: PhantomData<&'a mut Publisher>,
+}
+
+impl fmt::Debug for Claim<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Claim").field("len", &self.len).finish()
+    }
+}
+
+impl Claim<'_> {
+    /// The claimed bytes (not zeroed: they may hold an older message).
+    #[inline]
+    pub fn buffer_mut(&mut self) -> &mut [u8] {
+        let frame = self.frame.buffer();
+        debug_assert!(DATA_HEADER_LEN + self.len <= frame.capacity() as usize);
+        // SAFETY: aeron-rs claimed `frame` = header + `len` payload bytes inside the mapped log
+        // buffer, which stays mapped while the publisher (mutably borrowed by this claim)
+        // lives. The range is ours alone until commit/abort, and the returned slice borrows
+        // `&mut self`, so no other reference to it can exist.
+        unsafe { std::slice::from_raw_parts_mut(frame.buffer().add(DATA_HEADER_LEN), self.len) }
+    }
+
+    /// The claimed length.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the claim is zero bytes long.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Publishes the written bytes.
+    #[inline]
+    pub fn commit(mut self) {
+        self.done = true;
+        self.frame.commit();
+    }
+
+    /// Gives the range up; subscribers skip it.
+    pub fn abort(mut self) {
+        self.done = true;
+        self.frame.abort();
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.frame.abort();
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! Subscribing: `poll` with fragment reassembly, and the blocking hand-off into a channel.
+//!
+//! Guarantees:
+//! - [`Subscriber::poll`] hands each whole message to the handler exactly once, in stream
+//!   order per publisher (session); messages longer than one frame are reassembled;
+//! - `poll` never blocks and makes no syscall: aeron-rs keeps the subscription behind a
+//!   `std::sync::Mutex` that its conductor thread also takes to attach new images (a late
+//!   publisher). We `try_lock` once per poll and release it before returning — never hold it
+//!   across polls, or images never attach and nothing is received — and if the conductor
+//!   holds it at that instant the poll returns 0 and the next one proceeds;
+//! - unfragmented messages (the usual case) are passed straight from the term buffer without
+//!   a copy; reassembly buffers are allocated once per publisher and reused.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use messaging::{Client, IdleStrategy};
+//! let client = Client::connect("/dev/shm/aeron-root")?;
+//! let mut sub = client.subscription("aeron:ipc", 1001)?;
+//! let mut idle: IdleStrategy = "backoff".parse()?;
+//! let mut got = 0;
+//! while got < 10 {
+//!     let n = sub.poll(&mut |msg: &[u8], _h: &messaging::MessageHeader| { got += 1; let _ = msg; }, 10);
+//!     idle.idle(n);
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, TryLockError};
+
+use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
+use aeron_rs::concurrent::logbuffer::frame_descriptor::{BEGIN_FRAG, END_FRAG, UNFRAGMENTED};
+use aeron_rs::concurrent::logbuffer::header::Header;
+use aeron_rs::subscription::Subscription;
+use aeron_rs::utils::types::Index;
+
+use crate::client::{Client, Inner};
+use crate::error::{AddError, SpawnError};
+use crate::idle::IdleStrategy;
+use crate::thread::{PinnedThread, ThreadBuilder};
+
+/// What the handler learns about a message besides its bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageHeader {
+    /// The publishing session (one per publication).
+    pub session_id: i32,
+    /// The reserved value the publisher set in the frame header (0 by default).
+    pub reserved_value: i64,
+}
+
+/// A subscription on one channel and stream.
+pub struct Subscriber {
+    subscription: Arc<Mutex<Subscription>>,
+    assembly: Vec<(i32, Vec<u8>)>,
+    channel: String,
+    stream_id: i32,
+    _client: Arc<Inner>,
+}
+
+impl fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("channel", &self.channel)
+            .field("stream_id", &self.stream_id)
+            .field("images", &self.image_count())
+            .finish()
+    }
+}
+
+impl Subscriber {
+    pub(crate) fn new(subscription: Arc<Mutex<Subscription>>, client: Arc<Inner>, channel: &str, stream_id: i32) -> Self {
+        Self {
+            subscription,
+            assembly: Vec::new(),
+            channel: channel.to_owned(),
+            stream_id,
+            _client: client,
+        }
+    }
+
+    /// Polls up to `fragment_limit` fragments and calls `handler` for every complete message.
+    /// Returns the number of fragments read (the work count for an idle strategy).
+    pub fn poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> usize
+    where
+        F: FnMut(&[u8], &MessageHeader),
+    {
+        let mut sub = match self.subscription.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::WouldBlock) => return 0,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        let assembly = &mut self.assembly;
+        let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
+            let bytes = buf.as_sub_slice(offset, length);
+            let flags = header.flags();
+            let h = MessageHeader {
+                session_id: header.session_id(),
+                reserved_value: header.reserved_value(),
+            };
+            if flags & UNFRAGMENTED == UNFRAGMENTED {
+                handler(bytes, &h);
+                return;
+            }
+            let slot = match assembly.iter().position(|(s, _)| *s == h.session_id) {
+                Some(i) => i,
+                None => {
+                    assembly.push((h.session_id, Vec::new()));
+                    assembly.len() - 1
+                }
+            };
+            let buf = &mut assembly[slot].1;
+            if flags & BEGIN_FRAG != 0 {
+                buf.clear();
+                buf.extend_from_slice(bytes);
+            } else if !buf.is_empty() {
+                buf.extend_from_slice(bytes);
+            }
+            if flags & END_FRAG != 0 && !buf.is_empty() {
+                handler(buf, &h);
+                buf.clear();
+            }
+        };
+        let n = sub.poll(&mut on_fragment, fragment_limit.min(i32::MAX as usize) as i32);
+        n.max(0) as usize
+    }
+
+    /// Whether at least one publisher's image is attached.
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        self.subscription.lock().map(|s| s.is_connected()).unwrap_or(false)
+    }
+
+    /// How many publishers' images are attached.
+    #[must_use]
+    pub fn image_count(&self) -> usize {
+        self.subscription.lock().map(|s| s.image_count()).unwrap_or(0)
+    }
+
+    /// The channel.
+    #[must_use]
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The stream id.
+    #[must_use]
+    pub fn stream_id(&self) -> i32 {
+        self.stream_id
+    }
+
+    /// Closes the subscription: the driver is told at once.
+    pub fn close(self) {}
+}
+
+/// The thread behind [`Client::subscribe`]: stops and joins when dropped.
+pub struct Handoff {
+    stop: Arc<AtomicBool>,
+    delivered: Arc<AtomicU64>,
+    thread: Option<PinnedThread<()>>,
+}
+
+impl fmt::Debug for Handoff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handoff")
+            .field("delivered", &self.delivered())
+            .field("running", &self.thread.as_ref().is_some_and(|t| !t.is_finished()))
+            .finish()
+    }
+}
+
+impl Handoff {
+    /// Messages sent into the channel so far.
+    #[must_use]
+    pub fn delivered(&self) -> u64 {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// The polling thread's Linux thread id.
+    #[must_use]
+    pub fn tid(&self) -> i32 {
+        self.thread.as_ref().map_or(0, PinnedThread::tid)
+    }
+
+    /// Stops polling and waits for the thread.
+    pub fn stop(mut self) {
+        self.halt();
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Options for [`Client::subscribe`].
+#[derive(Debug, Clone)]
+pub struct HandoffOptions {
+    /// Idle strategy of the polling thread.
+    pub idle: IdleStrategy,
+    /// Core to pin the polling thread to.
+    pub core: Option<usize>,
+    /// Fragments per poll.
+    pub fragment_limit: usize,
+}
+
+impl Default for HandoffOptions {
+    fn default() -> Self {
+        Self {
+            idle: "backoff".parse().expect("a valid alias"),
+            core: None,
+            fragment_limit: 64,
+        }
+    }
+}
+
+impl Client {
+    /// Seed 002's convenience API: a thread polls `channel`/`stream_id` and sends each message,
+    /// copied into a `Vec<u8>`, into `sender`, until `stop` is set or every receiver is gone.
+    ///
+    /// This is the convenient path, not the fast one: each message is allocated, and
+    /// `send` on a full bounded channel (and the receiver's `recv`/`recv_timeout`) park on a
+    /// futex; the consumer's wake-ups are exactly the jitter `latency-probe --delivery channel`
+    /// demonstrates. For latency, poll a [`Subscriber`] on the consuming thread instead.
+    ///
+    /// # Errors
+    /// [`SubscribeError`] when the subscription cannot be added or the thread cannot start.
+    pub fn subscribe(
+        &self,
+        channel: &str,
+        stream_id: i32,
+        sender: crossbeam_channel::Sender<Vec<u8>>,
+        stop: Arc<AtomicBool>,
+        options: HandoffOptions,
+    ) -> Result<Handoff, SubscribeError> {
+        let mut sub = self.subscription(channel, stream_id).map_err(SubscribeError::Add)?;
+        let delivered = Arc::new(AtomicU64::new(0));
+        let (stop2, delivered2) = (stop.clone(), delivered.clone());
+        let HandoffOptions {
+            mut idle,
+            core,
+            fragment_limit,
+        } = options;
+        let thread = ThreadBuilder::new()
+            .name("aeron-handoff")
+            .affinity_opt(core)
+            .spawn(move || {
+                let mut disconnected = false;
+                while !stop2.load(Ordering::Acquire) && !disconnected {
+                    let n = sub.poll(
+                        &mut |msg: &[u8], _h: &MessageHeader| {
+                            if sender.send(msg.to_vec()).is_err() {
+                                disconnected = true;
+                            } else {
+                                delivered2.fetch_add(1, Ordering::Relaxed);
+                            }
+                        },
+                        fragment_limit,
+                    );
+                    idle.idle(n);
+                }
+            })
+            .map_err(SubscribeError::Spawn)?;
+        Ok(Handoff {
+            stop,
+            delivered,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// Why [`Client::subscribe`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SubscribeError {
+    /// The subscription could not be added.
+    Add(AddError),
+    /// The polling thread could not start.
+    Spawn(SpawnError),
+}
+
+impl fmt::Display for SubscribeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Add(e) => e.fmt(f),
+            Self::Spawn(e) => write!(f, "could not start the hand-off thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SubscribeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Add(e) => Some(e),
+            Self::Spawn(e) => Some(e),
+        }
+    }
+}

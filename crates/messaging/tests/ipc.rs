@@ -1,0 +1,251 @@
+//! End-to-end behaviour over aeron:ipc through an embedded C media driver.
+//! Each test gets its own driver (private dir, 64 KiB terms) and idles with `yield`/`backoff`
+//! so parallel tests do not starve each other on small machines.
+#![cfg(feature = "embedded-driver")]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use messaging::{Client, EmbeddedDriver, HandoffOptions, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+
+fn driver() -> EmbeddedDriver {
+    EmbeddedDriver::builder().ipc_term_length(64 << 10).spawn().expect("driver starts")
+}
+
+fn offer_retrying(p: &mut Publisher, msg: &[u8]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    loop {
+        match p.offer(msg) {
+            Ok(_) => return,
+            Err(e) if e.is_retryable() && Instant::now() < deadline => idle.idle_once(),
+            Err(e) => panic!("offer failed: {e}"),
+        }
+    }
+}
+
+fn receive(sub: &mut Subscriber, n: usize) -> Vec<Vec<u8>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = Vec::new();
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    while got.len() < n {
+        assert!(Instant::now() < deadline, "timed out with {} of {n}", got.len());
+        let k = sub.poll(&mut |m: &[u8], _: &MessageHeader| got.push(m.to_vec()), 64);
+        idle.idle(k);
+    }
+    got
+}
+
+fn wait_connected(p: &Publisher) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !p.is_connected() {
+        assert!(Instant::now() < deadline, "publisher never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn offered_and_claimed_messages_arrive_whole_and_in_order() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 1).unwrap();
+    let mut publ = client.publication("aeron:ipc", 1).unwrap();
+    wait_connected(&publ);
+    for i in 0u32..1000 {
+        if i % 2 == 0 {
+            offer_retrying(&mut publ, &i.to_le_bytes());
+        } else {
+            loop {
+                match publ.try_claim(4) {
+                    Ok(mut c) => {
+                        c.buffer_mut().copy_from_slice(&i.to_le_bytes());
+                        c.commit();
+                        break;
+                    }
+                    Err(e) if e.is_retryable() => std::thread::yield_now(),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        if i % 100 == 99 {
+            let got = receive(&mut sub, 100);
+            for (k, m) in got.iter().enumerate() {
+                assert_eq!(u32::from_le_bytes(m[..].try_into().unwrap()), i - 99 + k as u32);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_message_larger_than_one_frame_is_reassembled() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 2).unwrap();
+    let mut publ = client.publication("aeron:ipc", 2).unwrap();
+    wait_connected(&publ);
+    let big: Vec<u8> = (0..(publ.max_payload_length() * 3 + 17)).map(|i| (i % 251) as u8).collect();
+    offer_retrying(&mut publ, &big);
+    offer_retrying(&mut publ, b"after");
+    let got = receive(&mut sub, 2);
+    assert_eq!(got[0], big);
+    assert_eq!(got[1], b"after");
+}
+
+#[test]
+fn an_aborted_or_dropped_claim_is_skipped_by_the_subscriber() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 3).unwrap();
+    let mut publ = client.publication("aeron:ipc", 3).unwrap();
+    wait_connected(&publ);
+    publ.try_claim(8).unwrap().abort();
+    drop(publ.try_claim(8).unwrap());
+    offer_retrying(&mut publ, b"kept");
+    assert_eq!(receive(&mut sub, 1), vec![b"kept".to_vec()]);
+}
+
+#[test]
+fn claims_longer_than_one_frame_are_refused_with_the_limit() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut publ = client.publication("aeron:ipc", 4).unwrap();
+    let max = publ.max_payload_length();
+    let result = publ.try_claim(max + 1).map(|c| c.len());
+    assert_eq!(result, Err(OfferError::MessageTooLong { length: max + 1, max }));
+}
+
+#[test]
+fn offers_without_a_subscriber_are_not_connected_and_retryable() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut publ = client.publication("aeron:ipc", 5).unwrap();
+    let e = publ.offer(b"x").unwrap_err();
+    assert_eq!(e, OfferError::NotConnected);
+    assert!(e.is_retryable());
+}
+
+#[test]
+fn a_publisher_that_joins_late_is_picked_up() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 6).unwrap();
+    // Poll for a while with nobody publishing.
+    for _ in 0..100 {
+        assert_eq!(sub.poll(&mut |_: &[u8], _: &MessageHeader| panic!("nothing was sent"), 10), 0);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let other = Client::connect(d.dir()).unwrap();
+    let mut publ = other.publication("aeron:ipc", 6).unwrap();
+    wait_connected(&publ);
+    offer_retrying(&mut publ, b"late");
+    assert_eq!(receive(&mut sub, 1), vec![b"late".to_vec()]);
+}
+
+#[test]
+fn a_second_client_right_after_the_first_closes_does_not_stall() {
+    let d = driver();
+    for round in 0..3 {
+        let started = Instant::now();
+        let sub_client = Client::connect(d.dir()).unwrap();
+        let pub_client = Client::connect(d.dir()).unwrap();
+        let mut sub = sub_client.subscription("aeron:ipc", 7).unwrap();
+        let mut publ = pub_client.publication("aeron:ipc", 7).unwrap();
+        wait_connected(&publ);
+        let msg = format!("round {round}");
+        offer_retrying(&mut publ, msg.as_bytes());
+        assert_eq!(receive(&mut sub, 1), vec![msg.into_bytes()]);
+        drop((publ, sub, pub_client, sub_client));
+        // aeron-rs alone leaves the client to time out (~10 s); with CLIENT_CLOSE it is immediate.
+        assert!(started.elapsed() < Duration::from_secs(5), "round {round} took {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn closing_a_client_removes_it_from_the_driver_at_once() {
+    let d = driver();
+    let watcher = Client::connect(d.dir()).unwrap();
+    // The driver lists a client (its heartbeat counter) once it has asked for something.
+    let _registered = watcher.subscription("aeron:ipc", 99).unwrap();
+    let clients = || {
+        watcher
+            .counters()
+            .iter()
+            .filter(|c| c.type_id == messaging::CLIENT_HEARTBEAT_COUNTER_TYPE_ID)
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while clients() < 1 {
+        assert!(Instant::now() < deadline, "the watcher's own heartbeat counter never appeared");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let before = clients();
+    let other = Client::connect(d.dir()).unwrap();
+    let publ = other.publication("aeron:ipc", 9).unwrap();
+    while clients() < before + 1 {
+        assert!(Instant::now() < deadline, "the second client never registered");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop((publ, other));
+    // aeron-rs alone never sends CLIENT_CLOSE: the driver would keep the client ~10 s.
+    let closed = Instant::now();
+    while clients() > before {
+        assert!(closed.elapsed() < Duration::from_secs(3), "the driver still lists the closed client");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn subscribe_hands_owned_messages_to_a_channel_until_stopped() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let (tx, rx) = crossbeam_channel::bounded(16);
+    let stop = Arc::new(AtomicBool::new(false));
+    let handoff = client
+        .subscribe("aeron:ipc", 8, tx, stop.clone(), HandoffOptions::default())
+        .unwrap();
+    assert!(handoff.tid() > 0);
+    let mut publ = client.publication("aeron:ipc", 8).unwrap();
+    wait_connected(&publ);
+    for i in 0u8..100 {
+        offer_retrying(&mut publ, &[i; 3]);
+    }
+    for i in 0u8..100 {
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), vec![i; 3]);
+    }
+    assert_eq!(handoff.delivered(), 100);
+    stop.store(true, Ordering::Release);
+    handoff.stop();
+}
+
+#[test]
+fn a_bad_channel_is_refused_before_the_driver_sees_it() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let e = client.publication("udp://localhost:1", 1).unwrap_err();
+    assert!(e.to_string().contains("aeron:ipc"), "{e}");
+}
+
+#[test]
+fn a_dead_driver_directory_is_reported_with_the_heartbeat_age() {
+    let d = EmbeddedDriver::builder()
+        .ipc_term_length(64 << 10)
+        .dir(format!("/dev/shm/aeron-latency-dead-{}", std::process::id()))
+        .spawn()
+        .unwrap();
+    let dir = d.dir().to_owned();
+    // Keep a copy of cnc.dat, stop the driver, put the stale file back.
+    let cnc = std::fs::read(dir.join("cnc.dat")).unwrap();
+    drop(d);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cnc.dat"), cnc).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let e = Client::builder()
+        .dir(&dir)
+        .driver_timeout(Duration::from_millis(1))
+        .build()
+        .unwrap_err();
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = e.to_string();
+    assert!(s.contains("not running") && s.contains(&dir.display().to_string()), "{s}");
+}

@@ -1,0 +1,3 @@
+//! aeron-latency facade (lead: extended later).
+pub mod wire;
+pub use messaging;
