@@ -1,5 +1,6 @@
 //! Compiles `schema/*.capnp` into Rust under `OUT_DIR` (`latency.capnp` -> `latency_capnp.rs`,
-//! included by `src/wire.rs` as `crate::wire::latency_capnp`). Reruns only when the schema directory or `CAPNP` changes.
+//! included by `src/wire.rs` as `crate::wire::latency_capnp`). Reruns only when the schema
+//! directory or `CAPNP` changes.
 //!
 //! Needs the Cap'n Proto compiler `capnp` (Debian: `apt-get install capnproto`); `CAPNP` may
 //! name a binary that is not on `PATH`.
@@ -45,6 +46,8 @@ fn main() {
         command.file(schema);
     }
     if let Err(error) = command.run() {
+        // Exit non-zero so cargo also shows capnp's own diagnostics (file:line: error).
         println!("cargo::error=compiling {SCHEMA_DIR}/*.capnp failed: {error}");
+        std::process::exit(1);
     }
 }

@@ -15,8 +15,10 @@
 //!   (5 data words, 1 pointer), then the padding bytes. Any Cap'n Proto reader of
 //!   `schema/latency.capnp` can read it (e.g. `capnp::serialize::read_message_from_flat_slice`),
 //!   and the size of a message is exactly [`encoded_len`]`(padding_len)`. Fields are only ever
-//!   appended (`schema/README.md`): this reader ignores fields added later, and accepts every
-//!   message that any writer of this schema produces.
+//!   appended (`schema/README.md`): this reader ignores fields added later and accepts every
+//!   single-segment message any writer of this schema produces. (Other writers split a message
+//!   into segments only when it outgrows their first one, 8 KiB by default in C++; this
+//!   encoder never does.)
 //!
 //! # Example
 //!
@@ -161,12 +163,20 @@ const WARMUP: usize = 48;
 const PLANNED: usize = 52;
 /// Pointer section: `padding`, a byte list that starts right after it.
 const PADDING_POINTER: usize = 56;
+/// The size of v1's `Sample`, the first version. Every writer, past or future, writes at least
+/// this much, so `decode` demands it to tell samples from other structs. Frozen: never raise
+/// it when `Sample` grows, or v1 messages would be rejected.
+const V1_DATA_WORDS: u16 = 5;
+const V1_POINTERS: u16 = 1;
 
 // The generated code must agree with the layout above; this fails to compile if the schema's
 // `Sample` grows (then extend `encode_into` and the constants, see schema/README.md).
 const _: () = {
     let size = <sample::Builder<'static> as HasStructSize>::STRUCT_SIZE;
-    assert!(size.data == DATA_WORDS && size.pointers == POINTERS);
+    assert!(
+        size.data == DATA_WORDS && size.pointers == POINTERS,
+        "Sample's size in schema/latency.capnp changed: update the layout in src/wire.rs (schema/README.md)"
+    );
     assert!(PADDING_POINTER == ROOT_POINTER + WORD * (1 + DATA_WORDS as usize));
 };
 
@@ -208,7 +218,7 @@ pub const fn padding_for_size(total: usize) -> Result<usize, SizeError> {
         Err(SizeError::TooSmall { total })
     } else if total > MAX_ENCODED_LEN {
         Err(SizeError::TooLarge { total })
-    } else if total % WORD != 0 {
+    } else if !total.is_multiple_of(WORD) {
         Err(SizeError::NotWordMultiple { total })
     } else {
         Ok(total - MIN_ENCODED_LEN)
@@ -285,7 +295,7 @@ fn put(head: &mut [u8; MIN_ENCODED_LEN], at: usize, bytes: &[u8]) {
 /// [`UnknownKind`](DecodeError::UnknownKind) or [`Malformed`](DecodeError::Malformed).
 pub fn decode(bytes: &[u8]) -> Result<Sample, DecodeError> {
     check_framing(bytes)?;
-    if bytes.as_ptr().addr() % WORD != 0 {
+    if !bytes.as_ptr().addr().is_multiple_of(WORD) {
         return Err(DecodeError::Misaligned);
     }
     check_root(bytes)?;
@@ -352,7 +362,7 @@ fn check_root(bytes: &[u8]) -> Result<(), DecodeError> {
         return Err(DecodeError::RootNotStruct); // null, list, far or capability pointer
     }
     let (data_words, pointers) = ((root >> 32) as u16, (root >> 48) as u16);
-    if data_words < DATA_WORDS || pointers < POINTERS {
+    if data_words < V1_DATA_WORDS || pointers < V1_POINTERS {
         return Err(DecodeError::StructTooSmall { data_words, pointers });
     }
     Ok(())
@@ -529,7 +539,7 @@ impl fmt::Display for DecodeError {
             Self::StructTooSmall { data_words, pointers } => write!(
                 f,
                 "{NOT_A_SAMPLE} the root struct has {data_words} data words and {pointers} \
-                 pointers, a sample has at least {DATA_WORDS} and {POINTERS}"
+                 pointers, a sample has at least {V1_DATA_WORDS} and {V1_POINTERS}"
             ),
             Self::UnknownKind(value) => write!(
                 f,

@@ -497,20 +497,20 @@ fn sizes_are_consistent() {
     for total in 0..=4096 {
         match padding_for_size(total) {
             Ok(padding_len) => {
-                assert!(total >= MIN_ENCODED_LEN && total % 8 == 0);
+                assert!(total >= MIN_ENCODED_LEN && total.is_multiple_of(8));
                 assert_eq!(encoded_len(padding_len), total);
                 assert_eq!(encode(&sample(Kind::Measured, 0), padding_len).len, total);
             }
             Err(SizeError::TooSmall { total: t }) => assert!(t == total && total < MIN_ENCODED_LEN),
             Err(SizeError::NotWordMultiple { total: t }) => {
-                assert!(t == total && total >= MIN_ENCODED_LEN && total % 8 != 0);
+                assert!(t == total && total >= MIN_ENCODED_LEN && !total.is_multiple_of(8));
             }
             Err(other) => panic!("{total}: {other:?}"),
         }
     }
     for padding_len in 0..=4096 {
         let len = encoded_len(padding_len);
-        assert_eq!(len % 8, 0);
+        assert!(len.is_multiple_of(8));
         assert!(len >= MIN_ENCODED_LEN + padding_len && len < MIN_ENCODED_LEN + padding_len + 8);
         assert_eq!(padding_for_size(len), Ok(padding_len.div_ceil(8) * 8));
     }

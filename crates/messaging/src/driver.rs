@@ -151,21 +151,26 @@ impl EmbeddedDriverBuilder {
         })?;
         ctx.set_dir(&dir_c).map_err(cfg("dir"))?;
         ctx.set_dir_delete_on_start(true).map_err(cfg("dir delete on start"))?;
-        ctx.set_dir_delete_on_shutdown(true).map_err(cfg("dir delete on shutdown"))?;
+        ctx.set_dir_delete_on_shutdown(true)
+            .map_err(cfg("dir delete on shutdown"))?;
         if !env_set("AERON_THREADING_MODE") {
             ctx.set_threading_mode(aeron_threading_mode_enum::AERON_THREADING_MODE_SHARED)
                 .map_err(cfg("threading mode"))?;
         }
-        let idle = self.idle.clone().or_else(|| {
-            (!env_set("AERON_SHARED_IDLE_STRATEGY")).then(|| DEFAULT_DRIVER_IDLE.to_owned())
-        });
+        let idle = self
+            .idle
+            .clone()
+            .or_else(|| (!env_set("AERON_SHARED_IDLE_STRATEGY")).then(|| DEFAULT_DRIVER_IDLE.to_owned()));
         if let Some(idle) = &idle {
             let c = CString::new(idle.as_str()).unwrap_or_default();
             ctx.set_shared_idle_strategy(&c).map_err(cfg("shared idle strategy"))?;
-            ctx.set_conductor_idle_strategy(&c).map_err(cfg("conductor idle strategy"))?;
+            ctx.set_conductor_idle_strategy(&c)
+                .map_err(cfg("conductor idle strategy"))?;
             ctx.set_sender_idle_strategy(&c).map_err(cfg("sender idle strategy"))?;
-            ctx.set_receiver_idle_strategy(&c).map_err(cfg("receiver idle strategy"))?;
-            ctx.set_sharednetwork_idle_strategy(&c).map_err(cfg("shared network idle strategy"))?;
+            ctx.set_receiver_idle_strategy(&c)
+                .map_err(cfg("receiver idle strategy"))?;
+            ctx.set_sharednetwork_idle_strategy(&c)
+                .map_err(cfg("shared network idle strategy"))?;
         }
         if let Some(t) = self.term_length {
             ctx.set_term_buffer_length(t).map_err(cfg("term length"))?;
@@ -174,7 +179,8 @@ impl EmbeddedDriverBuilder {
             ctx.set_ipc_term_buffer_length(t).map_err(cfg("ipc term length"))?;
         }
         if let Some(t) = self.driver_timeout {
-            ctx.set_driver_timeout_ms(t.as_millis() as u64).map_err(cfg("driver timeout"))?;
+            ctx.set_driver_timeout_ms(t.as_millis() as u64)
+                .map_err(cfg("driver timeout"))?;
             ctx.set_client_liveness_timeout_ns(t.as_nanos() as u64)
                 .map_err(cfg("client liveness timeout"))?;
         }

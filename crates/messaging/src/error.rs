@@ -117,19 +117,16 @@ impl fmt::Display for AddError {
                 channel,
                 stream_id,
                 detail,
-            } => write!(
-                f,
-                "the media driver rejected {channel} stream {stream_id}: {detail}"
-            ),
+            } => write!(f, "the media driver rejected {channel} stream {stream_id}: {detail}"),
             Self::Timeout { channel, waited } => write!(
                 f,
                 "the media driver did not answer for {channel} within {:.1} s; check that it is \
                  running (its heartbeat) and not overloaded",
                 waited.as_secs_f64()
             ),
-            Self::ClientClosed => f.write_str(
-                "the Aeron client is closed (the driver timed it out or it was closed); connect again",
-            ),
+            Self::ClientClosed => {
+                f.write_str("the Aeron client is closed (the driver timed it out or it was closed); connect again")
+            }
         }
     }
 }
@@ -247,9 +244,9 @@ impl fmt::Display for OfferError {
             Self::BackPressured => f.write_str("back-pressured: the subscriber is behind (retry)"),
             Self::AdminAction => f.write_str("admin action: term rotation or client busy (retry)"),
             Self::Closed => f.write_str("the publication is closed"),
-            Self::MaxPositionExceeded => f.write_str(
-                "the stream reached its maximum position; use a larger term length or a new publication",
-            ),
+            Self::MaxPositionExceeded => {
+                f.write_str("the stream reached its maximum position; use a larger term length or a new publication")
+            }
             Self::MessageTooLong { length, max } => write!(
                 f,
                 "message of {length} bytes is longer than the {max} bytes this publication accepts"
@@ -361,11 +358,7 @@ pub enum DriverLaunchError {
 impl fmt::Display for DriverLaunchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NoSpace {
-                dir,
-                needed,
-                available,
-            } => write!(
+            Self::NoSpace { dir, needed, available } => write!(
                 f,
                 "not enough space for the media driver in {}: needs about {} MiB, {} MiB free; \
                  enlarge it (mount -o remount,size=2G /dev/shm) or use a smaller term length",
@@ -401,7 +394,11 @@ mod tests {
 
     #[test]
     fn only_the_three_transient_offer_results_are_retryable() {
-        let retryable = [OfferError::NotConnected, OfferError::BackPressured, OfferError::AdminAction];
+        let retryable = [
+            OfferError::NotConnected,
+            OfferError::BackPressured,
+            OfferError::AdminAction,
+        ];
         let fatal = [
             OfferError::Closed,
             OfferError::MaxPositionExceeded,
@@ -414,15 +411,27 @@ mod tests {
 
     #[test]
     fn aeron_offer_codes_map_to_their_variants() {
-        assert_eq!(OfferError::from_aeron(AeronError::NotConnected), OfferError::NotConnected);
-        assert_eq!(OfferError::from_aeron(AeronError::BackPressured), OfferError::BackPressured);
+        assert_eq!(
+            OfferError::from_aeron(AeronError::NotConnected),
+            OfferError::NotConnected
+        );
+        assert_eq!(
+            OfferError::from_aeron(AeronError::BackPressured),
+            OfferError::BackPressured
+        );
         assert_eq!(OfferError::from_aeron(AeronError::AdminAction), OfferError::AdminAction);
-        assert_eq!(OfferError::from_aeron(AeronError::PublicationClosed), OfferError::Closed);
+        assert_eq!(
+            OfferError::from_aeron(AeronError::PublicationClosed),
+            OfferError::Closed
+        );
         assert_eq!(
             OfferError::from_aeron(AeronError::MaxPositionExceeded),
             OfferError::MaxPositionExceeded
         );
-        assert_eq!(OfferError::from_aeron(AeronError::UnknownCode(-9)), OfferError::Unexpected(-9));
+        assert_eq!(
+            OfferError::from_aeron(AeronError::UnknownCode(-9)),
+            OfferError::Unexpected(-9)
+        );
     }
 
     #[test]

@@ -77,7 +77,12 @@ impl Backoff {
     /// Aeron's defaults: 10 spins, 20 yields, parks from 1 µs doubling to 1 ms.
     #[must_use]
     pub const fn new() -> Self {
-        Self::with(BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS, BACKOFF_MAX_PARK_NS)
+        Self::with(
+            BACKOFF_MAX_SPINS,
+            BACKOFF_MAX_YIELDS,
+            BACKOFF_MIN_PARK_NS,
+            BACKOFF_MAX_PARK_NS,
+        )
     }
 
     /// Custom limits (as Aeron's `backoff` init args `spins-yields-minpark-maxpark`).

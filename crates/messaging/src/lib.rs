@@ -53,8 +53,8 @@ mod subscription;
 mod thread;
 
 pub use client::{
-    default_aeron_dir, driver_status, Client, ClientBuilder, DriverCounter, DriverStatus, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV,
-    DEFAULT_DRIVER_TIMEOUT,
+    default_aeron_dir, driver_status, Client, ClientBuilder, DriverCounter, DriverStatus, AERON_DIR_ENV,
+    AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, CONDUCTOR_IDLE, DEFAULT_DRIVER_TIMEOUT,
 };
 #[cfg(feature = "embedded-driver")]
 pub use driver::{
@@ -66,7 +66,7 @@ pub use idle::{
     DEFAULT_SLEEP_NS,
 };
 pub use publication::{Claim, Publisher};
-pub use subscription::{Handoff, HandoffOptions, MessageHeader, Subscriber, SubscribeError};
+pub use subscription::{Handoff, HandoffOptions, MessageHeader, SubscribeError, Subscriber};
 pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
 
 /// The Aeron client this crate wraps, for reports.

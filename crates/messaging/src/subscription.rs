@@ -69,7 +69,12 @@ impl fmt::Debug for Subscriber {
 }
 
 impl Subscriber {
-    pub(crate) fn new(subscription: Arc<Mutex<Subscription>>, client: Arc<Inner>, channel: &str, stream_id: i32) -> Self {
+    pub(crate) fn new(
+        subscription: Arc<Mutex<Subscription>>,
+        client: Arc<Inner>,
+        channel: &str,
+        stream_id: i32,
+    ) -> Self {
         Self {
             subscription,
             assembly: Vec::new(),

@@ -7,10 +7,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use messaging::{Client, EmbeddedDriver, HandoffOptions, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+use messaging::{
+    Client, EmbeddedDriver, HandoffOptions, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
+};
 
 fn driver() -> EmbeddedDriver {
-    EmbeddedDriver::builder().ipc_term_length(64 << 10).spawn().expect("driver starts")
+    EmbeddedDriver::builder()
+        .ipc_term_length(64 << 10)
+        .spawn()
+        .expect("driver starts")
 }
 
 fn offer_retrying(p: &mut Publisher, msg: &[u8]) {
@@ -84,7 +89,9 @@ fn a_message_larger_than_one_frame_is_reassembled() {
     let mut sub = client.subscription("aeron:ipc", 2).unwrap();
     let mut publ = client.publication("aeron:ipc", 2).unwrap();
     wait_connected(&publ);
-    let big: Vec<u8> = (0..(publ.max_payload_length() * 3 + 17)).map(|i| (i % 251) as u8).collect();
+    let big: Vec<u8> = (0..(publ.max_payload_length() * 3 + 17))
+        .map(|i| (i % 251) as u8)
+        .collect();
     offer_retrying(&mut publ, &big);
     offer_retrying(&mut publ, b"after");
     let got = receive(&mut sub, 2);
@@ -132,7 +139,10 @@ fn a_publisher_that_joins_late_is_picked_up() {
     let mut sub = client.subscription("aeron:ipc", 6).unwrap();
     // Poll for a while with nobody publishing.
     for _ in 0..100 {
-        assert_eq!(sub.poll(&mut |_: &[u8], _: &MessageHeader| panic!("nothing was sent"), 10), 0);
+        assert_eq!(
+            sub.poll(&mut |_: &[u8], _: &MessageHeader| panic!("nothing was sent"), 10),
+            0
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let other = Client::connect(d.dir()).unwrap();
@@ -157,7 +167,11 @@ fn a_second_client_right_after_the_first_closes_does_not_stall() {
         assert_eq!(receive(&mut sub, 1), vec![msg.into_bytes()]);
         drop((publ, sub, pub_client, sub_client));
         // aeron-rs alone leaves the client to time out (~10 s); with CLIENT_CLOSE it is immediate.
-        assert!(started.elapsed() < Duration::from_secs(5), "round {round} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "round {round} took {:?}",
+            started.elapsed()
+        );
     }
 }
 
@@ -176,7 +190,10 @@ fn closing_a_client_removes_it_from_the_driver_at_once() {
     };
     let deadline = Instant::now() + Duration::from_secs(5);
     while clients() < 1 {
-        assert!(Instant::now() < deadline, "the watcher's own heartbeat counter never appeared");
+        assert!(
+            Instant::now() < deadline,
+            "the watcher's own heartbeat counter never appeared"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let before = clients();
@@ -190,7 +207,10 @@ fn closing_a_client_removes_it_from_the_driver_at_once() {
     // aeron-rs alone never sends CLIENT_CLOSE: the driver would keep the client ~10 s.
     let closed = Instant::now();
     while clients() > before {
-        assert!(closed.elapsed() < Duration::from_secs(3), "the driver still lists the closed client");
+        assert!(
+            closed.elapsed() < Duration::from_secs(3),
+            "the driver still lists the closed client"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }
@@ -247,5 +267,8 @@ fn a_dead_driver_directory_is_reported_with_the_heartbeat_age() {
         .unwrap_err();
     let _ = std::fs::remove_dir_all(&dir);
     let s = e.to_string();
-    assert!(s.contains("not running") && s.contains(&dir.display().to_string()), "{s}");
+    assert!(
+        s.contains("not running") && s.contains(&dir.display().to_string()),
+        "{s}"
+    );
 }

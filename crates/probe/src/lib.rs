@@ -1,7 +1,26 @@
-//! latency-probe (temporary root; the lead extends it).
+//! `latency-probe`: latency probes over Aeron that report percentiles overall and in 20
+//! time-ordered groups.
+//!
+//! # Guarantees
+//! - Every report states its timing model ([`clock::TIMING_MODEL`]): one CLOCK_MONOTONIC for
+//!   every process on the host; latency from the intended send time (coordinated-omission
+//!   corrected) and from the actual send time, side by side.
+//! - The hot loops ([`publisher`], [`subscriber`]) do not allocate, lock or make a syscall per
+//!   message; histograms are HdrHistograms allocated up front.
+//! - Sent, received, lost, duplicated, reordered and undecodable messages always add up
+//!   ([`recorder::Accounting::adds_up`]); a run that stops early still reports what it
+//!   measured, marked incomplete.
+//!
+//! The binaries `latency-pub`, `latency-sub` and `latency-probe` are thin wrappers over
+//! [`publisher::run`], [`subscriber::run`] and [`probe`].
 #![deny(unsafe_code)]
+
+pub mod cli;
 pub mod clock;
 pub mod pacing;
+pub mod probe;
+pub mod publisher;
 pub mod recorder;
 pub mod report;
 pub mod stats;
+pub mod subscriber;

@@ -215,6 +215,9 @@ pub struct Report {
     pub started_at: String,
     /// Warnings, in plain words.
     pub notes: Vec<String>,
+    /// The publisher's own report, when the run was driven by `latency-probe`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publisher: Option<crate::publisher::PubReport>,
 }
 
 /// Run parameters [`Report::from_recorder`] cannot know from the recorder.
@@ -347,6 +350,7 @@ impl Report {
             tool: Tool::this(),
             started_at: run.started_at,
             notes,
+            publisher: None,
         }
     }
 }
@@ -515,6 +519,24 @@ pub fn render_text(r: &Report) -> String {
         offers.join(", ")
     };
     let _ = writeln!(o, "\noffer outcomes: {offers}");
+    if let Some(p) = &r.publisher {
+        let c = &p.publish_cost_ns;
+        let _ = writeln!(
+            o,
+            "publisher: sent {} ({} warm-up + {} measured of {} planned), end marker {}, largest lag behind \
+             schedule {}, publish-only cost (claim+encode+commit) p50 {} p99 {} p99.9 {} max {}",
+            p.sent,
+            p.warmup_sent,
+            p.measured_sent,
+            p.planned,
+            if p.end_marker_sent { "sent" } else { "NOT sent" },
+            format_ns(p.max_lag_ns),
+            format_ns(c.p50),
+            format_ns(c.p99),
+            format_ns(c.p999),
+            format_ns(c.max)
+        );
+    }
 
     if !r.notes.is_empty() {
         let _ = writeln!(o, "\nnotes:");

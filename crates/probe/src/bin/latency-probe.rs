@@ -1,0 +1,215 @@
+//! `latency-probe`: the whole latency experiment in one command. See `latency-probe --help`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use latency_probe::cli::{self, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::probe::{self, combine, default_cores, sibling, wait_bounded};
+use latency_probe::publisher::PubReport;
+use latency_probe::report::{render_text, write_json, Report};
+
+/// Measure one-way latency over Aeron IPC in one command: starts an embedded Aeron C media
+/// driver (or uses --dir), runs latency-sub and latency-pub as separate processes with their
+/// hot threads pinned to different cores, and prints the combined report. Exits non-zero when
+/// a message was lost or a process failed.
+#[derive(Debug, Parser)]
+#[command(name = "latency-probe", version)]
+struct Args {
+    #[command(flatten)]
+    stream: StreamArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Core for the publisher's hot thread [default: the second-to-last usable core]
+    #[arg(long = "pub-core")]
+    pub_core: Option<usize>,
+    /// Core for the subscriber's hot thread [default: the last usable core]
+    #[arg(long = "sub-core")]
+    sub_core: Option<usize>,
+    /// Do not pin the hot threads
+    #[arg(long = "no-pin")]
+    no_pin: bool,
+    /// Idle strategy of both hot threads: spin, noop, yield, sleep-ns[:N], backoff
+    #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
+    idle: aeron_latency::messaging::IdleStrategy,
+    /// IPC term length of the embedded driver in bytes (power of two, 64 KiB..1 GiB) [default: $AERON_IPC_TERM_BUFFER_LENGTH, else 64 MiB]
+    #[arg(long = "term-length")]
+    term_length: Option<usize>,
+    /// Seconds the publisher waits for the subscriber
+    #[arg(long, default_value_t = 10.0)]
+    wait: f64,
+    /// Write the combined report as JSON to this file
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn main() {
+    const ME: &str = "latency-probe";
+    let a = Args::parse();
+    a.run.validate().unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    cli::seconds("--wait", a.wait).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let (def_sub, def_pub) = if a.no_pin { (None, None) } else { default_cores() };
+    let (sub_core, pub_core) = (a.sub_core.or(def_sub), a.pub_core.or(def_pub));
+    cli::check_core("--sub-core", sub_core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    cli::check_core("--pub-core", pub_core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    if sub_core.is_some() && sub_core == pub_core && a.idle.spins() {
+        cli::fail(
+            ME,
+            "--sub-core and --pub-core are the same core and --idle spins: the two hot threads would starve each \
+             other; pick two cores or --idle yield",
+            EXIT_SETUP,
+        );
+    }
+
+    // The driver: embedded unless --dir points at a running one.
+    let (embedded, dir, driver_version) = match &a.stream.dir {
+        Some(dir) => {
+            if let Err(e) = aeron_latency::messaging::Client::connect(dir) {
+                cli::fail(ME, e, EXIT_SETUP);
+            }
+            (None, dir.clone(), "unknown (external)".to_owned())
+        }
+        None => embedded_driver(&a),
+    };
+
+    let tmp = std::env::temp_dir().join(format!("latency-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap_or_else(|e| cli::fail(ME, format!("{}: {e}", tmp.display()), EXIT_SETUP));
+    let (sub_json, pub_json) = (tmp.join("sub.json"), tmp.join("pub.json"));
+    let s = |v: &dyn ToString| v.to_string();
+    let mut common = vec![
+        "--dir".into(),
+        s(&dir.display()),
+        "--channel".into(),
+        a.stream.channel.clone(),
+        "--stream".into(),
+        s(&a.stream.stream),
+        "--idle".into(),
+        s(&a.idle),
+        "--quiet".into(),
+    ];
+    let run_s = (a.run.warmup as f64 + a.run.duration * a.run.rate as f64) / a.run.rate as f64;
+    let sub_timeout = run_s + 2.0 * a.wait + 30.0;
+    let mut sub_args = common.clone();
+    sub_args.extend([
+        "--timeout".into(),
+        format!("{sub_timeout:.1}"),
+        "--json".into(),
+        s(&sub_json.display()),
+    ]);
+    if let Some(c) = sub_core {
+        sub_args.extend(["--core".into(), s(&c)]);
+    }
+    common.extend([
+        "--duration".into(),
+        s(&a.run.duration),
+        "--rate".into(),
+        s(&a.run.rate),
+        "--msg-size".into(),
+        s(&a.run.msg_size),
+        "--warmup".into(),
+        s(&a.run.warmup),
+        "--wait".into(),
+        s(&a.wait),
+        "--json".into(),
+        s(&pub_json.display()),
+    ]);
+    if let Some(c) = pub_core {
+        common.extend(["--core".into(), s(&c)]);
+    }
+
+    eprintln!(
+        "{ME}: {:.1} s at {} msg/s, {} B messages, {} warm-up; driver {} at {}; subscriber on core {}, publisher on \
+         core {}",
+        a.run.duration,
+        a.run.rate,
+        a.run.msg_size,
+        a.run.warmup,
+        if embedded.is_some() { "embedded" } else { "external" },
+        dir.display(),
+        sub_core.map_or("any".into(), |c| c.to_string()),
+        pub_core.map_or("any".into(), |c| c.to_string()),
+    );
+    let mut sub = probe::spawn(&sibling("latency-sub"), &sub_args).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let mut publ = match probe::spawn(&sibling("latency-pub"), &common) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = sub.kill();
+            cli::fail(ME, e, EXIT_SETUP)
+        }
+    };
+    let pub_status = wait_bounded(&mut publ, Duration::from_secs_f64(run_s + 3.0 * a.wait + 30.0));
+    let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(sub_timeout + 10.0));
+    drop(embedded);
+
+    let pub_report: Option<PubReport> = std::fs::read(&pub_json)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let sub_report: Option<Report> = std::fs::read(&sub_json)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let _ = std::fs::remove_dir_all(&tmp);
+    let Some(sub_report) = sub_report else {
+        cli::fail(
+            ME,
+            format!("latency-sub wrote no report (exit {sub_status:?}); see its error above"),
+            EXIT_INCOMPLETE,
+        );
+    };
+    let report = combine(sub_report, pub_report, dir_is_embedded(&a), &driver_version);
+    print!("{}", render_text(&report));
+    if let Some(path) = &a.json {
+        if let Err(e) = write_json(&report, path) {
+            cli::fail(
+                ME,
+                format!("could not write --json {}: {e}", path.display()),
+                EXIT_INCOMPLETE,
+            );
+        }
+    }
+    let children_ok = pub_status.is_some_and(|s| s.success()) && sub_status.is_some_and(|s| s.success());
+    if !report.complete || report.lost > 0 || !children_ok {
+        eprintln!(
+            "{ME}: {} (latency-pub {}, latency-sub {})",
+            if report.lost > 0 {
+                format!("{} messages lost", report.lost)
+            } else {
+                "run incomplete".into()
+            },
+            pub_status.map_or("killed".into(), |s| s.to_string()),
+            sub_status.map_or("killed".into(), |s| s.to_string()),
+        );
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+}
+
+fn dir_is_embedded(a: &Args) -> bool {
+    a.stream.dir.is_none()
+}
+
+#[cfg(feature = "embedded-driver")]
+fn embedded_driver(a: &Args) -> (Option<aeron_latency::messaging::EmbeddedDriver>, PathBuf, String) {
+    let mut b = aeron_latency::messaging::EmbeddedDriver::builder();
+    if let Some(t) = a.term_length {
+        if let Err(e) = aeron_latency::messaging::check_term_length(t) {
+            cli::fail("latency-probe", format!("--term-length: {e}"), EXIT_SETUP);
+        }
+        b = b.ipc_term_length(t);
+    }
+    match b.spawn() {
+        Ok(d) => {
+            let dir = d.dir().to_path_buf();
+            (Some(d), dir, aeron_latency::messaging::driver_version())
+        }
+        Err(e) => cli::fail("latency-probe", e, EXIT_SETUP),
+    }
+}
+
+#[cfg(not(feature = "embedded-driver"))]
+fn embedded_driver(_: &Args) -> (Option<()>, PathBuf, String) {
+    cli::fail(
+        "latency-probe",
+        "built without the embedded driver: pass --dir for a running media driver, or rebuild with the \
+         embedded-driver feature",
+        EXIT_SETUP,
+    )
+}

@@ -1,0 +1,100 @@
+//! `latency-pub`: publishes timestamped messages on a schedule. See `latency-pub --help`.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use latency_probe::cli::{self, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::publisher::{self, PubReport};
+use latency_probe::report::format_ns;
+
+/// Publish Cap'n Proto timestamped messages over Aeron at a fixed rate, busy-spinning on
+/// CLOCK_MONOTONIC; every message carries its intended and actual send time. Ends with an
+/// end-of-run marker carrying the number sent.
+#[derive(Debug, Parser)]
+#[command(name = "latency-pub", version)]
+struct Args {
+    #[command(flatten)]
+    stream: StreamArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Seconds to wait for a subscriber before giving up
+    #[arg(long, default_value_t = 10.0)]
+    wait: f64,
+    /// Pin the sending thread to this core
+    #[arg(long)]
+    core: Option<usize>,
+    /// Idle strategy while an offer is retried: spin, noop, yield, sleep-ns[:N], backoff
+    #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
+    idle: aeron_latency::messaging::IdleStrategy,
+    /// Write the summary as JSON to this file
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Do not print the summary (the JSON is still written)
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn summary(r: &PubReport) -> String {
+    let offers: Vec<String> = r
+        .offer
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let mut s = format!(
+        "latency-pub: sent {} ({} warm-up + {} measured of {} planned), end marker {}\n\
+         rate: target {:.0} msg/s, achieved {:.1} msg/s over {:.2} s\n\
+         offer outcomes: {}\n\
+         largest lag behind schedule: {}\n\
+         publish-only cost (claim+encode+commit): p50 {} p99 {} p99.9 {} max {}\n",
+        r.sent,
+        r.warmup_sent,
+        r.measured_sent,
+        r.planned,
+        if r.end_marker_sent { "sent" } else { "NOT sent" },
+        r.rate_target,
+        r.rate_achieved,
+        r.duration_s,
+        offers.join(", "),
+        format_ns(r.max_lag_ns),
+        format_ns(r.publish_cost_ns.p50),
+        format_ns(r.publish_cost_ns.p99),
+        format_ns(r.publish_cost_ns.p999),
+        format_ns(r.publish_cost_ns.max),
+    );
+    for n in &r.notes {
+        s.push_str(&format!("warning: {n}\n"));
+    }
+    s
+}
+
+fn main() {
+    const ME: &str = "latency-pub";
+    let a = Args::parse();
+    a.run.validate().unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let wait = cli::seconds("--wait", a.wait).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    cli::check_core("--core", a.core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let dir = cli::dir_or_default(a.stream.dir.clone());
+    let cfg = cli::pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
+    let r = publisher::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    if !a.quiet {
+        print!("{}", summary(&r));
+    }
+    if let Some(path) = &a.json {
+        let json = serde_json::to_string_pretty(&r).expect("serializable");
+        if let Err(e) = std::fs::write(path, json) {
+            cli::fail(
+                ME,
+                format!("could not write --json {}: {e}", path.display()),
+                EXIT_INCOMPLETE,
+            );
+        }
+    }
+    if !r.complete {
+        eprintln!(
+            "{ME}: incomplete: {}",
+            r.incomplete_reason.as_deref().unwrap_or("stopped early")
+        );
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+}

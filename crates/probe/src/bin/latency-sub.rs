@@ -1,0 +1,69 @@
+//! `latency-sub`: receives the probe's messages and reports latency overall and in 20
+//! time-ordered groups. See `latency-sub --help`.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use latency_probe::cli::{self, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::report::{render_text, write_json, Env, DRIVER_EXTERNAL, UNKNOWN};
+use latency_probe::subscriber;
+
+/// Receive latency-pub's messages over Aeron and report the latency distribution
+/// (CLOCK_MONOTONIC, from the intended and from the actual send time) overall and in 20
+/// time-ordered groups, with lost / duplicated / reordered / undecodable counts.
+#[derive(Debug, Parser)]
+#[command(name = "latency-sub", version)]
+struct Args {
+    #[command(flatten)]
+    stream: StreamArgs,
+    /// Stop after this many messages (warm-up included); the publisher's end marker suffices
+    #[arg(long)]
+    total: Option<u64>,
+    /// Give up after this many seconds (the report is still written, marked incomplete)
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Pin the receiving thread to this core
+    #[arg(long)]
+    core: Option<usize>,
+    /// Idle strategy between empty polls: spin, noop, yield, sleep-ns[:N], backoff
+    #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
+    idle: aeron_latency::messaging::IdleStrategy,
+    /// Write the report as JSON to this file
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Do not print the report (the JSON is still written)
+    #[arg(long)]
+    quiet: bool,
+}
+
+fn main() {
+    const ME: &str = "latency-sub";
+    let a = Args::parse();
+    let timeout = cli::seconds("--timeout", a.timeout).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    cli::check_core("--core", a.core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let dir = cli::dir_or_default(a.stream.dir.clone());
+    let cfg = cli::sub_config(&a.stream, dir, a.total, timeout, a.core, a.idle.clone());
+    let out = subscriber::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);
+    if !a.quiet {
+        print!("{}", render_text(&report));
+    }
+    if let Some(path) = &a.json {
+        if let Err(e) = write_json(&report, path) {
+            cli::fail(
+                ME,
+                format!("could not write --json {}: {e}", path.display()),
+                EXIT_INCOMPLETE,
+            );
+        }
+    }
+    if !report.complete || report.lost > 0 {
+        if let Some(why) = &report.incomplete_reason {
+            eprintln!("{ME}: incomplete: {why}");
+        }
+        if report.lost > 0 {
+            eprintln!("{ME}: {} messages lost", report.lost);
+        }
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+}

@@ -1,0 +1,174 @@
+//! Command-line flags shared by `latency-pub`, `latency-sub` and `latency-probe`, and the
+//! one-line error convention: `<program>: <cause and fix>` on stderr, non-zero exit.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use aeron_latency::messaging::IdleStrategy;
+use clap::Args;
+
+use crate::publisher::PubConfig;
+use crate::subscriber::SubConfig;
+
+/// Exit code for bad input or an unusable setup (nothing was measured).
+pub const EXIT_SETUP: i32 = 2;
+/// Exit code for a run that measured something but lost messages or stopped early.
+pub const EXIT_INCOMPLETE: i32 = 1;
+
+/// Where the media driver is and which stream to use.
+#[derive(Debug, Clone, Args)]
+pub struct StreamArgs {
+    /// Aeron directory of a running media driver [default: $AERON_DIR, else /dev/shm/aeron-$USER]
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Channel URI
+    #[arg(long, default_value = "aeron:ipc")]
+    pub channel: String,
+    /// Stream id
+    #[arg(long, default_value_t = 1001)]
+    pub stream: i32,
+}
+
+/// How the publisher runs (shared by latency-pub and latency-probe).
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Measured duration in seconds (after the warm-up)
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Messages per second (the schedule; latency is measured from it)
+    #[arg(long, default_value_t = 10_000)]
+    pub rate: u64,
+    /// Encoded message size in bytes (a multiple of 8, at least 64)
+    #[arg(long = "msg-size", default_value_t = 128)]
+    pub msg_size: usize,
+    /// Warm-up messages sent first at the same rate and left out of the statistics
+    #[arg(long, default_value_t = 10_000)]
+    pub warmup: u64,
+}
+
+impl RunArgs {
+    /// Checks the values; the error is one line naming the flag and the fix.
+    ///
+    /// # Errors
+    /// A message for the first bad flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.duration.is_finite() && self.duration > 0.0) {
+            return Err(format!(
+                "--duration {} must be a positive number of seconds",
+                self.duration
+            ));
+        }
+        if self.rate == 0 || self.rate > 100_000_000 {
+            return Err(format!(
+                "--rate {} must be between 1 and 100,000,000 messages per second",
+                self.rate
+            ));
+        }
+        let planned = self.duration * self.rate as f64;
+        if planned < 1.0 {
+            return Err(format!(
+                "--duration {} x --rate {} plans no message; lengthen the run or raise the rate",
+                self.duration, self.rate
+            ));
+        }
+        if planned > f64::from(u32::MAX) {
+            return Err(format!(
+                "--duration {} x --rate {} plans more than 4,294,967,295 messages; shorten the run",
+                self.duration, self.rate
+            ));
+        }
+        aeron_latency::wire::padding_for_size(self.msg_size).map_err(|e| format!("--msg-size: {e}"))?;
+        Ok(())
+    }
+}
+
+/// Parses an idle strategy flag, with Aeron's names.
+///
+/// # Errors
+/// The list of valid names.
+pub fn parse_idle(s: &str) -> Result<IdleStrategy, String> {
+    s.parse::<IdleStrategy>().map_err(|e| e.to_string())
+}
+
+/// Checks a `--core` value against the cores this process may use.
+///
+/// # Errors
+/// A message listing the usable cores.
+pub fn check_core(flag: &str, core: Option<usize>) -> Result<(), String> {
+    if let Some(c) = core {
+        let cores = aeron_latency::messaging::available_cores();
+        if !cores.contains(&c) {
+            return Err(format!("{flag} {c}: no such core; this machine lets us use {cores:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Seconds as a `Duration`, rejecting negatives and NaN.
+///
+/// # Errors
+/// A message naming the flag.
+pub fn seconds(flag: &str, s: f64) -> Result<Duration, String> {
+    if !(s.is_finite() && s >= 0.0) {
+        return Err(format!("{flag} {s} must be a non-negative number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+/// The Aeron directory: the flag, else `AERON_DIR`, else Aeron's default.
+#[must_use]
+pub fn dir_or_default(dir: Option<PathBuf>) -> PathBuf {
+    dir.unwrap_or_else(aeron_latency::messaging::default_aeron_dir)
+}
+
+/// Builds the publisher configuration.
+#[must_use]
+pub fn pub_config(
+    stream: &StreamArgs,
+    run: &RunArgs,
+    dir: PathBuf,
+    wait: Duration,
+    core: Option<usize>,
+    idle: IdleStrategy,
+) -> PubConfig {
+    PubConfig {
+        dir,
+        channel: stream.channel.clone(),
+        stream: stream.stream,
+        duration_s: run.duration,
+        rate: run.rate,
+        warmup: run.warmup,
+        msg_size: run.msg_size,
+        wait,
+        core,
+        idle,
+        publisher_id: std::process::id(),
+    }
+}
+
+/// Builds the subscriber configuration.
+#[must_use]
+pub fn sub_config(
+    stream: &StreamArgs,
+    dir: PathBuf,
+    total: Option<u64>,
+    timeout: Duration,
+    core: Option<usize>,
+    idle: IdleStrategy,
+) -> SubConfig {
+    SubConfig {
+        dir,
+        channel: stream.channel.clone(),
+        stream: stream.stream,
+        total,
+        timeout,
+        core,
+        idle,
+    }
+}
+
+/// Prints `program: message` on stderr and exits with `code`.
+pub fn fail(program: &str, message: impl std::fmt::Display, code: i32) -> ! {
+    eprintln!("{program}: {message}");
+    std::process::exit(code)
+}

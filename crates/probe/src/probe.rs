@@ -1,0 +1,107 @@
+//! `latency-probe`: the whole experiment in one command.
+//!
+//! Starts the embedded media driver (or uses `--dir`), runs `latency-sub` and `latency-pub`
+//! as separate processes with their hot threads pinned to different cores, and combines
+//! their JSON reports into one. The child binaries are looked up next to this executable.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use crate::publisher::PubReport;
+use crate::report::{Report, DRIVER_EMBEDDED, DRIVER_EXTERNAL};
+
+/// Where `latency-pub` / `latency-sub` live: next to the running executable.
+#[must_use]
+pub fn sibling(name: &str) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default()
+        .join(name)
+}
+
+/// Default cores for the two hot threads: the last two this process may use
+/// (subscriber, publisher), or none when fewer than two exist.
+#[must_use]
+pub fn default_cores() -> (Option<usize>, Option<usize>) {
+    let cores = aeron_latency::messaging::available_cores();
+    match cores.len() {
+        0 | 1 => (None, None),
+        n => (Some(cores[n - 1]), Some(cores[n - 2])),
+    }
+}
+
+/// Spawns a child, with a clear message when the binary is missing.
+///
+/// # Errors
+/// The binary could not be started.
+pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, String> {
+    Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| {
+            format!(
+                "could not start {}: {e}; build it first (cargo build --release -p latency-probe)",
+                bin.display()
+            )
+        })
+}
+
+/// Waits for a child up to `limit`, killing it after that.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+        }
+    }
+}
+
+/// Merges the publisher's report into the subscriber's: offer outcomes, target and achieved
+/// rate, message size and the publisher's notes; the run is complete only if both were.
+pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_version: &str) -> Report {
+    sub.env.driver_kind = if embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
+    sub.env.driver_version = driver_version.to_owned();
+    match publ {
+        Some(p) => {
+            sub.offer = p.offer.clone();
+            sub.rate_target = p.rate_target;
+            sub.rate_achieved = p.rate_achieved;
+            sub.msg_size = p.msg_size;
+            if sub.sent.is_none() && p.sent > 0 {
+                sub.notes.push(format!(
+                    "the publisher reports {} sent but its end marker never arrived",
+                    p.sent
+                ));
+            }
+            if !p.complete {
+                sub.complete = false;
+                let why = p
+                    .incomplete_reason
+                    .clone()
+                    .unwrap_or_else(|| "publisher stopped early".into());
+                sub.incomplete_reason = Some(match sub.incomplete_reason.take() {
+                    Some(s) => format!("{why}; {s}"),
+                    None => why,
+                });
+            }
+            sub.notes.extend(p.notes.iter().cloned());
+            sub.publisher = Some(p);
+        }
+        None => {
+            sub.complete = false;
+            sub.notes
+                .push("latency-pub wrote no report (it failed; see its error above)".into());
+        }
+    }
+    sub
+}

@@ -1,0 +1,416 @@
+//! The publishing side of a run (`latency-pub`).
+//!
+//! Timing model: message `i` has the intended send time `start + i / rate` on
+//! CLOCK_MONOTONIC; the hot thread busy-spins until then, claims space in the term buffer,
+//! reads the clock once more only if the claim had to be retried, stamps that reading as the
+//! actual send time, encodes the Cap'n Proto sample straight into the claimed range and
+//! commits. The clock reading taken right after the commit measures the publish-only cost
+//! (claim + encode + commit) and serves as the first reading of the next pacing wait, so an
+//! on-schedule message costs two clock reads and no syscall, lock or allocation.
+//! A retry never re-stamps the intended time: back-pressure shows up as latency from the
+//! intended time (coordinated omission is not hidden) and in the offer outcome counts.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use aeron_latency::messaging::{Client, IdleStrategy, OfferError, Publisher, ThreadBuilder};
+use aeron_latency::wire::{self, Kind, Sample};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::{now_ns, TIMING_MODEL};
+use crate::pacing::Pacer;
+use crate::report::{utc_timestamp, Env, Tool, OFFER_OUTCOMES};
+use crate::stats::{new_latency_histogram, record_saturating, Stats};
+
+/// What a publishing run needs.
+#[derive(Debug, Clone)]
+pub struct PubConfig {
+    /// Aeron directory of the driver.
+    pub dir: PathBuf,
+    /// Channel URI.
+    pub channel: String,
+    /// Stream id.
+    pub stream: i32,
+    /// Measured duration, seconds.
+    pub duration_s: f64,
+    /// Messages per second.
+    pub rate: u64,
+    /// Warm-up messages sent first at the same rate, excluded from the statistics.
+    pub warmup: u64,
+    /// Encoded message size in bytes.
+    pub msg_size: usize,
+    /// How long to wait for a subscriber before giving up, and how long a lost subscriber
+    /// may stay away before the run stops.
+    pub wait: Duration,
+    /// Core for the hot thread.
+    pub core: Option<usize>,
+    /// Idle strategy while retrying a failed offer.
+    pub idle: IdleStrategy,
+    /// Id written into every message.
+    pub publisher_id: u32,
+}
+
+/// The publisher's own report (`latency-pub --json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PubReport {
+    /// Messages sent, warm-up included (the count the end marker carries).
+    pub sent: u64,
+    /// Warm-up messages sent.
+    pub warmup_sent: u64,
+    /// Measured messages sent.
+    pub measured_sent: u64,
+    /// Messages planned (warm-up + measured).
+    pub planned: u64,
+    /// Whether the end marker was published.
+    pub end_marker_sent: bool,
+    /// Target rate, msg/s.
+    pub rate_target: f64,
+    /// Achieved rate over the measured messages, msg/s.
+    pub rate_achieved: f64,
+    /// Offer/try_claim outcome -> count (`ok` counts successes; the others count failed attempts).
+    pub offer: BTreeMap<String, u64>,
+    /// Messages sent before any subscriber was connected (always 0: we wait for one).
+    pub sent_before_connected: u64,
+    /// Largest delay of an actual send behind its intended time, ns.
+    pub max_lag_ns: u64,
+    /// Publish-only cost (claim + encode + commit), ns.
+    pub publish_cost_ns: Stats,
+    /// Message size, bytes.
+    pub msg_size: u64,
+    /// Measured duration, seconds.
+    pub duration_s: f64,
+    /// Whether the run went to plan.
+    pub complete: bool,
+    /// Why not.
+    pub incomplete_reason: Option<String>,
+    /// Warnings.
+    pub notes: Vec<String>,
+    /// Core of the hot thread, if pinned.
+    pub core: Option<usize>,
+    /// Linux thread id of the hot thread.
+    pub hot_tid: i32,
+    /// The machine.
+    pub env: Env,
+    /// [`TIMING_MODEL`].
+    pub timing_model: String,
+    /// This program.
+    pub tool: Tool,
+    /// Start, UTC.
+    pub started_at: String,
+}
+
+/// Why a publishing run could not start.
+#[derive(Debug)]
+pub enum PubError {
+    /// Setup failed; the message says how to fix it.
+    Setup(String),
+}
+
+impl std::fmt::Display for PubError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Setup(s) => f.write_str(s),
+        }
+    }
+}
+
+impl std::error::Error for PubError {}
+
+struct HotResult {
+    sent: u64,
+    end_marker_sent: bool,
+    outcomes: [u64; OFFER_OUTCOMES.len()],
+    max_lag_ns: u64,
+    cost: Histogram<u64>,
+    first_measured_ns: i64,
+    last_measured_ns: i64,
+    abort: Option<String>,
+}
+
+fn outcome_index(e: &OfferError) -> usize {
+    OFFER_OUTCOMES
+        .iter()
+        .position(|n| *n == e.name())
+        .unwrap_or(OFFER_OUTCOMES.len() - 1)
+}
+
+/// Runs the publisher: waits for a subscriber, sends warm-up + measured messages on schedule,
+/// then the end marker. Returns its report even when the run stopped early (marked incomplete).
+///
+/// # Errors
+/// [`PubError::Setup`] when the driver, publication, message size or core is unusable.
+pub fn run(cfg: &PubConfig) -> Result<PubReport, PubError> {
+    let started_at = utc_timestamp(std::time::SystemTime::now());
+    let padding = wire::padding_for_size(cfg.msg_size).map_err(|e| PubError::Setup(format!("--msg-size: {e}")))?;
+    let measured = (cfg.duration_s * cfg.rate as f64).round() as u64;
+    let planned_total = cfg.warmup + measured;
+    if measured > u64::from(u32::MAX) || cfg.warmup > u64::from(u32::MAX) {
+        return Err(PubError::Setup(
+            "--duration x --rate plans more than 4,294,967,295 messages; shorten the run".into(),
+        ));
+    }
+    Pacer::new(0, cfg.rate).map_err(|e| PubError::Setup(format!("--rate: {e}")))?;
+
+    let client = Client::builder()
+        .dir(&cfg.dir)
+        .pre_touch_mapped_memory(true)
+        .build()
+        .map_err(|e| PubError::Setup(e.to_string()))?;
+    let mut publisher = client
+        .publication(&cfg.channel, cfg.stream)
+        .map_err(|e| PubError::Setup(e.to_string()))?;
+    if cfg.msg_size > publisher.max_payload_length() {
+        return Err(PubError::Setup(format!(
+            "--msg-size {} is larger than one frame ({} bytes, the most try_claim accepts); use a smaller size \
+             or a larger MTU",
+            cfg.msg_size,
+            publisher.max_payload_length()
+        )));
+    }
+
+    // Wait for a subscriber (the hot thread starts only once one is connected).
+    let waited = Instant::now();
+    while !publisher.is_connected() {
+        if waited.elapsed() > cfg.wait {
+            return Ok(failed_report(
+                cfg,
+                planned_total,
+                started_at,
+                format!(
+                    "no subscriber connected to {} stream {} within --wait {:.1} s; start latency-sub first (same --dir, \
+                     --channel, --stream) or raise --wait",
+                    cfg.channel,
+                    cfg.stream,
+                    cfg.wait.as_secs_f64()
+                ),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+
+    let (warmup, rate, wait, publisher_id, mut idle) =
+        (cfg.warmup, cfg.rate, cfg.wait, cfg.publisher_id, cfg.idle.clone());
+    let hot = ThreadBuilder::new()
+        .name("latency-pub")
+        .affinity_opt(cfg.core)
+        .spawn(move || {
+            let r = hot_loop(
+                &mut publisher,
+                warmup,
+                measured,
+                rate,
+                padding,
+                wait,
+                publisher_id,
+                &mut idle,
+            );
+            (r, publisher)
+        })
+        .map_err(|e| PubError::Setup(format!("--core: {e}")))?;
+    let (core, hot_tid) = (hot.core(), hot.tid());
+    let (r, publisher) = hot
+        .join()
+        .map_err(|_| PubError::Setup("the publishing thread panicked".into()))?;
+    drop(publisher);
+    drop(client);
+
+    let measured_sent = r.sent.saturating_sub(warmup);
+    let span_ns = (r.last_measured_ns - r.first_measured_ns).max(0) as f64;
+    let rate_achieved = if measured_sent > 1 && span_ns > 0.0 {
+        (measured_sent - 1) as f64 * 1e9 / span_ns
+    } else {
+        0.0
+    };
+    let mut notes = Vec::new();
+    if r.abort.is_none() && rate_achieved < 0.95 * cfg.rate as f64 && measured_sent > 1 {
+        notes.push(format!(
+            "target rate not achieved: {rate_achieved:.0} msg/s of {} (largest lag behind schedule {} us); the \
+             latency from the intended time includes that delay",
+            cfg.rate,
+            r.max_lag_ns / 1000
+        ));
+    }
+    let offer = OFFER_OUTCOMES
+        .iter()
+        .zip(r.outcomes)
+        .map(|(k, v)| ((*k).to_owned(), v))
+        .collect();
+    Ok(PubReport {
+        sent: r.sent,
+        warmup_sent: r.sent.min(warmup),
+        measured_sent,
+        planned: planned_total,
+        end_marker_sent: r.end_marker_sent,
+        rate_target: cfg.rate as f64,
+        rate_achieved,
+        offer,
+        sent_before_connected: 0,
+        max_lag_ns: r.max_lag_ns,
+        publish_cost_ns: Stats::from_histogram(&r.cost),
+        msg_size: cfg.msg_size as u64,
+        duration_s: span_ns / 1e9,
+        complete: r.abort.is_none() && r.end_marker_sent,
+        incomplete_reason: r.abort,
+        notes,
+        core,
+        hot_tid,
+        env: Env::detect(),
+        timing_model: TIMING_MODEL.to_owned(),
+        tool: Tool::this(),
+        started_at,
+    })
+}
+
+fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: String) -> PubReport {
+    PubReport {
+        sent: 0,
+        warmup_sent: 0,
+        measured_sent: 0,
+        planned,
+        end_marker_sent: false,
+        rate_target: cfg.rate as f64,
+        rate_achieved: 0.0,
+        offer: OFFER_OUTCOMES.iter().map(|k| ((*k).to_owned(), 0)).collect(),
+        sent_before_connected: 0,
+        max_lag_ns: 0,
+        publish_cost_ns: Stats::default(),
+        msg_size: cfg.msg_size as u64,
+        duration_s: 0.0,
+        complete: false,
+        incomplete_reason: Some(reason),
+        notes: Vec::new(),
+        core: None,
+        hot_tid: 0,
+        env: Env::detect(),
+        timing_model: TIMING_MODEL.to_owned(),
+        tool: Tool::this(),
+        started_at,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hot_loop(
+    publisher: &mut Publisher,
+    warmup: u64,
+    measured: u64,
+    rate: u64,
+    padding: usize,
+    wait: Duration,
+    publisher_id: u32,
+    idle: &mut IdleStrategy,
+) -> HotResult {
+    let total = warmup + measured;
+    let len = wire::encoded_len(padding);
+    let mut r = HotResult {
+        sent: 0,
+        end_marker_sent: false,
+        outcomes: [0; OFFER_OUTCOMES.len()],
+        max_lag_ns: 0,
+        cost: new_latency_histogram(),
+        first_measured_ns: 0,
+        last_measured_ns: 0,
+        abort: None,
+    };
+    let ok = OFFER_OUTCOMES.iter().position(|n| *n == "ok").unwrap_or(0);
+    // Start a little ahead so the first intended time is in the future.
+    let pacer = Pacer::new(now_ns() + 1_000_000, rate).expect("rate validated before");
+    let mut sample = Sample {
+        seq: 0,
+        intended_ns: 0,
+        sent_ns: 0,
+        publisher_id,
+        kind: Kind::Warmup,
+        warmup: warmup as u32,
+        planned: measured as u32,
+    };
+    let mut after_commit: Option<i64> = None;
+    'messages: for i in 0..total {
+        let intended = pacer.intended_ns(i);
+        let mut now = pacer.wait_until(i, || after_commit.take().unwrap_or_else(now_ns));
+        let mut failing_since: Option<i64> = None;
+        loop {
+            match publisher.try_claim(len) {
+                Ok(mut claim) => {
+                    sample.seq = i;
+                    sample.intended_ns = intended;
+                    sample.sent_ns = now;
+                    sample.kind = if i < warmup { Kind::Warmup } else { Kind::Measured };
+                    match wire::encode_into(claim.buffer_mut(), &sample, padding) {
+                        Ok(_) => claim.commit(),
+                        Err(e) => {
+                            claim.abort();
+                            r.abort = Some(format!("could not encode message {i}: {e}"));
+                            break 'messages;
+                        }
+                    }
+                    let t = now_ns();
+                    record_saturating(&mut r.cost, (t - now).max(0) as u64);
+                    after_commit = Some(t);
+                    r.outcomes[ok] += 1;
+                    r.sent = i + 1;
+                    r.max_lag_ns = r.max_lag_ns.max((now - intended).max(0) as u64);
+                    if i == warmup {
+                        r.first_measured_ns = now;
+                    }
+                    r.last_measured_ns = now;
+                    break;
+                }
+                Err(e) => {
+                    r.outcomes[outcome_index(&e)] += 1;
+                    if !e.is_retryable() {
+                        r.abort = Some(format!("publishing stopped at message {i}: {e}"));
+                        break 'messages;
+                    }
+                    now = now_ns();
+                    let since = *failing_since.get_or_insert(now);
+                    if e == OfferError::NotConnected && now - since > wait.as_nanos() as i64 {
+                        r.abort = Some(format!(
+                            "the subscriber went away: not connected for {:.1} s at message {i} ({i} sent before, \
+                             0 after)",
+                            wait.as_secs_f64()
+                        ));
+                        break 'messages;
+                    }
+                    if now - since > 2 * wait.as_nanos() as i64 {
+                        r.abort = Some(format!(
+                            "back-pressure never cleared: {:.1} s at message {i}; the subscriber stopped reading",
+                            (now - since) as f64 / 1e9
+                        ));
+                        break 'messages;
+                    }
+                    idle.idle_once();
+                }
+            }
+        }
+    }
+    if r.first_measured_ns == 0 {
+        r.first_measured_ns = r.last_measured_ns;
+    }
+    // End marker: seq = number sent. Retry for up to `wait`.
+    let end = Sample {
+        seq: r.sent,
+        intended_ns: now_ns(),
+        sent_ns: now_ns(),
+        publisher_id,
+        kind: Kind::End,
+        warmup: warmup as u32,
+        planned: measured as u32,
+    };
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        match publisher.try_claim(len) {
+            Ok(mut claim) => {
+                if wire::encode_into(claim.buffer_mut(), &end, padding).is_ok() {
+                    claim.commit();
+                    r.end_marker_sent = true;
+                }
+                break;
+            }
+            Err(e) if e.is_retryable() => std::thread::sleep(Duration::from_micros(50)),
+            Err(_) => break,
+        }
+    }
+    r
+}
