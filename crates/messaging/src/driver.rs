@@ -276,7 +276,7 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
     }
     // SAFETY: statvfs returned 0, so it initialised `st`.
     let st = unsafe { st.assume_init() };
-    Some(st.f_bavail as u64 * st.f_frsize as u64)
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// A running embedded media driver; stops and removes its directory when dropped.

@@ -18,7 +18,8 @@ pub const EXIT_INCOMPLETE: i32 = 1;
 /// Where the media driver is and which stream to use.
 #[derive(Debug, Clone, Args)]
 pub struct StreamArgs {
-    /// Aeron directory of a running media driver [default: $AERON_DIR, else /dev/shm/aeron-$USER]
+    /// Aeron directory of a running media driver [latency-pub/-sub default: $AERON_DIR, else
+    /// /dev/shm/aeron-$USER; latency-probe default: its own embedded driver]
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Channel URI

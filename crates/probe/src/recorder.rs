@@ -754,7 +754,7 @@ mod tests {
 
             let mut r = Recorder::new();
             for (i, &s) in seqs.iter().enumerate() {
-                if i as u64 % 500 == 0 && decode > 0 {
+                if (i as u64).is_multiple_of(500) && decode > 0 {
                     r.record_decode_error();
                 }
                 r.record(s, kind(s, warmup), warmup, planned, 1_000, 500);

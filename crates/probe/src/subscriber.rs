@@ -163,7 +163,7 @@ fn hot_loop(sub: &mut Subscriber, total: Option<u64>, timeout: Duration, idle: &
         idle.idle(n);
         polls = polls.wrapping_add(1);
         // Look at the clock every 4,096 polls only: cheap (vDSO), but not free.
-        if polls % 4096 == 0 && started.elapsed() > timeout {
+        if polls.is_multiple_of(4096) && started.elapsed() > timeout {
             stopped_early = Some(format!(
                 "--timeout {:.1} s reached before the publisher's end marker",
                 timeout.as_secs_f64()

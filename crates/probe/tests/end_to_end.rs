@@ -1,0 +1,167 @@
+//! The probe binaries as a user runs them: separate processes over aeron:ipc.
+//! Every run uses its own embedded driver (or one started here), a small term and
+//! yield-idling hot threads, so the tests can run in parallel on two cores.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn bin(name: &str) -> PathBuf {
+    match name {
+        "latency-probe" => PathBuf::from(env!("CARGO_BIN_EXE_latency-probe")),
+        "latency-pub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-pub")),
+        "latency-sub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-sub")),
+        other => panic!("unknown binary {other}"),
+    }
+}
+
+fn run(name: &str, args: &[&str]) -> Output {
+    Command::new(bin(name)).args(args).output().expect("binary runs")
+}
+
+fn tmp_json(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("latency-probe-test-{}-{tag}.json", std::process::id()))
+}
+
+fn read_json(p: &PathBuf) -> Value {
+    let v = serde_json::from_slice(&std::fs::read(p).expect("report written")).expect("valid JSON");
+    let _ = std::fs::remove_file(p);
+    v
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn two_hundred_thousand_messages_between_separate_processes_arrive_none_lost_all_in_order() {
+    let json = tmp_json("200k");
+    let out = run(
+        "latency-probe",
+        &[
+            "--duration",
+            "2",
+            "--rate",
+            "100000",
+            "--warmup",
+            "0",
+            "--msg-size",
+            "64",
+            "--idle",
+            "yield",
+            "--term-length",
+            "1048576",
+            "--stream",
+            "2001",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "latency-probe failed: {}", stderr(&out));
+    let r = read_json(&json);
+    assert_eq!(r["sent"], 200_000, "{r}");
+    assert_eq!(r["received"], 200_000);
+    assert_eq!(r["lost"], 0);
+    assert_eq!(r["duplicates"], 0);
+    assert_eq!(r["reordered"], 0);
+    assert_eq!(r["decode_errors"], 0);
+    assert_eq!(r["latency_ns"]["count"], 200_000);
+    assert_eq!(r["latency_actual_ns"]["count"], 200_000);
+    let groups = r["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 20);
+    let group_total: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(group_total, 200_000, "the groups add up to the overall count");
+    assert_eq!(groups[0]["first_seq"], 0);
+    assert_eq!(groups[19]["last_seq"], 199_999);
+    assert_eq!(r["offer"]["ok"], 200_000, "one successful claim per message");
+    assert!(r["rate_target"].as_f64().unwrap() > 99_000.0);
+    for key in [
+        "cpu_model",
+        "cores",
+        "kernel",
+        "driver_kind",
+        "driver_version",
+        "client",
+    ] {
+        assert!(!r["env"][key].is_null(), "env.{key} missing");
+    }
+    assert!(r["timing_model"].as_str().unwrap().contains("CLOCK_MONOTONIC"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("20 time-ordered groups") && text.contains("p99.99"),
+        "{text}"
+    );
+}
+
+#[test]
+fn latency_sub_without_a_driver_fails_with_the_cause_and_the_fix() {
+    let out = run("latency-sub", &["--dir", "/nonexistent", "--timeout", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+    assert!(
+        e.contains("no media driver at /nonexistent") && e.contains("cnc.dat"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_flags_are_rejected_with_one_line_naming_the_flag() {
+    for (args, needle) in [
+        (&["--rate", "0"][..], "--rate 0"),
+        (&["--duration", "0"][..], "--duration 0"),
+        (&["--msg-size", "10"][..], "--msg-size"),
+        (&["--pub-core", "999"][..], "--pub-core 999"),
+    ] {
+        let out = run("latency-probe", args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let e = stderr(&out);
+        assert!(e.contains(needle), "{args:?}: {e}");
+    }
+    let out = run("latency-pub", &["--idle", "busy"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("spin, noop, yield"), "{}", stderr(&out));
+}
+
+#[test]
+fn two_probe_runs_back_to_back_on_one_driver_and_stream_do_not_stall() {
+    let driver = aeron_latency::messaging::EmbeddedDriver::builder()
+        .ipc_term_length(1 << 20)
+        .spawn()
+        .expect("driver");
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    for round in 0..2 {
+        let json = tmp_json(&format!("b2b-{round}"));
+        let started = Instant::now();
+        let out = run(
+            "latency-probe",
+            &[
+                "--dir",
+                &dir,
+                "--duration",
+                "0.5",
+                "--rate",
+                "20000",
+                "--warmup",
+                "1000",
+                "--idle",
+                "yield",
+                "--stream",
+                "2002",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "round {round}: {}", stderr(&out));
+        let r = read_json(&json);
+        assert_eq!(r["lost"], 0);
+        assert_eq!(r["received"], 11_000);
+        assert!(
+            started.elapsed() < Duration::from_secs(8),
+            "round {round} took {:?}: leftovers of the previous run stalled it",
+            started.elapsed()
+        );
+    }
+}

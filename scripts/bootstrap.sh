@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian/Ubuntu machine lacks to build and test aeron-latency, and says
+# what it installs. Idempotent: a second run installs nothing.
+#   scripts/bootstrap.sh               install what is missing
+#   scripts/bootstrap.sh --print-cmake print the CMake (>= 3.30) to build Aeron C with
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS="$PWD/.tools"
+MIN_CMAKE=3.30
+
+cmake_ok() { # $1 = cmake binary; true if its version >= MIN_CMAKE
+  local v
+  v=$("$1" --version 2>/dev/null | head -1 | sed -E 's/[^0-9]*([0-9]+\.[0-9]+).*/\1/') || return 1
+  [ -n "$v" ] && [ "$(printf '%s\n%s\n' "$MIN_CMAKE" "$v" | sort -V | head -1)" = "$MIN_CMAKE" ]
+}
+
+pick_cmake() {
+  if [ -n "${CMAKE:-}" ] && cmake_ok "$CMAKE"; then echo "$CMAKE"; return; fi
+  if [ -x "$TOOLS/venv/bin/cmake" ] && cmake_ok "$TOOLS/venv/bin/cmake"; then echo "$TOOLS/venv/bin/cmake"; return; fi
+  if command -v cmake >/dev/null && cmake_ok "$(command -v cmake)"; then command -v cmake; return; fi
+  return 1
+}
+
+if [ "${1:-}" = "--print-cmake" ]; then
+  pick_cmake || { echo "cmake"; }
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+
+missing=()
+command -v capnp >/dev/null || missing+=(capnproto)
+for pkg in libclang-dev uuid-dev libbsd-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
+done
+command -v cc >/dev/null || missing+=(build-essential)
+command -v python3 >/dev/null || missing+=(python3)
+if ! pick_cmake >/dev/null && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! pick_cmake >/dev/null; then
+  echo "bootstrap: system CMake is older than $MIN_CMAKE (Aeron C needs it): installing PyPI's cmake into $TOOLS/venv"
+  rm -rf "$TOOLS/venv"
+  python3 -m venv "$TOOLS/venv"
+  "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check cmake
+fi
+pick_cmake >/dev/null || { echo "bootstrap: no CMake >= $MIN_CMAKE could be installed; set CMAKE=/path/to/cmake" >&2; exit 1; }
+
+if ! command -v cargo >/dev/null; then
+  echo "bootstrap: cargo not found: install Rust (rustup) 1.88 or newer" >&2
+  exit 1
+fi
