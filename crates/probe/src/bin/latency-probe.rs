@@ -139,6 +139,7 @@ fn main() {
     };
     let pub_status = wait_bounded(&mut publ, Duration::from_secs_f64(run_s + 3.0 * a.wait + 30.0));
     let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(sub_timeout + 10.0));
+    let is_embedded = embedded.is_some();
     drop(embedded);
 
     let pub_report: Option<PubReport> = std::fs::read(&pub_json)
@@ -155,7 +156,7 @@ fn main() {
             EXIT_INCOMPLETE,
         );
     };
-    let report = combine(sub_report, pub_report, dir_is_embedded(&a), &driver_version);
+    let report = combine(sub_report, pub_report, is_embedded, &driver_version);
     print!("{}", render_text(&report));
     if let Some(path) = &a.json {
         if let Err(e) = write_json(&report, path) {
@@ -180,10 +181,6 @@ fn main() {
         );
         std::process::exit(EXIT_INCOMPLETE);
     }
-}
-
-fn dir_is_embedded(a: &Args) -> bool {
-    a.stream.dir.is_none()
 }
 
 #[cfg(feature = "embedded-driver")]
