@@ -30,6 +30,36 @@ pub struct StreamArgs {
     pub stream: i32,
 }
 
+/// Where the report goes.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Write the report as JSON to this file
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Do not print the report (the JSON is still written)
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// Prints `text` unless `--quiet`, then writes `value` to `--json` (atomically); a write
+    /// failure ends the program with [`EXIT_INCOMPLETE`] and a one-line cause.
+    pub fn emit<T: serde::Serialize + ?Sized>(&self, program: &str, text: &str, value: &T) {
+        if !self.quiet {
+            print!("{text}");
+        }
+        if let Some(path) = &self.json {
+            if let Err(e) = crate::report::write_json(value, path) {
+                fail(
+                    program,
+                    format!("could not write --json {}: {e}", path.display()),
+                    EXIT_INCOMPLETE,
+                );
+            }
+        }
+    }
+}
+
 /// How the publisher runs (shared by latency-pub and latency-probe).
 #[derive(Debug, Clone, Args)]
 pub struct RunArgs {

@@ -24,3 +24,16 @@ pub mod recorder;
 pub mod report;
 pub mod stats;
 pub mod subscriber;
+
+/// Why a run could not start (bad driver dir, channel, size, core…); the message says how to
+/// fix it. Nothing was measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError(pub String);
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}

@@ -23,6 +23,7 @@ use crate::clock::{now_ns, TIMING_MODEL};
 use crate::pacing::Pacer;
 use crate::report::{utc_timestamp, Env, Tool, OFFER_OUTCOMES};
 use crate::stats::{new_latency_histogram, record_saturating, Stats};
+use crate::SetupError;
 
 /// What a publishing run needs.
 #[derive(Debug, Clone)]
@@ -101,23 +102,6 @@ pub struct PubReport {
     pub started_at: String,
 }
 
-/// Why a publishing run could not start.
-#[derive(Debug)]
-pub enum PubError {
-    /// Setup failed; the message says how to fix it.
-    Setup(String),
-}
-
-impl std::fmt::Display for PubError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Setup(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for PubError {}
-
 struct HotResult {
     sent: u64,
     end_marker_sent: bool,
@@ -140,29 +124,29 @@ fn outcome_index(e: &OfferError) -> usize {
 /// then the end marker. Returns its report even when the run stopped early (marked incomplete).
 ///
 /// # Errors
-/// [`PubError::Setup`] when the driver, publication, message size or core is unusable.
-pub fn run(cfg: &PubConfig) -> Result<PubReport, PubError> {
+/// [`SetupError::Setup`] when the driver, publication, message size or core is unusable.
+pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     let started_at = utc_timestamp(std::time::SystemTime::now());
-    let padding = wire::padding_for_size(cfg.msg_size).map_err(|e| PubError::Setup(format!("--msg-size: {e}")))?;
+    let padding = wire::padding_for_size(cfg.msg_size).map_err(|e| SetupError(format!("--msg-size: {e}")))?;
     let measured = (cfg.duration_s * cfg.rate as f64).round() as u64;
     let planned_total = cfg.warmup + measured;
     if measured > u64::from(u32::MAX) || cfg.warmup > u64::from(u32::MAX) {
-        return Err(PubError::Setup(
+        return Err(SetupError(
             "--duration x --rate plans more than 4,294,967,295 messages; shorten the run".into(),
         ));
     }
-    Pacer::new(0, cfg.rate).map_err(|e| PubError::Setup(format!("--rate: {e}")))?;
+    Pacer::new(0, cfg.rate).map_err(|e| SetupError(format!("--rate: {e}")))?;
 
     let client = Client::builder()
         .dir(&cfg.dir)
         .pre_touch_mapped_memory(true)
         .build()
-        .map_err(|e| PubError::Setup(e.to_string()))?;
+        .map_err(|e| SetupError(e.to_string()))?;
     let mut publisher = client
         .publication(&cfg.channel, cfg.stream)
-        .map_err(|e| PubError::Setup(e.to_string()))?;
+        .map_err(|e| SetupError(e.to_string()))?;
     if cfg.msg_size > publisher.max_payload_length() {
-        return Err(PubError::Setup(format!(
+        return Err(SetupError(format!(
             "--msg-size {} is larger than one frame ({} bytes, the most try_claim accepts); use a smaller size \
              or a larger MTU",
             cfg.msg_size,
@@ -208,11 +192,11 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, PubError> {
             );
             (r, publisher)
         })
-        .map_err(|e| PubError::Setup(format!("--core: {e}")))?;
+        .map_err(|e| SetupError(format!("--core: {e}")))?;
     let (core, hot_tid) = (hot.core(), hot.tid());
     let (r, publisher) = hot
         .join()
-        .map_err(|_| PubError::Setup("the publishing thread panicked".into()))?;
+        .map_err(|_| SetupError("the publishing thread panicked".into()))?;
     drop(publisher);
     drop(client);
 

@@ -549,7 +549,7 @@ pub fn render_text(r: &Report) -> String {
 
 /// Writes `report` as pretty JSON to `path`, atomically: a temporary file in the same
 /// directory is written and synced, then renamed over `path`.
-pub fn write_json(report: &Report, path: impl AsRef<Path>) -> io::Result<()> {
+pub fn write_json<T: Serialize + ?Sized>(report: &T, path: impl AsRef<Path>) -> io::Result<()> {
     let path = path.as_ref();
     let name = path.file_name().ok_or_else(|| {
         io::Error::new(

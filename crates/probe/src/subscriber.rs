@@ -15,6 +15,7 @@ use aeron_latency::wire::{self, Kind};
 
 use crate::clock::now_ns;
 use crate::recorder::{Recorder, SampleKind};
+use crate::SetupError;
 
 /// What a subscribing run needs.
 #[derive(Debug, Clone)]
@@ -54,37 +55,20 @@ pub struct SubOutcome {
     pub hot_tid: i32,
 }
 
-/// Why a subscribing run could not start.
-#[derive(Debug)]
-pub enum SubError {
-    /// Setup failed; the message says how to fix it.
-    Setup(String),
-}
-
-impl std::fmt::Display for SubError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Setup(s) => f.write_str(s),
-        }
-    }
-}
-
-impl std::error::Error for SubError {}
-
 /// Receives until the end marker, `total` messages, or the timeout; never loses what it
 /// measured (an early stop is reported in [`SubOutcome::stopped_early`]).
 ///
 /// # Errors
-/// [`SubError::Setup`] when the driver, subscription or core is unusable.
-pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SubError> {
+/// [`SetupError::Setup`] when the driver, subscription or core is unusable.
+pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     let client = Client::builder()
         .dir(&cfg.dir)
         .pre_touch_mapped_memory(true)
         .build()
-        .map_err(|e| SubError::Setup(e.to_string()))?;
+        .map_err(|e| SetupError(e.to_string()))?;
     let subscriber = client
         .subscription(&cfg.channel, cfg.stream)
-        .map_err(|e| SubError::Setup(e.to_string()))?;
+        .map_err(|e| SetupError(e.to_string()))?;
     let (total, timeout, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
     let hot = ThreadBuilder::new()
         .name("latency-sub")
@@ -94,11 +78,11 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SubError> {
             let out = hot_loop(&mut subscriber, total, timeout, &mut idle);
             (out, subscriber)
         })
-        .map_err(|e| SubError::Setup(format!("--core: {e}")))?;
+        .map_err(|e| SetupError(format!("--core: {e}")))?;
     let (core, hot_tid) = (hot.core(), hot.tid());
     let (mut out, subscriber) = hot
         .join()
-        .map_err(|_| SubError::Setup("the receiving thread panicked".into()))?;
+        .map_err(|_| SetupError("the receiving thread panicked".into()))?;
     drop(subscriber);
     drop(client);
     out.core = core;

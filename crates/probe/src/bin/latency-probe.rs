@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use latency_probe::cli::{self, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::cli::{self, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
 use latency_probe::probe::{self, combine, default_cores, sibling, wait_bounded};
 use latency_probe::publisher::PubReport;
-use latency_probe::report::{render_text, write_json, Report};
+use latency_probe::report::{render_text, Report};
 
 /// Measure one-way latency over Aeron IPC in one command: starts an embedded Aeron C media
 /// driver (or uses --dir), runs latency-sub and latency-pub as separate processes with their
@@ -38,9 +38,8 @@ struct Args {
     /// Seconds the publisher waits for the subscriber
     #[arg(long, default_value_t = 10.0)]
     wait: f64,
-    /// Write the combined report as JSON to this file
-    #[arg(long)]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn main() {
@@ -157,16 +156,7 @@ fn main() {
         );
     };
     let report = combine(sub_report, pub_report, is_embedded, &driver_version);
-    print!("{}", render_text(&report));
-    if let Some(path) = &a.json {
-        if let Err(e) = write_json(&report, path) {
-            cli::fail(
-                ME,
-                format!("could not write --json {}: {e}", path.display()),
-                EXIT_INCOMPLETE,
-            );
-        }
-    }
+    a.out.emit(ME, &render_text(&report), &report);
     let children_ok = pub_status.is_some_and(|s| s.success()) && sub_status.is_some_and(|s| s.success());
     if !report.complete || report.lost > 0 || !children_ok {
         eprintln!(

@@ -1,9 +1,7 @@
 //! `latency-pub`: publishes timestamped messages on a schedule. See `latency-pub --help`.
 
-use std::path::PathBuf;
-
 use clap::Parser;
-use latency_probe::cli::{self, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::cli::{self, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
 use latency_probe::publisher::{self, PubReport};
 use latency_probe::report::format_ns;
 
@@ -26,12 +24,8 @@ struct Args {
     /// Idle strategy while an offer is retried: spin, noop, yield, sleep-ns[:N], backoff
     #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
     idle: aeron_latency::messaging::IdleStrategy,
-    /// Write the summary as JSON to this file
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Do not print the summary (the JSON is still written)
-    #[arg(long)]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn summary(r: &PubReport) -> String {
@@ -77,19 +71,7 @@ fn main() {
     let dir = cli::dir_or_default(a.stream.dir.clone());
     let cfg = cli::pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     let r = publisher::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
-    if !a.quiet {
-        print!("{}", summary(&r));
-    }
-    if let Some(path) = &a.json {
-        let json = serde_json::to_string_pretty(&r).expect("serializable");
-        if let Err(e) = std::fs::write(path, json) {
-            cli::fail(
-                ME,
-                format!("could not write --json {}: {e}", path.display()),
-                EXIT_INCOMPLETE,
-            );
-        }
-    }
+    a.out.emit(ME, &summary(&r), &r);
     if !r.complete {
         eprintln!(
             "{ME}: incomplete: {}",

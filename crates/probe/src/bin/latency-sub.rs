@@ -1,11 +1,9 @@
 //! `latency-sub`: receives the probe's messages and reports latency overall and in 20
 //! time-ordered groups. See `latency-sub --help`.
 
-use std::path::PathBuf;
-
 use clap::Parser;
-use latency_probe::cli::{self, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
-use latency_probe::report::{render_text, write_json, Env, DRIVER_EXTERNAL, UNKNOWN};
+use latency_probe::cli::{self, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::report::{render_text, Env, DRIVER_EXTERNAL, UNKNOWN};
 use latency_probe::subscriber;
 
 /// Receive latency-pub's messages over Aeron and report the latency distribution
@@ -28,12 +26,8 @@ struct Args {
     /// Idle strategy between empty polls: spin, noop, yield, sleep-ns[:N], backoff
     #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
     idle: aeron_latency::messaging::IdleStrategy,
-    /// Write the report as JSON to this file
-    #[arg(long)]
-    json: Option<PathBuf>,
-    /// Do not print the report (the JSON is still written)
-    #[arg(long)]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 }
 
 fn main() {
@@ -45,18 +39,7 @@ fn main() {
     let cfg = cli::sub_config(&a.stream, dir, a.total, timeout, a.core, a.idle.clone());
     let out = subscriber::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);
-    if !a.quiet {
-        print!("{}", render_text(&report));
-    }
-    if let Some(path) = &a.json {
-        if let Err(e) = write_json(&report, path) {
-            cli::fail(
-                ME,
-                format!("could not write --json {}: {e}", path.display()),
-                EXIT_INCOMPLETE,
-            );
-        }
-    }
+    a.out.emit(ME, &render_text(&report), &report);
     if !report.complete || report.lost > 0 {
         if let Some(why) = &report.incomplete_reason {
             eprintln!("{ME}: incomplete: {why}");
