@@ -111,6 +111,24 @@ pub fn driver_status(dir: &Path, timeout: Duration) -> DriverStatus {
     }
 }
 
+/// The process id of the driver that owns `dir/cnc.dat` (Aeron writes it into the CnC
+/// metadata), or `None` when there is no readable `cnc.dat` or it predates the field.
+///
+/// The probe uses it to watch the driver's threads for jitter diagnosis; it says nothing about
+/// whether that process is still alive (see [`driver_status`]).
+#[must_use]
+pub fn driver_pid(dir: &Path) -> Option<u32> {
+    let cnc = dir.join("cnc.dat");
+    if std::fs::metadata(&cnc).map_or(true, |m| m.len() == 0) {
+        return None;
+    }
+    let map = MemoryMappedFile::map_existing(cnc, false).ok()?;
+    if cnc_file_descriptor::cnc_version_volatile(&map) == 0 {
+        return None;
+    }
+    u32::try_from(cnc_file_descriptor::pid(&map)).ok().filter(|p| *p > 0)
+}
+
 /// One of the driver's counters, read from `cnc.dat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverCounter {

@@ -53,7 +53,7 @@ mod subscription;
 mod thread;
 
 pub use client::{
-    default_aeron_dir, driver_status, Client, ClientBuilder, DriverCounter, DriverStatus, AERON_DIR_ENV,
+    default_aeron_dir, driver_pid, driver_status, Client, ClientBuilder, DriverCounter, DriverStatus, AERON_DIR_ENV,
     AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, CONDUCTOR_IDLE, DEFAULT_DRIVER_TIMEOUT,
 };
 #[cfg(feature = "embedded-driver")]

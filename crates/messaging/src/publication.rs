@@ -48,6 +48,8 @@ pub struct Publisher {
     session_id: i32,
     channel: String,
     stream_id: i32,
+    /// Calls that found the publication lock held (by aeron-rs's conductor).
+    busy: std::sync::atomic::AtomicU64,
     _client: Arc<Inner>,
 }
 
@@ -83,15 +85,27 @@ impl Publisher {
             session_id,
             channel: channel.to_owned(),
             stream_id,
+            busy: std::sync::atomic::AtomicU64::new(0),
             _client: client,
         }
+    }
+
+    /// How many offer/try_claim calls so far found the publication's lock held by aeron-rs's
+    /// conductor (and returned [`OfferError::AdminAction`] for it). The probe uses it to tell
+    /// this aeron-rs lock contention from Aeron's own admin actions.
+    #[must_use]
+    pub fn busy_count(&self) -> u64 {
+        self.busy.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     #[inline]
     fn lock(&self) -> Result<MutexGuard<'_, Publication>, OfferError> {
         match self.publication.try_lock() {
             Ok(g) => Ok(g),
-            Err(TryLockError::WouldBlock) => Err(OfferError::AdminAction),
+            Err(TryLockError::WouldBlock) => {
+                self.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Err(OfferError::AdminAction)
+            }
             Err(TryLockError::Poisoned(_)) => Err(OfferError::Closed),
         }
     }

@@ -55,6 +55,7 @@ pub struct Subscriber {
     assembly: Vec<(i32, Vec<u8>)>,
     channel: String,
     stream_id: i32,
+    busy: u64,
     _client: Arc<Inner>,
 }
 
@@ -80,8 +81,16 @@ impl Subscriber {
             assembly: Vec::new(),
             channel: channel.to_owned(),
             stream_id,
+            busy: 0,
             _client: client,
         }
+    }
+
+    /// How many polls so far found the subscription's lock held by aeron-rs's conductor (and
+    /// returned 0 without reading). The probe times these runs to show the lock's cost.
+    #[must_use]
+    pub fn busy_count(&self) -> u64 {
+        self.busy
     }
 
     /// Polls up to `fragment_limit` fragments and calls `handler` for every complete message.
@@ -92,7 +101,10 @@ impl Subscriber {
     {
         let mut sub = match self.subscription.try_lock() {
             Ok(g) => g,
-            Err(TryLockError::WouldBlock) => return 0,
+            Err(TryLockError::WouldBlock) => {
+                self.busy += 1;
+                return 0;
+            }
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
         let assembly = &mut self.assembly;

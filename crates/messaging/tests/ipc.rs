@@ -272,3 +272,14 @@ fn a_dead_driver_directory_is_reported_with_the_heartbeat_age() {
         "{s}"
     );
 }
+
+#[test]
+fn the_driver_pid_is_read_from_cnc_and_absent_without_a_driver() {
+    let d = driver();
+    // The embedded driver runs in this process.
+    assert_eq!(messaging::driver_pid(d.dir()), Some(std::process::id()));
+    let empty = std::env::temp_dir().join(format!("aeron-latency-no-driver-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    assert_eq!(messaging::driver_pid(&empty), None);
+    let _ = std::fs::remove_dir_all(&empty);
+}

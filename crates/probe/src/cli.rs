@@ -174,6 +174,7 @@ pub fn pub_config(
         core,
         idle,
         publisher_id: std::process::id(),
+        diagnostics: crate::jitter::Mode::Auto,
     }
 }
 
@@ -195,7 +196,48 @@ pub fn sub_config(
         timeout,
         core,
         idle,
+        delivery: crate::subscriber::Delivery::Inline,
+        hot_path_lock: false,
+        diagnostics: crate::jitter::Mode::Auto,
     }
+}
+
+/// Jitter diagnostics flags (all three programs).
+#[derive(Debug, Clone, Args)]
+pub struct DiagnosticsArgs {
+    /// Jitter diagnostics: auto (perf where permitted, else /proc), perf (or fail), proc, off
+    #[arg(long, default_value = "auto")]
+    pub diagnostics: crate::jitter::Mode,
+    /// Write the raw jitter material (counters, off-CPU episodes, stalls, slowest samples) as
+    /// JSON to this file (latency-probe uses it to analyse both sides together)
+    #[arg(long = "jitter-raw", hide = true)]
+    pub jitter_raw: Option<PathBuf>,
+}
+
+impl DiagnosticsArgs {
+    /// Writes `raw` to `--jitter-raw`, if given; a failure is a one-line warning (the report
+    /// itself is not affected).
+    pub fn write_raw(&self, program: &str, raw: Option<&crate::jitter::RawJitter>) {
+        if let (Some(path), Some(raw)) = (&self.jitter_raw, raw) {
+            if let Err(e) = crate::report::write_json(raw, path) {
+                eprintln!("{program}: could not write --jitter-raw {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+/// How the subscriber hands messages to the code that measures them, and planted jitter.
+#[derive(Debug, Clone, Args)]
+pub struct DeliveryArgs {
+    /// inline: measure inside the poll loop; channel: the messaging crate's hand-off thread sends
+    /// each message through a crossbeam channel to a consumer thread that waits in recv_timeout
+    /// (seed 002's shape: futex-driven jitter to see and compare)
+    #[arg(long, default_value = "inline")]
+    pub delivery: crate::subscriber::Delivery,
+    /// Make the subscriber's hot loop lock a std::sync::Mutex per message that a helper thread
+    /// (lock-helper) holds for 50 µs every 1 ms: planted futex jitter
+    #[arg(long = "hot-path-lock")]
+    pub hot_path_lock: bool,
 }
 
 /// Prints `program: message` on stderr and exits with `code`.

@@ -17,7 +17,10 @@
 
 pub mod cli;
 pub mod clock;
+pub mod hiccup;
+pub mod jitter;
 pub mod pacing;
+pub mod plant;
 pub mod probe;
 pub mod publisher;
 pub mod recorder;

@@ -20,7 +20,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::clock::{now_ns, TIMING_MODEL};
+use crate::jitter::{JitterSide, Monitor, RawJitter, Role, StallLog};
 use crate::pacing::Pacer;
+use crate::recorder::GROUPS;
 use crate::report::{utc_timestamp, Env, Tool, OFFER_OUTCOMES};
 use crate::stats::{new_latency_histogram, record_saturating, Stats};
 use crate::SetupError;
@@ -51,6 +53,8 @@ pub struct PubConfig {
     pub idle: IdleStrategy,
     /// Id written into every message.
     pub publisher_id: u32,
+    /// Jitter diagnostics source.
+    pub diagnostics: crate::jitter::Mode,
 }
 
 /// The publisher's own report (`latency-pub --json`).
@@ -100,6 +104,12 @@ pub struct PubReport {
     pub tool: Tool,
     /// Start, UTC.
     pub started_at: String,
+    /// Jitter diagnosis of the publisher's process alone (latency-probe analyses both sides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<crate::jitter::JitterReport>,
+    /// The raw jitter material (for `--jitter-raw`); not part of the JSON report.
+    #[serde(skip)]
+    pub raw_jitter: Option<crate::jitter::RawJitter>,
 }
 
 struct HotResult {
@@ -111,6 +121,7 @@ struct HotResult {
     first_measured_ns: i64,
     last_measured_ns: i64,
     abort: Option<String>,
+    jitter: Option<JitterSide>,
 }
 
 fn outcome_index(e: &OfferError) -> usize {
@@ -136,6 +147,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         ));
     }
     Pacer::new(0, cfg.rate).map_err(|e| SetupError(format!("--rate: {e}")))?;
+    let mut monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
 
     let client = Client::builder()
         .dir(&cfg.dir)
@@ -176,23 +188,30 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
 
     let (warmup, rate, wait, publisher_id, mut idle) =
         (cfg.warmup, cfg.rate, cfg.wait, cfg.publisher_id, cfg.idle.clone());
+    let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let hot = ThreadBuilder::new()
         .name("latency-pub")
         .affinity_opt(cfg.core)
         .spawn(move || {
+            let monitor = ready_rx.recv().ok();
             let r = hot_loop(
                 &mut publisher,
-                warmup,
-                measured,
-                rate,
-                padding,
-                wait,
-                publisher_id,
+                Plan {
+                    warmup,
+                    measured,
+                    rate,
+                    padding,
+                    wait,
+                    publisher_id,
+                },
+                monitor,
                 &mut idle,
             );
             (r, publisher)
         })
         .map_err(|e| SetupError(format!("--core: {e}")))?;
+    crate::subscriber::watch_all(&mut monitor, hot.tid(), Role::Publisher, None);
+    let _ = ready_tx.send(monitor);
     let (core, hot_tid) = (hot.core(), hot.tid());
     let (r, publisher) = hot
         .join()
@@ -221,6 +240,24 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         .zip(r.outcomes)
         .map(|(k, v)| ((*k).to_owned(), v))
         .collect();
+    let raw_jitter = r.jitter.map(|side| RawJitter {
+        side,
+        slow: Vec::new(),
+        idle: cfg.idle.to_string(),
+        delivery_channel: false,
+        hot_path_lock: false,
+    });
+    let jitter = raw_jitter.as_ref().map(|raw| {
+        let ctx = crate::jitter::Context {
+            sub_idle: String::new(),
+            pub_idle: Some(raw.idle.clone()),
+            tail_threshold_ns: u64::MAX,
+            cores: aeron_latency::messaging::available_cores().len(),
+            ..Default::default()
+        };
+        let skipped = crate::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());
+        crate::jitter::build_report(&[&raw.side], &[], &skipped, &ctx).0
+    });
     Ok(PubReport {
         sent: r.sent,
         warmup_sent: r.sent.min(warmup),
@@ -244,6 +281,8 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         timing_model: TIMING_MODEL.to_owned(),
         tool: Tool::this(),
         started_at,
+        jitter,
+        raw_jitter,
     })
 }
 
@@ -271,21 +310,47 @@ fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: Stri
         timing_model: TIMING_MODEL.to_owned(),
         tool: Tool::this(),
         started_at,
+        jitter: None,
+        raw_jitter: None,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn hot_loop(
-    publisher: &mut Publisher,
+/// What the hot loop sends.
+struct Plan {
     warmup: u64,
     measured: u64,
     rate: u64,
     padding: usize,
     wait: Duration,
     publisher_id: u32,
-    idle: &mut IdleStrategy,
-) -> HotResult {
+}
+
+impl Plan {
+    /// First measured message of group `g` (the recorder's formula: m belongs to g iff
+    /// g * measured <= m * GROUPS < (g + 1) * measured).
+    fn group_start(&self, g: usize) -> u64 {
+        self.warmup + (g as u128 * u128::from(self.measured)).div_ceil(GROUPS as u128) as u64
+    }
+}
+
+fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>, idle: &mut IdleStrategy) -> HotResult {
+    let Plan {
+        warmup,
+        measured,
+        rate,
+        padding,
+        wait,
+        publisher_id,
+    } = plan;
     let total = warmup + measured;
+    let diag = monitor.as_ref().is_some_and(Monitor::is_on);
+    let mut stalls = diag.then(|| StallLog::new(crate::jitter::STALL_THRESHOLD_NS, crate::subscriber::STALLS_LOGGED));
+    let sleeps = matches!(idle.alias(), "backoff" | "sleep-ns");
+    let mut last_busy = publisher.busy_count();
+    let mut lock_waits =
+        diag.then(|| StallLog::new(crate::jitter::LOCK_WAIT_THRESHOLD_NS, crate::subscriber::STALLS_LOGGED));
+    // With diagnostics off there is no boundary to watch for.
+    let mut next_group = if diag { 0 } else { GROUPS };
     let len = wire::encoded_len(padding);
     let mut r = HotResult {
         sent: 0,
@@ -296,6 +361,7 @@ fn hot_loop(
         first_measured_ns: 0,
         last_measured_ns: 0,
         abort: None,
+        jitter: None,
     };
     let ok = OFFER_OUTCOMES.iter().position(|n| *n == "ok").unwrap_or(0);
     // Start a little ahead so the first intended time is in the future.
@@ -312,9 +378,22 @@ fn hot_loop(
     let mut after_commit: Option<i64> = None;
     'messages: for i in 0..total {
         let intended = pacer.intended_ns(i);
-        let mut now = pacer.wait_until(i, || after_commit.take().unwrap_or_else(now_ns));
+        let mut now = pacer.wait_until(i, || {
+            let t = after_commit.take().unwrap_or_else(now_ns);
+            if let Some(s) = &mut stalls {
+                s.tick(t);
+            }
+            t
+        });
         let mut failing_since: Option<i64> = None;
+        let mut busy_since: Option<i64> = None;
         loop {
+            if failing_since.is_some() && lock_waits.is_some() && publisher.busy_count() != last_busy {
+                // The last failure was aeron-rs's conductor holding the publication lock (not
+                // one of Aeron's own admin actions).
+                last_busy = publisher.busy_count();
+                busy_since.get_or_insert(now);
+            }
             match publisher.try_claim(len) {
                 Ok(mut claim) => {
                     sample.seq = i;
@@ -330,6 +409,9 @@ fn hot_loop(
                         }
                     }
                     let t = now_ns();
+                    if let (Some(log), Some(start)) = (&mut lock_waits, busy_since) {
+                        log.interval(start, t - start);
+                    }
                     record_saturating(&mut r.cost, (t - now).max(0) as u64);
                     after_commit = Some(t);
                     r.outcomes[ok] += 1;
@@ -339,6 +421,19 @@ fn hot_loop(
                         r.first_measured_ns = now;
                     }
                     r.last_measured_ns = now;
+                    if i >= warmup && next_group < GROUPS && i >= plan.group_start(next_group) {
+                        // Group boundary: read the counters (never per message).
+                        if let Some(m) = &mut monitor {
+                            while next_group < GROUPS && i >= plan.group_start(next_group) {
+                                m.snapshot(next_group);
+                                next_group += 1;
+                            }
+                        }
+                        if let Some(s) = &mut stalls {
+                            s.restart(now_ns());
+                        }
+                        after_commit = None;
+                    }
                     break;
                 }
                 Err(e) => {
@@ -365,6 +460,11 @@ fn hot_loop(
                         break 'messages;
                     }
                     idle.idle_once();
+                    if sleeps {
+                        if let Some(s) = &mut stalls {
+                            s.restart(now_ns());
+                        }
+                    }
                 }
             }
         }
@@ -372,6 +472,17 @@ fn hot_loop(
     if r.first_measured_ns == 0 {
         r.first_measured_ns = r.last_measured_ns;
     }
+    r.jitter = monitor.map(|mut m| {
+        m.snapshot(GROUPS);
+        if let Some(s) = stalls.take() {
+            m.set_stalls(crate::jitter::current_tid(), s);
+        }
+        if let Some(l) = lock_waits.take() {
+            m.set_lock_waits(crate::jitter::current_tid(), l);
+        }
+        m.finish()
+    });
+    r.jitter = r.jitter.take().filter(|j| j.source.name != "off");
     // End marker: seq = number sent. Retry for up to `wait`.
     let end = Sample {
         seq: r.sent,

@@ -150,6 +150,9 @@ pub struct GroupReport {
     pub latency: Stats,
     /// Latency from the actual send time.
     pub actual: Stats,
+    /// What the OS counters did during this group (when diagnostics ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<crate::jitter::GroupJitter>,
 }
 
 impl From<&GroupRow> for GroupReport {
@@ -160,6 +163,7 @@ impl From<&GroupRow> for GroupReport {
             last_seq: g.last_seq,
             latency: g.intended,
             actual: g.actual,
+            jitter: None,
         }
     }
 }
@@ -218,6 +222,20 @@ pub struct Report {
     /// The publisher's own report, when the run was driven by `latency-probe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<crate::publisher::PubReport>,
+    /// Jitter diagnosis: counters, slowest samples and the verdict (absent with
+    /// `--diagnostics off`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<crate::jitter::JitterReport>,
+}
+
+impl Report {
+    /// Attaches the jitter section and its per-group rows (replacing earlier ones).
+    pub fn attach_jitter(&mut self, j: crate::jitter::JitterReport, rows: Vec<Option<crate::jitter::GroupJitter>>) {
+        for (g, r) in self.groups.iter_mut().zip(rows) {
+            g.jitter = r;
+        }
+        self.jitter = Some(j);
+    }
 }
 
 /// Run parameters [`Report::from_recorder`] cannot know from the recorder.
@@ -351,6 +369,7 @@ impl Report {
             started_at: run.started_at,
             notes,
             publisher: None,
+            jitter: None,
         }
     }
 }
@@ -543,6 +562,10 @@ pub fn render_text(r: &Report) -> String {
         for n in &r.notes {
             let _ = writeln!(o, "- {n}");
         }
+    }
+    if let Some(j) = &r.jitter {
+        let rows: Vec<Option<crate::jitter::GroupJitter>> = r.groups.iter().map(|g| g.jitter.clone()).collect();
+        o.push_str(&crate::jitter::report::render(j, &rows));
     }
     out
 }

@@ -8,14 +8,58 @@
 //! per message.
 
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{Client, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder};
+use aeron_latency::messaging::{
+    driver_pid, Client, HandoffOptions, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder,
+};
 use aeron_latency::wire::{self, Kind};
+use crossbeam_channel::RecvTimeoutError;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::now_ns;
-use crate::recorder::{Recorder, SampleKind};
+use crate::jitter::{self, JitterSide, Mode, Monitor, RawJitter, Role, SlowSample, SlowSamples, StallLog};
+use crate::recorder::{Recorder, SampleKind, GROUPS};
 use crate::SetupError;
+
+/// How received messages reach the code that measures them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// Handled inside the poll loop (the fast path).
+    Inline,
+    /// Copied into a crossbeam channel by the messaging crate's hand-off thread
+    /// ([`Client::subscribe`]) and consumed by a second thread with `recv_timeout`: seed 002's
+    /// shape, which parks on a futex per message.
+    Channel,
+}
+
+impl std::str::FromStr for Delivery {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "inline" => Ok(Delivery::Inline),
+            "channel" => Ok(Delivery::Channel),
+            _ => Err(format!("'{s}' is not a delivery; use inline or channel")),
+        }
+    }
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Delivery::Inline => "inline",
+            Delivery::Channel => "channel",
+        })
+    }
+}
+
+/// How many of the slowest samples are kept for the jitter analysis.
+pub const SLOW_SAMPLES_KEPT: usize = 4096;
+/// Stalls logged per hot thread.
+pub const STALLS_LOGGED: usize = 100_000;
 
 /// What a subscribing run needs.
 #[derive(Debug, Clone)]
@@ -34,6 +78,12 @@ pub struct SubConfig {
     pub core: Option<usize>,
     /// Idle strategy between empty polls.
     pub idle: IdleStrategy,
+    /// Inline or through a channel.
+    pub delivery: Delivery,
+    /// Share a mutex between the hot loop and a helper thread (planted futex jitter).
+    pub hot_path_lock: bool,
+    /// Jitter diagnostics source.
+    pub diagnostics: Mode,
 }
 
 /// What the subscriber collected.
@@ -53,40 +103,120 @@ pub struct SubOutcome {
     pub core: Option<usize>,
     /// Linux thread id of the hot thread.
     pub hot_tid: i32,
+    /// The jitter counters of this process's threads (and the driver's), if diagnostics ran.
+    pub jitter: Option<JitterSide>,
+    /// The slowest samples, slowest first.
+    pub slow: Vec<SlowSample>,
+    /// How it ran (for the analysis).
+    pub idle: String,
+    /// Delivery used.
+    pub delivery: Delivery,
+    /// Whether the lock plant ran.
+    pub hot_path_lock: bool,
+}
+
+/// Watches the hot thread, every thread of this process and, when the driver runs elsewhere,
+/// the driver's threads.
+pub(crate) fn watch_all(monitor: &mut Monitor, hot_tid: i32, role: Role, driver: Option<u32>) {
+    let me = std::process::id();
+    monitor.watch(me, hot_tid, role);
+    monitor.watch_process(me, |tid, name| {
+        if tid == me as i32 {
+            Role::Main
+        } else {
+            Role::from_thread_name(name)
+        }
+    });
+    if let Some(d) = driver.filter(|d| *d != me) {
+        monitor.watch_process(d, |tid, name| match Role::from_thread_name(name) {
+            Role::Meter => Role::Meter,
+            _ if tid == d as i32 && name.starts_with("latency-") => Role::Main,
+            _ => Role::Driver,
+        });
+    }
 }
 
 /// Receives until the end marker, `total` messages, or the timeout; never loses what it
 /// measured (an early stop is reported in [`SubOutcome::stopped_early`]).
 ///
 /// # Errors
-/// [`SetupError::Setup`] when the driver, subscription or core is unusable.
+/// [`SetupError`] when the driver, subscription, core or the diagnostics source is unusable.
 pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
+    let mut monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
     let client = Client::builder()
         .dir(&cfg.dir)
         .pre_touch_mapped_memory(true)
         .build()
         .map_err(|e| SetupError(e.to_string()))?;
-    let subscriber = client
-        .subscription(&cfg.channel, cfg.stream)
-        .map_err(|e| SetupError(e.to_string()))?;
+    let plant = if cfg.hot_path_lock {
+        Some(crate::plant::LockPlant::spawn().map_err(|e| SetupError(format!("--hot-path-lock: {e}")))?)
+    } else {
+        None
+    };
+    let lock = plant.as_ref().map(crate::plant::LockPlant::lock);
+    let driver = driver_pid(&cfg.dir);
     let (total, timeout, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
-    let hot = ThreadBuilder::new()
-        .name("latency-sub")
-        .affinity_opt(cfg.core)
-        .spawn(move || {
-            let mut subscriber = subscriber;
-            let out = hot_loop(&mut subscriber, total, timeout, &mut idle);
-            (out, subscriber)
-        })
-        .map_err(|e| SetupError(format!("--core: {e}")))?;
-    let (core, hot_tid) = (hot.core(), hot.tid());
-    let (mut out, subscriber) = hot
-        .join()
-        .map_err(|_| SetupError("the receiving thread panicked".into()))?;
-    drop(subscriber);
+    let sleeps = matches!(idle.alias(), "backoff" | "sleep-ns");
+    let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
+    let mut out = match cfg.delivery {
+        Delivery::Inline => {
+            let subscriber = client
+                .subscription(&cfg.channel, cfg.stream)
+                .map_err(|e| SetupError(e.to_string()))?;
+            let hot = ThreadBuilder::new()
+                .name("latency-sub")
+                .affinity_opt(cfg.core)
+                .spawn(move || {
+                    let mut subscriber = subscriber;
+                    let monitor = ready_rx.recv().ok();
+                    let st = State::new(monitor, lock, true);
+                    let out = hot_loop(&mut subscriber, st, total, timeout, &mut idle, sleeps);
+                    (out, subscriber)
+                })
+                .map_err(|e| SetupError(format!("--core: {e}")))?;
+            watch_all(&mut monitor, hot.tid(), Role::Subscriber, driver);
+            let _ = ready_tx.send(monitor);
+            let (core, hot_tid) = (hot.core(), hot.tid());
+            let (mut out, subscriber) = hot
+                .join()
+                .map_err(|_| SetupError("the receiving thread panicked".into()))?;
+            drop(subscriber);
+            out.core = core;
+            out.hot_tid = hot_tid;
+            out
+        }
+        Delivery::Channel => {
+            let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+            let stop = Arc::new(AtomicBool::new(false));
+            let handoff = client
+                .subscribe(&cfg.channel, cfg.stream, tx, stop.clone(), HandoffOptions::default())
+                .map_err(|e| SetupError(e.to_string()))?;
+            let consumer = ThreadBuilder::new()
+                .name("latency-sub")
+                .affinity_opt(cfg.core)
+                .spawn(move || {
+                    let monitor = ready_rx.recv().ok();
+                    let st = State::new(monitor, lock, false);
+                    consume_loop(&rx, st, total, timeout)
+                })
+                .map_err(|e| SetupError(format!("--core: {e}")))?;
+            watch_all(&mut monitor, consumer.tid(), Role::Consumer, driver);
+            let _ = ready_tx.send(monitor);
+            let (core, hot_tid) = (consumer.core(), consumer.tid());
+            let mut out = consumer
+                .join()
+                .map_err(|_| SetupError("the consuming thread panicked".into()))?;
+            handoff.stop();
+            out.core = core;
+            out.hot_tid = hot_tid;
+            out
+        }
+    };
+    drop(plant);
     drop(client);
-    out.core = core;
-    out.hot_tid = hot_tid;
+    out.idle = cfg.idle.to_string();
+    out.delivery = cfg.delivery;
+    out.hot_path_lock = cfg.hot_path_lock;
     Ok(out)
 }
 
@@ -96,9 +226,34 @@ struct State {
     fragments: u64,
     intended_span: (i64, i64),
     receive_span: (i64, i64),
+    monitor: Option<Monitor>,
+    /// Group boundary reached inside a poll; counters are read after the poll returns.
+    pending: Option<usize>,
+    stalls: Option<StallLog>,
+    /// Runs of polls that found aeron-rs's subscription lock held: (log, start of the run, busy count).
+    lock_waits: Option<(StallLog, Option<i64>, u64)>,
+    slow: SlowSamples,
+    lock: Option<Arc<Mutex<u64>>>,
 }
 
 impl State {
+    fn new(monitor: Option<Monitor>, lock: Option<Arc<Mutex<u64>>>, stalls: bool) -> State {
+        let on = monitor.as_ref().is_some_and(Monitor::is_on);
+        State {
+            rec: Recorder::new(),
+            end: None,
+            fragments: 0,
+            intended_span: (0, 0),
+            receive_span: (0, 0),
+            monitor,
+            pending: None,
+            stalls: (on && stalls).then(|| StallLog::new(jitter::STALL_THRESHOLD_NS, STALLS_LOGGED)),
+            lock_waits: (on && stalls).then(|| (StallLog::new(jitter::LOCK_WAIT_THRESHOLD_NS, STALLS_LOGGED), None, 0)),
+            slow: SlowSamples::new(SLOW_SAMPLES_KEPT),
+            lock,
+        }
+    }
+
     #[inline]
     fn on_message(&mut self, bytes: &[u8]) {
         self.fragments += 1;
@@ -114,8 +269,13 @@ impl State {
             Kind::Warmup => SampleKind::Warmup,
             Kind::Measured => SampleKind::Measured,
         };
+        if let Some(l) = &self.lock {
+            // The planted hot-path lock: once per message, as a real shared lock would be.
+            *l.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        }
         let now = now_ns();
-        self.rec
+        let boundary = self
+            .rec
             .record(s.seq, kind, s.warmup, s.planned, now - s.intended_ns, now - s.sent_ns);
         if kind == SampleKind::Measured {
             if self.intended_span.0 == 0 {
@@ -124,46 +284,149 @@ impl State {
             }
             self.intended_span.1 = s.intended_ns;
             self.receive_span.1 = now;
+            self.slow.offer(SlowSample {
+                latency_ns: (now - s.intended_ns).max(0) as u64,
+                seq: s.seq,
+                intended_ns: s.intended_ns,
+                sent_ns: s.sent_ns,
+                received_ns: now,
+            });
+            if boundary.is_some() {
+                self.pending = boundary;
+            }
         }
+    }
+
+    /// Reads the counters if a group boundary was crossed (outside the poll, so no Aeron lock
+    /// is held while reading).
+    #[inline]
+    fn after_poll(&mut self) {
+        if let Some(g) = self.pending.take() {
+            if let Some(m) = &mut self.monitor {
+                m.snapshot(g);
+            }
+            if let Some(s) = &mut self.stalls {
+                s.restart(now_ns());
+            }
+        }
+    }
+
+    fn finish(mut self, stopped_early: Option<String>) -> SubOutcome {
+        let jitter = self.monitor.take().map(|mut m| {
+            m.snapshot(GROUPS);
+            if let Some(s) = self.stalls.take() {
+                m.set_stalls(jitter::current_tid(), s);
+            }
+            if let Some((l, _, _)) = self.lock_waits.take() {
+                m.set_lock_waits(jitter::current_tid(), l);
+            }
+            m.finish()
+        });
+        SubOutcome {
+            recorder: self.rec,
+            end: self.end,
+            stopped_early,
+            intended_span: self.intended_span,
+            receive_span: self.receive_span,
+            core: None,
+            hot_tid: 0,
+            jitter: jitter.filter(|j| j.source.name != "off"),
+            slow: self.slow.into_sorted(),
+            idle: String::new(),
+            delivery: Delivery::Inline,
+            hot_path_lock: false,
+        }
+    }
+
+    fn done(&self, total: Option<u64>) -> bool {
+        self.end.is_some() || total.is_some_and(|t| self.fragments >= t)
     }
 }
 
-fn hot_loop(sub: &mut Subscriber, total: Option<u64>, timeout: Duration, idle: &mut IdleStrategy) -> SubOutcome {
-    let mut st = State {
-        rec: Recorder::new(),
-        end: None,
-        fragments: 0,
-        intended_span: (0, 0),
-        receive_span: (0, 0),
-    };
+fn timeout_reason(timeout: Duration) -> String {
+    format!(
+        "--timeout {:.1} s reached before the publisher's end marker",
+        timeout.as_secs_f64()
+    )
+}
+
+fn hot_loop(
+    sub: &mut Subscriber,
+    mut st: State,
+    total: Option<u64>,
+    timeout: Duration,
+    idle: &mut IdleStrategy,
+    sleeps: bool,
+) -> SubOutcome {
     let started = Instant::now();
     let mut stopped_early = None;
     let mut polls: u32 = 0;
     loop {
         let n = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 64);
-        if st.end.is_some() || total.is_some_and(|t| st.fragments >= t) {
+        st.after_poll();
+        if st.done(total) {
             break;
         }
-        idle.idle(n);
+        if let Some(s) = &mut st.stalls {
+            // One vDSO clock read per iteration: gaps >= 5 µs are logged as stalls.
+            let now = now_ns();
+            s.tick(now);
+            if let Some((log, since, seen)) = &mut st.lock_waits {
+                let busy = sub.busy_count();
+                if busy != *seen {
+                    *seen = busy;
+                    since.get_or_insert(now);
+                } else if let Some(start) = since.take() {
+                    log.interval(start, now - start);
+                }
+            }
+            idle.idle(n);
+            if sleeps {
+                // Sleeping is the idle strategy's choice, not a stall.
+                s.restart(now_ns());
+            }
+        } else {
+            idle.idle(n);
+        }
         polls = polls.wrapping_add(1);
         // Look at the clock every 4,096 polls only: cheap (vDSO), but not free.
         if polls.is_multiple_of(4096) && started.elapsed() > timeout {
-            stopped_early = Some(format!(
-                "--timeout {:.1} s reached before the publisher's end marker",
-                timeout.as_secs_f64()
-            ));
+            stopped_early = Some(timeout_reason(timeout));
             break;
         }
     }
-    SubOutcome {
-        recorder: st.rec,
-        end: st.end,
-        stopped_early,
-        intended_span: st.intended_span,
-        receive_span: st.receive_span,
-        core: None,
-        hot_tid: 0,
+    st.finish(stopped_early)
+}
+
+fn consume_loop(
+    rx: &crossbeam_channel::Receiver<Vec<u8>>,
+    mut st: State,
+    total: Option<u64>,
+    timeout: Duration,
+) -> SubOutcome {
+    let started = Instant::now();
+    let mut stopped_early = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(bytes) => {
+                st.on_message(&bytes);
+                st.after_poll();
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                stopped_early = Some("the hand-off thread stopped delivering".into());
+                break;
+            }
+        }
+        if st.done(total) {
+            break;
+        }
+        if started.elapsed() > timeout {
+            stopped_early = Some(timeout_reason(timeout));
+            break;
+        }
     }
+    st.finish(stopped_early)
 }
 
 /// Builds the report from what the subscriber collected. The subscriber does not see the
@@ -195,5 +458,23 @@ pub fn to_report(out: &SubOutcome, env: crate::report::Env, msg_size: u64) -> cr
             None => why.clone(),
         });
     }
+    if let Some(raw) = out.raw_jitter() {
+        let skipped = jitter::Hiccup::Skipped("skipped: latency-sub alone does not run it (latency-probe does)".into());
+        jitter::attach(&mut r, &raw, None, &skipped);
+    }
     r
+}
+
+impl SubOutcome {
+    /// The raw jitter material (for `--jitter-raw` and the analysis), if diagnostics ran.
+    #[must_use]
+    pub fn raw_jitter(&self) -> Option<RawJitter> {
+        Some(RawJitter {
+            side: self.jitter.clone()?,
+            slow: self.slow.clone(),
+            idle: self.idle.clone(),
+            delivery_channel: self.delivery == Delivery::Channel,
+            hot_path_lock: self.hot_path_lock,
+        })
+    }
 }

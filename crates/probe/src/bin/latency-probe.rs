@@ -4,7 +4,11 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use latency_probe::cli::{self, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::cli::{
+    self, DeliveryArgs, DiagnosticsArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
+};
+use latency_probe::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest};
+use latency_probe::jitter::{self, RawJitter};
 use latency_probe::probe::{self, combine, default_cores, sibling, wait_bounded};
 use latency_probe::publisher::PubReport;
 use latency_probe::report::{render_text, Report};
@@ -39,6 +43,14 @@ struct Args {
     #[arg(long, default_value_t = 10.0)]
     wait: f64,
     #[command(flatten)]
+    delivery: DeliveryArgs,
+    #[command(flatten)]
+    diagnostics: DiagnosticsArgs,
+    /// Hiccup meter (a thread spinning on a spare core that records its own gaps: platform
+    /// jitter): auto (only when a core is free of hot threads), off, or a core number to force
+    #[arg(long, default_value = "auto")]
+    hiccup: HiccupRequest,
+    #[command(flatten)]
     out: OutputArgs,
 }
 
@@ -60,6 +72,13 @@ fn main() {
         );
     }
 
+    if a.diagnostics.diagnostics == jitter::Mode::Perf {
+        // Fail before starting anything, with the reason (the children would fail the same way).
+        if let Err(why) = jitter::Monitor::new(jitter::Mode::Perf) {
+            cli::fail(ME, why, EXIT_SETUP);
+        }
+    }
+
     // The driver: embedded unless --dir points at a running one.
     let (embedded, dir, driver_version) = match &a.stream.dir {
         Some(dir) => {
@@ -70,6 +89,29 @@ fn main() {
         }
         None => embedded_driver(&a),
     };
+
+    // The hiccup meter: only on a core no hot thread uses, unless forced.
+    let hot_cores: Vec<usize> = [sub_core, pub_core].into_iter().flatten().collect();
+    let available = aeron_latency::messaging::available_cores();
+    let mut notes = Vec::new();
+    let meter = match hiccup::choose_core(a.hiccup, &hot_cores, &available) {
+        Ok(core) => {
+            if hot_cores.contains(&core) {
+                notes.push(format!(
+                    "--hiccup {core}: the meter spins on a hot thread's core, so it adds the jitter it measures"
+                ));
+            }
+            match HiccupMeter::spawn(HiccupConfig {
+                core: Some(core),
+                ..HiccupConfig::default()
+            }) {
+                Ok(m) => Ok(m),
+                Err(e) => Err(format!("skipped: {e}")),
+            }
+        }
+        Err(why) => Err(why),
+    };
+    let diag_on = a.diagnostics.diagnostics != jitter::Mode::Off;
 
     let tmp = std::env::temp_dir().join(format!("latency-probe-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap_or_else(|e| cli::fail(ME, format!("{}: {e}", tmp.display()), EXIT_SETUP));
@@ -84,8 +126,11 @@ fn main() {
         s(&a.stream.stream),
         "--idle".into(),
         s(&a.idle),
+        "--diagnostics".into(),
+        a.diagnostics.diagnostics.as_str().into(),
         "--quiet".into(),
     ];
+    let (sub_raw, pub_raw) = (tmp.join("sub-jitter.json"), tmp.join("pub-jitter.json"));
     let run_s = (a.run.warmup as f64 + a.run.duration * a.run.rate as f64) / a.run.rate as f64;
     let sub_timeout = run_s + 2.0 * a.wait + 30.0;
     let mut sub_args = common.clone();
@@ -94,7 +139,14 @@ fn main() {
         format!("{sub_timeout:.1}"),
         "--json".into(),
         s(&sub_json.display()),
+        "--jitter-raw".into(),
+        s(&sub_raw.display()),
+        "--delivery".into(),
+        s(&a.delivery.delivery),
     ]);
+    if a.delivery.hot_path_lock {
+        sub_args.push("--hot-path-lock".into());
+    }
     if let Some(c) = sub_core {
         sub_args.extend(["--core".into(), s(&c)]);
     }
@@ -111,6 +163,8 @@ fn main() {
         s(&a.wait),
         "--json".into(),
         s(&pub_json.display()),
+        "--jitter-raw".into(),
+        s(&pub_raw.display()),
     ]);
     if let Some(c) = pub_core {
         common.extend(["--core".into(), s(&c)]);
@@ -139,6 +193,7 @@ fn main() {
     let pub_status = wait_bounded(&mut publ, Duration::from_secs_f64(run_s + 3.0 * a.wait + 30.0));
     let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(sub_timeout + 10.0));
     let is_embedded = embedded.is_some();
+    let meter = meter.map(HiccupMeter::stop);
     drop(embedded);
 
     let pub_report: Option<PubReport> = std::fs::read(&pub_json)
@@ -147,6 +202,8 @@ fn main() {
     let sub_report: Option<Report> = std::fs::read(&sub_json)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
+    let read_raw = |p: &PathBuf| -> Option<RawJitter> { serde_json::from_slice(&std::fs::read(p).ok()?).ok() };
+    let (sub_jitter, pub_jitter) = (read_raw(&sub_raw), read_raw(&pub_raw));
     let _ = std::fs::remove_dir_all(&tmp);
     let Some(sub_report) = sub_report else {
         cli::fail(
@@ -155,7 +212,24 @@ fn main() {
             EXIT_INCOMPLETE,
         );
     };
-    let report = combine(sub_report, pub_report, is_embedded, &driver_version);
+    let mut report = combine(sub_report, pub_report, is_embedded, &driver_version);
+    report.notes.extend(notes);
+    if let Some(p) = &mut report.publisher {
+        p.jitter = None; // analysed together with the subscriber's side below
+    }
+    match (&sub_jitter, diag_on) {
+        (Some(sj), _) => {
+            let h = match &meter {
+                Ok(log) => jitter::Hiccup::Ran(log),
+                Err(why) => jitter::Hiccup::Skipped(why.clone()),
+            };
+            jitter::attach(&mut report, sj, pub_jitter.as_ref(), &h);
+        }
+        (None, true) => report
+            .notes
+            .push("latency-sub wrote no jitter material; the jitter section covers nothing".into()),
+        (None, false) => {}
+    }
     a.out.emit(ME, &render_text(&report), &report);
     let children_ok = pub_status.is_some_and(|s| s.success()) && sub_status.is_some_and(|s| s.success());
     if !report.complete || report.lost > 0 || !children_ok {

@@ -1,7 +1,7 @@
 //! `latency-pub`: publishes timestamped messages on a schedule. See `latency-pub --help`.
 
 use clap::Parser;
-use latency_probe::cli::{self, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::cli::{self, DiagnosticsArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
 use latency_probe::publisher::{self, PubReport};
 use latency_probe::report::format_ns;
 
@@ -24,6 +24,8 @@ struct Args {
     /// Idle strategy while an offer is retried: spin, noop, yield, sleep-ns[:N], backoff
     #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
     idle: aeron_latency::messaging::IdleStrategy,
+    #[command(flatten)]
+    diagnostics: DiagnosticsArgs,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -59,6 +61,9 @@ fn summary(r: &PubReport) -> String {
     for n in &r.notes {
         s.push_str(&format!("warning: {n}\n"));
     }
+    if let Some(j) = &r.jitter {
+        s.push_str(&latency_probe::jitter::report::render(j, &[]));
+    }
     s
 }
 
@@ -69,8 +74,10 @@ fn main() {
     let wait = cli::seconds("--wait", a.wait).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     cli::check_core("--core", a.core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     let dir = cli::dir_or_default(a.stream.dir.clone());
-    let cfg = cli::pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
+    let mut cfg = cli::pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
+    cfg.diagnostics = a.diagnostics.diagnostics;
     let r = publisher::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    a.diagnostics.write_raw(ME, r.raw_jitter.as_ref());
     a.out.emit(ME, &summary(&r), &r);
     if !r.complete {
         eprintln!(

@@ -2,7 +2,7 @@
 //! time-ordered groups. See `latency-sub --help`.
 
 use clap::Parser;
-use latency_probe::cli::{self, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::cli::{self, DeliveryArgs, DiagnosticsArgs, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
 use latency_probe::report::{render_text, Env, DRIVER_EXTERNAL, UNKNOWN};
 use latency_probe::subscriber;
 
@@ -27,6 +27,10 @@ struct Args {
     #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
     idle: aeron_latency::messaging::IdleStrategy,
     #[command(flatten)]
+    delivery: DeliveryArgs,
+    #[command(flatten)]
+    diagnostics: DiagnosticsArgs,
+    #[command(flatten)]
     out: OutputArgs,
 }
 
@@ -36,8 +40,12 @@ fn main() {
     let timeout = cli::seconds("--timeout", a.timeout).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     cli::check_core("--core", a.core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     let dir = cli::dir_or_default(a.stream.dir.clone());
-    let cfg = cli::sub_config(&a.stream, dir, a.total, timeout, a.core, a.idle.clone());
+    let mut cfg = cli::sub_config(&a.stream, dir, a.total, timeout, a.core, a.idle.clone());
+    cfg.delivery = a.delivery.delivery;
+    cfg.hot_path_lock = a.delivery.hot_path_lock;
+    cfg.diagnostics = a.diagnostics.diagnostics;
     let out = subscriber::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    a.diagnostics.write_raw(ME, out.raw_jitter().as_ref());
     let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);
     a.out.emit(ME, &render_text(&report), &report);
     if !report.complete || report.lost > 0 {
