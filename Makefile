@@ -14,7 +14,7 @@ RATE ?= 10000
 MSG_SIZE ?= 128
 RESULTS ?= results
 
-.PHONY: bootstrap build probe test lint bench fmt clean
+.PHONY: bootstrap build probe jitter-overhead test lint bench fmt clean
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -26,6 +26,10 @@ probe: build
 	@mkdir -p $(RESULTS)
 	./target/release/latency-probe --duration $(DURATION) --rate $(RATE) --msg-size $(MSG_SIZE) --json $(RESULTS)/probe.json
 	@echo "JSON report: $(RESULTS)/probe.json"
+
+# p50 with and without the jitter diagnostics, alternating runs (README "Reading the jitter report").
+jitter-overhead: build
+	scripts/jitter-overhead.py
 
 test: bootstrap
 	$(CARGO) fmt --all -- --check

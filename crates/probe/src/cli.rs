@@ -235,7 +235,7 @@ pub struct DeliveryArgs {
     #[arg(long, default_value = "inline")]
     pub delivery: crate::subscriber::Delivery,
     /// Make the subscriber's hot loop lock a std::sync::Mutex per message that a helper thread
-    /// (lock-helper) holds for 50 µs every 1 ms: planted futex jitter
+    /// (lock-helper) takes every 1 ms and holds across a 100 µs sleep: planted futex jitter
     #[arg(long = "hot-path-lock")]
     pub hot_path_lock: bool,
 }

@@ -344,7 +344,7 @@ fn gap_end(start: i64, len: u64) -> i64 {
 
 impl HiccupLog {
     /// Per-window summary aligned with the probe's groups: `bounds` are CLOCK_MONOTONIC times
-    /// (non-decreasing), window i = [bounds[i], bounds[i+1]). A logged gap belongs to the window
+    /// (non-decreasing), window i = `[bounds[i], bounds[i+1])`. A logged gap belongs to the window
     /// its start falls in (a gap crossing a bound is not split). Only logged gaps
     /// (`>= threshold_ns`, the first `max_logged`) are counted.
     ///

@@ -10,6 +10,10 @@
 //! - Sent, received, lost, duplicated, reordered and undecodable messages always add up
 //!   ([`recorder::Accounting::adds_up`]); a run that stops early still reports what it
 //!   measured, marked incomplete.
+//! - Every report explains its tail ([`jitter`]): per-thread futex calls, context switches,
+//!   migrations, page faults and run-queue delay at the 20 group boundaries (perf, or `/proc`
+//!   with the reason), the slowest samples lined up with the off-CPU episodes and stalls of the
+//!   hot threads, and a verdict in plain words, futex-driven jitter first.
 //!
 //! The binaries `latency-pub`, `latency-sub` and `latency-probe` are thin wrappers over
 //! [`publisher::run`], [`subscriber::run`] and [`probe`].

@@ -52,12 +52,20 @@ pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, String> {
 }
 
 /// Waits for a child up to `limit`, killing it after that.
+///
+/// Checks rarely (every 250 ms once it has waited a while): on a machine whose cores are all
+/// taken by the hot threads, each wake-up of this thread preempts one of them, and the jitter
+/// report would name it.
 pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let deadline = std::time::Instant::now() + limit;
+    let mut pause = Duration::from_millis(5);
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
-            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(250));
+            }
             _ => {
                 let _ = child.kill();
                 return child.wait().ok();

@@ -135,7 +135,7 @@ fn outcome_index(e: &OfferError) -> usize {
 /// then the end marker. Returns its report even when the run stopped early (marked incomplete).
 ///
 /// # Errors
-/// [`SetupError::Setup`] when the driver, publication, message size or core is unusable.
+/// [`SetupError`] when the driver, publication, message size or core is unusable.
 pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     let started_at = utc_timestamp(std::time::SystemTime::now());
     let padding = wire::padding_for_size(cfg.msg_size).map_err(|e| SetupError(format!("--msg-size: {e}")))?;

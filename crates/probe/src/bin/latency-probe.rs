@@ -94,6 +94,15 @@ fn main() {
     let hot_cores: Vec<usize> = [sub_core, pub_core].into_iter().flatten().collect();
     let available = aeron_latency::messaging::available_cores();
     let mut notes = Vec::new();
+    if let HiccupRequest::Core(c) = a.hiccup {
+        if !available.contains(&c) {
+            cli::fail(
+                ME,
+                format!("--hiccup {c}: no such core; this machine lets us use {available:?} (or pass auto or off)"),
+                EXIT_SETUP,
+            );
+        }
+    }
     let meter = match hiccup::choose_core(a.hiccup, &hot_cores, &available) {
         Ok(core) => {
             if hot_cores.contains(&core) {

@@ -512,6 +512,22 @@ pub struct JitterSide {
     pub notes: Vec<String>,
 }
 
+/// The name of process `pid` among the watched threads: its hot thread's name (`latency-sub`,
+/// `latency-pub`), else its main thread's, else `pid N`.
+#[must_use]
+pub fn process_name(all: &[&ThreadJitter], pid: u32) -> String {
+    if let Some(h) = all
+        .iter()
+        .find(|t| t.pid == pid && t.role.is_hot() && t.role != Role::Handoff)
+    {
+        return h.name.clone();
+    }
+    match all.iter().find(|t| t.pid == pid && t.tid == pid as i32) {
+        Some(main) => main.name.clone(),
+        None => format!("pid {pid}"),
+    }
+}
+
 /// The end of the measured period over all sides (`i64::MAX` if none saw it): where an
 /// off-CPU episode with no switch-in ends.
 #[must_use]

@@ -175,16 +175,7 @@ pub fn build(
     }
     let run_end = super::run_end(sides);
     let all: Vec<&super::ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
-    let process_of = |pid: u32| -> String {
-        let of_pid = all.iter().filter(|t| t.pid == pid);
-        if let Some(h) = of_pid.clone().find(|t| t.role.is_hot() && t.role != Role::Handoff) {
-            return h.name.clone();
-        }
-        match all.iter().find(|t| t.pid == pid && t.tid == pid as i32) {
-            Some(main) => main.name.clone(),
-            None => format!("pid {pid}"),
-        }
-    };
+    let process_of = |pid: u32| super::process_name(&all, pid);
     let threads = all
         .iter()
         .map(|t| ThreadSummary {
@@ -383,7 +374,7 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
     for t in &j.threads {
         let c = &t.total;
         let mut line = format!(
-            "  {} {} ({}, tid {}): futex {}, voluntary {}, involuntary {}, migrations {}, page faults {}/{} \
+            "  {}: {} ({}, tid {}): futex {}, voluntary {}, involuntary {}, migrations {}, page faults {}/{} \
              (minor/major), wake-ups {}, on CPU {}, run-queue wait {}",
             t.process,
             t.name,

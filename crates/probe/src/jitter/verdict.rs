@@ -96,6 +96,15 @@ fn label(t: &ThreadJitter) -> String {
     format!("{} ({}, tid {})", t.name, t.role.describe(), t.tid)
 }
 
+/// "once", "2 times", "1,234 times".
+fn times(n: u64) -> String {
+    if n == 1 {
+        "once".into()
+    } else {
+        format!("{} times", thousands(n))
+    }
+}
+
 fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
@@ -111,6 +120,10 @@ fn thousands(n: u64) -> String {
 fn sleeping_idle(idle: &str) -> bool {
     idle.starts_with("backoff") || idle.starts_with("sleep")
 }
+
+/// With `/proc` alone, a spinning hot thread that blocked fewer times than this is not called
+/// futex-driven (a stray wait on a page or the mm lock happens); the count is still reported.
+pub const PROC_BLOCKS_MIN: u64 = 20;
 
 /// An episode is a cause of a sample when it covers at least 1/MATERIAL of its latency.
 pub const MATERIAL: u64 = 10;
@@ -168,7 +181,17 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             return ("idle".into(), true);
         }
         match known.iter().find(|k| k.tid == pid) {
-            Some(k) => (format!("{} ({})", k.name, k.role.describe()), true),
+            Some(k) if k.role.is_hot() => (format!("{} ({})", k.name, k.role.describe()), true),
+            Some(k) if k.role == Role::Main => (format!("{} (main thread)", super::process_name(&known, k.pid)), true),
+            Some(k) => (
+                format!(
+                    "{}/{} ({})",
+                    super::process_name(&known, k.pid),
+                    k.name,
+                    k.role.describe()
+                ),
+                true,
+            ),
             None => (format!("{comm} (pid {pid}, not ours)"), false),
         }
     };
@@ -241,25 +264,26 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                         .flat_map(|sd| sd.reads.iter())
                         .any(|(a, l)| overlaps((*a, a + *l as i64), stall));
                     let meter = hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
-                    let steal_words;
                     let (key, what) = if probe {
-                        ("probe-reads", "paused for the probe's own counter read")
+                        ("probe-reads", "for the probe's own counter read".to_owned())
                     } else if steal >= len / 2 && steal > 0 {
-                        steal_words = format!(
-                            "stalled while the hypervisor took {} of CPU time in that group (steal)",
-                            format_ns(steal)
-                        );
-                        ("steal", steal_words.as_str())
+                        (
+                            "steal",
+                            format!(
+                                "while the hypervisor took {} of CPU time in that group (steal)",
+                                format_ns(steal)
+                            ),
+                        )
                     } else if !perf {
-                        ("stall", "stalled (off CPU or on CPU: /proc cannot tell)")
+                        ("stall", "(off CPU or on CPU: /proc cannot tell)".to_owned())
                     } else if meter {
-                        ("platform", "stalled on CPU while the hiccup meter saw a gap too")
+                        ("platform", "on CPU while the hiccup meter saw a gap too".to_owned())
                     } else {
-                        ("stall", "stalled on CPU without a context switch")
+                        ("stall", "on CPU without a context switch".to_owned())
                     };
                     hits.push(Hit {
                         key,
-                        words: format!("{} {what} for {}", t.name, format_ns(len)),
+                        words: format!("{} stalled for {} {what}", t.name, format_ns(len)),
                         tid: t.tid,
                         overlap: clip(stall, w),
                     });
@@ -336,9 +360,9 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
     let mut findings = Vec::new();
     // /proc cannot count futex calls: "clean" only when no hot thread blocked at all and none
     // sleeps by design (a loop that never sleeps and never blocks made no futex wait).
-    let never_blocked = hot
-        .iter()
-        .all(|t| t.total.voluntary.unwrap_or(0) == 0 && t.role != Role::Consumer && !sleeping_idle(idle_of(t)));
+    let never_blocked = hot.iter().all(|t| {
+        t.total.voluntary.unwrap_or(0) < PROC_BLOCKS_MIN && t.role != Role::Consumer && !sleeping_idle(idle_of(t))
+    });
     let mut futex_status = if perf || never_blocked { "clean" } else { "unknown" }.to_owned();
 
     // 1. Futex-driven jitter.
@@ -348,11 +372,8 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
         let futex_calls = t.total.futex;
         let detected = match futex_calls {
             Some(f) => f > 0,
-            None => vol > 0 && (t.role == Role::Consumer || !sleeping_idle(idle)),
+            None => vol >= PROC_BLOCKS_MIN && (t.role == Role::Consumer || !sleeping_idle(idle)),
         };
-        if !perf && !detected && (sleeping_idle(idle) || t.role == Role::Consumer) && vol > 0 {
-            continue; // cannot tell; stays "unknown"
-        }
         if !detected {
             continue;
         }
@@ -365,9 +386,9 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                 thousands(vol)
             ),
             None => format!(
-                "blocked {} times (voluntary context switches; /proc cannot count futex calls, but with --idle {idle} \
+                "blocked {} (voluntary context switches; /proc cannot count futex calls, but with --idle {idle} \
                  this loop never sleeps by itself, so these are blocking calls such as futex)",
-                thousands(vol)
+                times(vol)
             ),
         };
         let fix = match t.role {
@@ -402,7 +423,9 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
     // 2. Blocked by design (sleeping idle) or in other syscalls (perf tells futex apart).
     for t in &hot {
         let vol = t.total.voluntary.unwrap_or(0);
-        if vol == 0 || t.total.futex.is_none_or(|f| f > 0) {
+        let perf_no_futex = t.total.futex == Some(0);
+        let proc_few = t.total.futex.is_none() && vol < PROC_BLOCKS_MIN && !sleeping_idle(idle_of(t));
+        if vol == 0 || !(perf_no_futex || proc_few) || t.role == Role::Consumer {
             continue;
         }
         let idle = idle_of(t);
@@ -410,9 +433,9 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
         let (evidence, fix) = if sleeping_idle(idle) {
             (
                 format!(
-                    "{} slept {} times in its idle strategy ({idle}), no futex call{}",
+                    "{} slept {} in its idle strategy ({idle}), no futex call{}",
                     t.name,
-                    thousands(vol),
+                    times(vol),
                     tail_words(share)
                 ),
                 "each sleep costs a scheduler wake-up when the next message comes: use --idle spin (or yield) on a \
@@ -422,9 +445,14 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
         } else {
             (
                 format!(
-                    "{} blocked {} times in syscalls other than futex{}",
+                    "{} blocked {} in syscalls {}{}",
                     t.name,
-                    thousands(vol),
+                    times(vol),
+                    if perf_no_futex {
+                        "other than futex"
+                    } else {
+                        "(too few to call futex-driven)"
+                    },
                     tail_words(share)
                 ),
                 format!(
@@ -495,9 +523,9 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                     cause: key.into(),
                     thread: label(t),
                     evidence: format!(
-                        "{} was preempted {} times ({} off CPU) by {who}; {wait} runnable on a run queue{}",
+                        "{} was preempted {} ({} off CPU) by {who}; {wait} runnable on a run queue{}",
                         t.name,
-                        thousands(n),
+                        times(n),
                         format_ns(total),
                         tail_words(share)
                     ),
@@ -509,7 +537,15 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             let woke: Vec<String> = helpers
                 .iter()
                 .filter(|h| h.total.wakeups > 0 && h.role != Role::Main)
-                .map(|h| format!("{} ({}) {}x", h.name, h.role.describe(), thousands(h.total.wakeups)))
+                .map(|h| {
+                    format!(
+                        "{}/{} ({}) {}x",
+                        super::process_name(&known, h.pid),
+                        h.name,
+                        h.role.describe(),
+                        thousands(h.total.wakeups)
+                    )
+                })
                 .collect();
             let helper_wakeups: u64 = helpers
                 .iter()
@@ -531,10 +567,10 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                 cause: "preempted".into(),
                 thread: label(t),
                 evidence: format!(
-                    "{} was preempted {} times (involuntary context switches), {wait} runnable on a run queue; in the \
+                    "{} was preempted {} (involuntary context switches), {wait} runnable on a run queue; in the \
                      same period our helpers woke: {}; {likely}",
                     t.name,
-                    thousands(inv),
+                    times(inv),
                     if woke.is_empty() {
                         "none watched".into()
                     } else {
@@ -559,10 +595,10 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             cause: "aeron-lock".into(),
             thread: label(t),
             evidence: format!(
-                "{} found aeron-rs's {} lock held by the aeron-rs conductor {} times ({} in all, longest {}){}",
+                "{} found aeron-rs's {} lock held by the aeron-rs conductor {} ({} in all, longest {}){}",
                 t.name,
                 lock_kind(t.role),
-                thousands(log.count),
+                times(log.count),
                 format_ns(log.total_ns),
                 format_ns(log.max_ns),
                 tail_words(share)
@@ -611,7 +647,7 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             findings.push(Finding {
                 cause: "migrations".into(),
                 thread: label(t),
-                evidence: format!("{} moved between CPUs {} times", t.name, thousands(m)),
+                evidence: format!("{} moved between CPUs {}", t.name, times(m)),
                 fix: "pin the hot threads (--pub-core/--sub-core; do not pass --no-pin)".into(),
                 tail_share: None,
             });
@@ -683,7 +719,25 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             && t.total.faults() == 0
     });
     let headline = if let Some(f) = findings.iter().find(|f| f.cause == "futex") {
-        format!("futex-driven jitter: {}", f.evidence)
+        // Futex first; but say so when the slowest samples line up with something else.
+        let elsewhere = findings
+            .iter()
+            .filter(|o| o.cause != "futex")
+            .filter(|o| o.tail_share.unwrap_or(0.0) > f.tail_share.unwrap_or(0.0))
+            .max_by(|a, b| {
+                a.tail_share
+                    .partial_cmp(&b.tail_share)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+        match elsewhere {
+            Some(o) => format!(
+                "futex-driven jitter: {}. The samples above p99.9 line up more with {} ({:.0}%): see below",
+                f.evidence,
+                o.cause,
+                o.tail_share.unwrap_or(0.0) * 100.0
+            ),
+            None => format!("futex-driven jitter: {}", f.evidence),
+        }
     } else if quiet && findings.is_empty() {
         format!(
             "clean: no futex call, no context switch and no page fault on the hot threads ({}) while measuring",
@@ -899,7 +953,7 @@ mod tests {
             "{}",
             a.verdict.headline
         );
-        assert_eq!(a.outliers[0].causes[0], "latency-sub preempted for 5000 ns (aeron-conductor (aeron-rs conductor (ours, wakes every 4 ms)) took the CPU)");
+        assert_eq!(a.outliers[0].causes[0], "latency-sub preempted for 5000 ns (latency-sub/aeron-conductor (aeron-rs conductor (ours, wakes every 4 ms)) took the CPU)");
     }
 
     #[test]
