@@ -350,7 +350,8 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
     let mut lock_waits =
         diag.then(|| StallLog::new(crate::jitter::LOCK_WAIT_THRESHOLD_NS, crate::subscriber::STALLS_LOGGED));
     // With diagnostics off there is no boundary to watch for.
-    let mut next_group = if diag { 0 } else { GROUPS };
+    let mut next_group = 0;
+    let mut next_boundary = if diag { plan.group_start(0) } else { u64::MAX };
     let len = wire::encoded_len(padding);
     let mut r = HotResult {
         sent: 0,
@@ -421,14 +422,19 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
                         r.first_measured_ns = now;
                     }
                     r.last_measured_ns = now;
-                    if i >= warmup && next_group < GROUPS && i >= plan.group_start(next_group) {
+                    if i >= next_boundary {
                         // Group boundary: read the counters (never per message).
                         if let Some(m) = &mut monitor {
                             while next_group < GROUPS && i >= plan.group_start(next_group) {
-                                m.snapshot(next_group);
                                 next_group += 1;
                             }
+                            m.snapshot(next_group - 1);
                         }
+                        next_boundary = if next_group < GROUPS {
+                            plan.group_start(next_group)
+                        } else {
+                            u64::MAX
+                        };
                         if let Some(s) = &mut stalls {
                             s.restart(now_ns());
                         }
@@ -443,6 +449,11 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
                         break 'messages;
                     }
                     now = now_ns();
+                    if let Some(s) = &mut stalls {
+                        // Retrying is the loop running, not a stall (back-pressure and the
+                        // other outcomes are counted in `offer`).
+                        s.tick(now);
+                    }
                     let since = *failing_since.get_or_insert(now);
                     if e == OfferError::NotConnected && now - since > wait.as_nanos() as i64 {
                         r.abort = Some(format!(
@@ -472,17 +483,11 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
     if r.first_measured_ns == 0 {
         r.first_measured_ns = r.last_measured_ns;
     }
-    r.jitter = monitor.map(|mut m| {
+    // The measured period ends here; the end marker goes out before the (slower) drain of the
+    // switch records, so the subscriber's period ends with the last message too.
+    if let Some(m) = &mut monitor {
         m.snapshot(GROUPS);
-        if let Some(s) = stalls.take() {
-            m.set_stalls(crate::jitter::current_tid(), s);
-        }
-        if let Some(l) = lock_waits.take() {
-            m.set_lock_waits(crate::jitter::current_tid(), l);
-        }
-        m.finish()
-    });
-    r.jitter = r.jitter.take().filter(|j| j.source.name != "off");
+    }
     // End marker: seq = number sent. Retry for up to `wait`.
     let end = Sample {
         seq: r.sent,
@@ -507,5 +512,16 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
             Err(_) => break,
         }
     }
+    r.jitter = monitor
+        .map(|mut m| {
+            if let Some(s) = stalls.take() {
+                m.set_stalls(crate::jitter::current_tid(), s);
+            }
+            if let Some(l) = lock_waits.take() {
+                m.set_lock_waits(crate::jitter::current_tid(), l);
+            }
+            m.finish()
+        })
+        .filter(|j| j.source.name != "off");
     r
 }

@@ -54,10 +54,14 @@ fn probe(tag: &str, extra: &[&str]) -> Value {
 }
 
 /// Whether perf may be used here (root or CAP_PERFMON); tests of the perf path say so and
-/// pass without running when it may not.
+/// pass without running when it may not, unless `LATENCY_PROBE_REQUIRE_PERF=1` (set by
+/// `make test` where perf works) makes that a failure.
 fn perf_permitted() -> bool {
     match Monitor::new(Mode::Perf) {
         Ok(_) => true,
+        Err(why) if std::env::var_os("LATENCY_PROBE_REQUIRE_PERF").is_some_and(|v| v == "1") => {
+            panic!("LATENCY_PROBE_REQUIRE_PERF=1 but perf is not usable: {why}")
+        }
         Err(why) => {
             eprintln!("perf not permitted, perf path not tested here: {why}");
             false
@@ -139,11 +143,18 @@ fn clean_inline(mode: &str) {
     let sub = thread(&v, "subscriber")["tid"].as_i64().unwrap();
     groups_add_up(&v, sub, "involuntary");
     groups_add_up(&v, sub, "minor_faults");
-    assert_eq!(
-        j["probe_cost"]["reads"],
-        2 * 21,
-        "21 reads a side: 20 group starts and the end"
+    let reads = j["probe_cost"]["reads"].as_u64().unwrap();
+    assert!(
+        (4..=42).contains(&reads),
+        "at most 21 reads a side (20 group starts and the end): {reads}"
     );
+    let rows = v["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g.get("jitter").is_some())
+        .count();
+    assert_eq!(rows, 20, "every group row carries its counters");
     assert!(j["hiccup"]["status"]
         .as_str()
         .unwrap()

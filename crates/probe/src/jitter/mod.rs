@@ -451,6 +451,9 @@ pub struct ThreadJitter {
     pub off_cpu: Vec<OffCpu>,
     /// Switch records the kernel dropped (ring buffer full).
     pub off_cpu_lost: u64,
+    /// Whether off-CPU episodes were recorded for this thread (perf switch sampler).
+    #[serde(default)]
+    pub episodes: bool,
     /// Stalls its loop saw (hot threads that measure or pace).
     pub stalls: Option<StallLog>,
     /// Runs of polls/claims that found aeron-rs's subscription/publication lock held by its
@@ -737,17 +740,29 @@ impl Monitor {
     }
 
     /// Reads every watched thread into boundary `slot` (`g` = group `g` starts; [`GROUPS`] =
-    /// the measured period ends). The first call for a slot wins. No allocation.
+    /// the measured period ends). The first call for a slot wins. Slots skipped since the last
+    /// one taken (one poll crossed two boundaries) get the same reading: their groups are empty
+    /// at this resolution rather than folded into a neighbour. No allocation.
     pub fn snapshot(&mut self, slot: usize) {
         if !self.is_on() || slot > GROUPS || self.times[slot].is_some() {
             return;
         }
         let start = now_ns();
         let n = self.threads.len();
+        let first = match self.times[..slot].iter().rposition(Option::is_some) {
+            Some(last) => last + 1,
+            None => slot,
+        };
         for (i, w) in self.threads.iter_mut().enumerate() {
-            self.snaps[slot * n + i] = Some(w.reader.read());
+            let c = w.reader.read();
+            for s in first..=slot {
+                self.snaps[s * n + i] = Some(c);
+            }
         }
-        self.steal[slot] = self.stat.as_ref().and_then(sys::total_steal_ns);
+        let steal = self.stat.as_ref().and_then(sys::total_steal_ns);
+        for s in first..=slot {
+            self.steal[s] = steal;
+        }
         if slot == GROUPS {
             // The measured period is over: stop recording episodes so the drain in `finish`
             // ends even while the thread keeps being switched.
@@ -756,7 +771,9 @@ impl Monitor {
             }
         }
         let end = now_ns();
-        self.times[slot] = Some(start);
+        for s in first..=slot {
+            self.times[s] = Some(start);
+        }
         let len = (end - start).max(0) as u64;
         self.cost.reads += 1;
         self.cost.total_ns += len;
@@ -814,6 +831,7 @@ impl Monitor {
                 groups,
                 off_cpu,
                 off_cpu_lost: lost,
+                episodes: w.reader.has_sampler(),
                 stalls,
                 lock_waits,
             });
@@ -875,6 +893,7 @@ mod tests {
             groups: vec![],
             off_cpu: vec![ep(10, Some(20)), ep(30, Some(40)), ep(50, Some(60)), ep(70, None)],
             off_cpu_lost: 0,
+            episodes: true,
             stalls: None,
             lock_waits: None,
         };
@@ -944,6 +963,27 @@ mod tests {
     }
 
     #[test]
+    fn a_boundary_skipped_inside_one_poll_gets_an_empty_group() {
+        let mut m = Monitor::new(Mode::Proc).unwrap();
+        m.watch(std::process::id(), current_tid(), Role::Subscriber);
+        m.snapshot(0);
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        m.snapshot(3); // groups 1 and 2 started within the same poll as group 3
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        m.snapshot(GROUPS);
+        let side = m.finish();
+        let t = &side.threads[0];
+        let g = |i: usize| t.groups[i].unwrap();
+        assert!(g(0).voluntary.unwrap() >= 1, "group 0 keeps its own counts");
+        assert_eq!((g(1).voluntary, g(2).voluntary), (Some(0), Some(0)));
+        assert_eq!(side.read_cost.reads, 3);
+        assert_eq!(side.boundaries[1], side.boundaries[3]);
+        assert!(t.groups[4..]
+            .iter()
+            .all(|c| c.is_some_and(|c| c.voluntary == Some(0)) || c.is_none()));
+    }
+
+    #[test]
     fn a_monitor_splits_counts_into_groups() {
         let mut m = Monitor::new(Mode::Proc).unwrap();
         m.watch(std::process::id(), current_tid(), Role::Subscriber);
@@ -962,7 +1002,10 @@ mod tests {
             "{g0:?} {g1:?}"
         );
         assert_eq!(g0.plus(&g1).voluntary, t.total.voluntary, "groups add up to the total");
-        assert!(t.groups[2..].iter().all(Option::is_none));
+        assert!(
+            t.groups[2..].iter().all(|c| c.is_some_and(|c| c.voluntary == Some(0))),
+            "groups never started are empty"
+        );
         assert_eq!(side.read_cost.reads, 3);
         assert_eq!(side.source.name, "proc");
     }

@@ -268,6 +268,7 @@ pub(crate) struct ThreadReader {
     stat: Option<File>,
     schedstat: Option<File>,
     sampler: Option<SwitchSampler>,
+    last: Counts,
 }
 
 impl ThreadReader {
@@ -277,7 +278,12 @@ impl ThreadReader {
         let dir = PathBuf::from(format!("/proc/{pid}/task/{tid}"));
         let schedstat = File::open(dir.join("schedstat")).ok();
         let (group, sampler) = match perf {
-            Some(p) => (Some(p.open_group(tid)?), if hot { p.open_sampler(tid)? } else { None }),
+            // A sampler that cannot be opened (e.g. no memory for its ring) leaves the thread
+            // watched by its counters; the report says its episodes are missing.
+            Some(p) => (
+                Some(p.open_group(tid)?),
+                if hot { p.open_sampler(tid).ok().flatten() } else { None },
+            ),
             None => (None, None),
         };
         // The voluntary/involuntary split of a hot thread comes from `status` (3 µs a read): exact
@@ -298,13 +304,16 @@ impl ThreadReader {
             stat,
             schedstat,
             sampler,
+            last: Counts::default(),
         })
     }
 
     /// Reads the counters now. Fields that could not be read stay at their previous meaning
     /// (`None` for what this source does not count). No allocation.
     pub(crate) fn read(&mut self) -> Counts {
-        let mut c = Counts::default();
+        // A read that fails keeps the previous values, so the next group does not get the
+        // thread's whole history.
+        let mut c = self.last;
         let mut buf = [0_u8; 4096];
         if let Some(g) = &mut self.perf {
             let mut words = [0_u64; GROUP_WORDS];
@@ -340,7 +349,13 @@ impl ThreadReader {
                 c.wakeups = it.next().flatten().unwrap_or(0);
             }
         }
+        self.last = c;
         c
+    }
+
+    /// Whether this thread's off-CPU episodes are recorded.
+    pub(crate) fn has_sampler(&self) -> bool {
+        self.sampler.is_some()
     }
 
     /// Stops recording switches (at the end of the measured period), so draining ends.
@@ -363,7 +378,10 @@ impl ThreadReader {
 /// Steal time of all CPUs from the first line of `/proc/stat` (8th value, USER_HZ ticks), ns.
 pub(crate) fn total_steal_ns(stat: &File) -> Option<u64> {
     let mut buf = [0_u8; 256];
-    let s = pread(stat, &mut buf)?;
+    parse_steal_ns(pread(stat, &mut buf)?)
+}
+
+fn parse_steal_ns(s: &[u8]) -> Option<u64> {
     let line = s.split(|b| *b == b'\n').next()?;
     let steal = line
         .split(|b| *b == b' ')
@@ -431,74 +449,84 @@ impl std::fmt::Debug for SwitchSampler {
 
 impl SwitchSampler {
     fn drain(&mut self, out: &mut Vec<OffCpu>) -> u64 {
-        let fmt = self.fmt;
         while let Some(r) = self.sampler.next_record() {
             let b = r.to_contiguous();
-            let u64_at = |o: usize| {
-                b.get(o..o + 8)
-                    .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
-            };
-            match r.ty() {
-                PERF_RECORD_SAMPLE => {
-                    // pid/tid, time, cpu/res, raw size, raw data.
-                    let (Some(time), Some(cpu)) = (u64_at(8), u64_at(16)) else {
-                        continue;
-                    };
-                    let size = b
-                        .get(24..28)
-                        .map_or(0, |s| u32::from_ne_bytes(s.try_into().expect("4 bytes")));
-                    let Some(raw) = b.get(28..28 + size as usize) else {
-                        continue;
-                    };
-                    let int = |(o, n): (usize, usize)| -> i64 {
-                        match raw.get(o..o + n) {
-                            Some(s) if n == 8 => i64::from_ne_bytes(s.try_into().expect("8 bytes")),
-                            Some(s) if n == 4 => i64::from(i32::from_ne_bytes(s.try_into().expect("4 bytes"))),
-                            _ => 0,
-                        }
-                    };
-                    let state = int(fmt.prev_state);
-                    // Runnable when switched out (state 0 "R", or the preempt flag "R+"): preempted
-                    // (a user-space spinner is preempted on return from an interrupt, which shows
-                    // as "R") or yielded; any task state bit means it blocked.
-                    let kind = if state & STATE_PREEMPTED != 0 || state & 0xff == 0 {
-                        OffCpuKind::Preempted
-                    } else {
-                        OffCpuKind::Blocked
-                    };
-                    if let Some(last) = out.last_mut() {
-                        if last.in_ns.is_none() {
-                            // Its switch-in was never seen: unknown length, count it as none
-                            // rather than stretch it to this switch-out.
-                            last.in_ns = Some(last.out_ns);
-                        }
-                    }
-                    let mut comm = [0_u8; 16];
-                    if let Some(s) = raw.get(fmt.next_comm.0..fmt.next_comm.0 + fmt.next_comm.1.min(16)) {
-                        comm[..s.len()].copy_from_slice(s);
-                    }
-                    out.push(OffCpu {
-                        out_ns: time as i64,
-                        in_ns: None,
-                        cpu: (cpu & 0xffff_ffff) as u32,
-                        kind,
-                        next_pid: int(fmt.next_pid) as i32,
-                        next_comm: comm,
-                    });
-                }
-                PERF_RECORD_SWITCH if r.misc() & PERF_RECORD_MISC_SWITCH_OUT == 0 => {
-                    // Switch-in: closes the latest open episode.
-                    if let (Some(time), Some(last)) = (u64_at(8), out.last_mut()) {
-                        if last.in_ns.is_none() {
-                            last.in_ns = Some(time as i64);
-                        }
-                    }
-                }
-                PERF_RECORD_LOST => self.lost += u64_at(8).unwrap_or(0),
-                _ => {}
-            }
+            self.lost += apply_record(r.ty(), r.misc(), &b, &self.fmt, out);
         }
         self.lost
+    }
+}
+
+/// Applies one perf record (its bytes after the 8-byte header) to the episode list; returns
+/// the records the kernel reports lost. Pure, so it is tested with byte fixtures.
+///
+/// Layouts (sample_type = TID | TIME | CPU | RAW, sample_id_all):
+/// SAMPLE: pid u32, tid u32, time u64, cpu u32, res u32, size u32, raw[size];
+/// SWITCH: sample_id = pid u32, tid u32, time u64, cpu u32, res u32; LOST: id u64, lost u64.
+fn apply_record(ty: u32, misc: u16, b: &[u8], fmt: &SwitchFormat, out: &mut Vec<OffCpu>) -> u64 {
+    let u64_at = |o: usize| {
+        b.get(o..o + 8)
+            .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
+    };
+    match ty {
+        PERF_RECORD_SAMPLE => {
+            let (Some(time), Some(cpu)) = (u64_at(8), u64_at(16)) else {
+                return 0;
+            };
+            let size = b
+                .get(24..28)
+                .map_or(0, |s| u32::from_ne_bytes(s.try_into().expect("4 bytes")));
+            let Some(raw) = b.get(28..28 + size as usize) else {
+                return 0;
+            };
+            let int = |(o, n): (usize, usize)| -> i64 {
+                match raw.get(o..o + n) {
+                    Some(s) if n == 8 => i64::from_ne_bytes(s.try_into().expect("8 bytes")),
+                    Some(s) if n == 4 => i64::from(i32::from_ne_bytes(s.try_into().expect("4 bytes"))),
+                    _ => 0,
+                }
+            };
+            let state = int(fmt.prev_state);
+            // Runnable when switched out (state 0 "R", or the preempt flag "R+"): preempted (a
+            // user-space spinner is preempted on return from an interrupt, which shows as "R")
+            // or yielded; any task state bit means it blocked.
+            let kind = if state & STATE_PREEMPTED != 0 || state & 0xff == 0 {
+                OffCpuKind::Preempted
+            } else {
+                OffCpuKind::Blocked
+            };
+            if let Some(last) = out.last_mut() {
+                if last.in_ns.is_none() {
+                    // Its switch-in was never seen: unknown length, count it as none rather
+                    // than stretch it to this switch-out.
+                    last.in_ns = Some(last.out_ns);
+                }
+            }
+            let mut comm = [0_u8; 16];
+            if let Some(c) = raw.get(fmt.next_comm.0..fmt.next_comm.0 + fmt.next_comm.1.min(16)) {
+                comm[..c.len()].copy_from_slice(c);
+            }
+            out.push(OffCpu {
+                out_ns: time as i64,
+                in_ns: None,
+                cpu: (cpu & 0xffff_ffff) as u32,
+                kind,
+                next_pid: int(fmt.next_pid) as i32,
+                next_comm: comm,
+            });
+            0
+        }
+        PERF_RECORD_SWITCH if misc & PERF_RECORD_MISC_SWITCH_OUT == 0 => {
+            // Switch-in: closes the latest open episode.
+            if let (Some(time), Some(last)) = (u64_at(8), out.last_mut()) {
+                if last.in_ns.is_none() {
+                    last.in_ns = Some(time as i64);
+                }
+            }
+            0
+        }
+        PERF_RECORD_LOST => u64_at(8).unwrap_or(0),
+        _ => 0,
     }
 }
 
@@ -520,9 +548,103 @@ mod tests {
     }
 
     #[test]
-    fn steal_is_read_from_proc_stat() {
+    fn steal_is_the_eighth_value_of_the_cpu_line_in_ticks() {
+        let s = b"cpu  542772 0 44381 336229 1009 0 526 2945 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
+        assert_eq!(parse_steal_ns(s), Some(2945 * 10_000_000));
+        assert_eq!(parse_steal_ns(b"cpu 1 2 3\n"), None);
         let f = File::open("/proc/stat").unwrap();
         assert!(total_steal_ns(&f).is_some());
+    }
+
+    fn fmt() -> SwitchFormat {
+        // The offsets of Linux 6.x's sched_switch.
+        SwitchFormat {
+            id: 0,
+            prev_state: (32, 8),
+            next_comm: (40, 16),
+            next_pid: (56, 4),
+        }
+    }
+
+    fn sample(time: u64, cpu: u32, state: i64, comm: &[u8], pid: i32) -> Vec<u8> {
+        let mut raw = vec![0_u8; 64];
+        raw[32..40].copy_from_slice(&state.to_ne_bytes());
+        raw[40..40 + comm.len()].copy_from_slice(comm);
+        raw[56..60].copy_from_slice(&pid.to_ne_bytes());
+        let mut b = Vec::new();
+        b.extend_from_slice(&7_u32.to_ne_bytes()); // pid
+        b.extend_from_slice(&7_u32.to_ne_bytes()); // tid
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&cpu.to_ne_bytes());
+        b.extend_from_slice(&0_u32.to_ne_bytes());
+        b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+        b.extend_from_slice(&raw);
+        b
+    }
+
+    fn switch(time: u64) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&[7, 0, 0, 0, 7, 0, 0, 0]);
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+        b
+    }
+
+    #[test]
+    fn switch_records_become_episodes_with_cause_and_who_ran() {
+        let f = fmt();
+        let mut out = Vec::new();
+        // Preempted ("R", state 0) by aeron-driver, back at 150.
+        let s = sample(100, 1, 0, b"aeron-driver", 42);
+        assert_eq!(apply_record(PERF_RECORD_SAMPLE, 0, &s, &f, &mut out), 0);
+        apply_record(
+            PERF_RECORD_SWITCH,
+            PERF_RECORD_MISC_SWITCH_OUT,
+            &switch(101),
+            &f,
+            &mut out,
+        );
+        apply_record(PERF_RECORD_SWITCH, 0, &switch(150), &f, &mut out);
+        // Blocked ("S", state 1), the CPU went idle; its switch-in is lost.
+        apply_record(PERF_RECORD_SAMPLE, 0, &sample(200, 1, 1, b"swapper/1", 0), &f, &mut out);
+        // Preempted with the preempt flag ("R+"), never switched back in before the end.
+        apply_record(
+            PERF_RECORD_SAMPLE,
+            0,
+            &sample(300, 0, 0x100, b"kworker/0:1", 9),
+            &f,
+            &mut out,
+        );
+        let mut lost = Vec::new();
+        lost.extend_from_slice(&5_u64.to_ne_bytes());
+        lost.extend_from_slice(&3_u64.to_ne_bytes());
+        assert_eq!(apply_record(PERF_RECORD_LOST, 0, &lost, &f, &mut out), 3);
+
+        assert_eq!(out.len(), 3);
+        assert_eq!(
+            (out[0].out_ns, out[0].in_ns, out[0].kind),
+            (100, Some(150), OffCpuKind::Preempted)
+        );
+        assert_eq!(
+            (out[0].next_name(), out[0].next_pid, out[0].cpu),
+            ("aeron-driver".to_owned(), 42, 1)
+        );
+        assert_eq!(out[1].kind, OffCpuKind::Blocked);
+        assert_eq!(
+            out[1].in_ns,
+            Some(200),
+            "a missing switch-in closes the episode at zero length"
+        );
+        assert_eq!(
+            (out[2].kind, out[2].in_ns, out[2].cpu),
+            (OffCpuKind::Preempted, None, 0)
+        );
+        // Truncated records are ignored, never a panic.
+        let short = sample(400, 1, 0, b"x", 1);
+        for n in 0..short.len() {
+            apply_record(PERF_RECORD_SAMPLE, 0, &short[..n], &f, &mut out);
+        }
+        apply_record(PERF_RECORD_SWITCH, 0, &[1, 2, 3], &f, &mut out);
     }
 
     #[test]

@@ -165,6 +165,11 @@ fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
 pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&HiccupLog>, ctx: &Context) -> Analysis {
     let known: Vec<&ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
     let perf = sides.iter().all(|s| s.source.name == "perf");
+    let resolvable_all = perf
+        && known
+            .iter()
+            .filter(|t| t.role.is_hot())
+            .all(|t| t.episodes && t.off_cpu_lost == 0);
     let run_end = super::run_end(sides);
     let run_start = sides.iter().filter_map(|s| s.span()).map(|s| s.0).min().unwrap_or(0);
     let hot: Vec<&ThreadJitter> = known.iter().copied().filter(|t| t.role.is_hot()).collect();
@@ -216,7 +221,11 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                     OffCpuKind::Blocked => {
                         let futex = t.total.futex.unwrap_or(0) > 0 && !sleeping_idle(idle_of(t));
                         let key = if futex { "futex" } else { "blocked" };
-                        let how = if futex { "blocked (futex)" } else { "blocked" };
+                        let how = if futex {
+                            "blocked (this thread makes futex calls)"
+                        } else {
+                            "blocked"
+                        };
                         (key, format!("{} {how} for {len}", t.name))
                     }
                     OffCpuKind::Preempted => {
@@ -259,23 +268,23 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                         continue; // being off CPU explains most of it
                     }
                     let steal = steal_near(sides, stall.0);
-                    let probe = sides
-                        .iter()
-                        .flat_map(|sd| sd.reads.iter())
-                        .any(|(a, l)| overlaps((*a, a + *l as i64), stall));
                     let meter = hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
-                    let (key, what) = if probe {
-                        ("probe-reads", "for the probe's own counter read".to_owned())
-                    } else if steal >= len / 2 && steal > 0 {
+                    // Without a complete episode record, "no context switch" cannot be claimed.
+                    let resolvable = t.episodes && t.off_cpu_lost == 0;
+                    let (key, what) = if steal >= len && steal > 0 {
+                        // Steal comes in 10 ms ticks per group: this is co-occurrence, said so.
                         (
                             "steal",
                             format!(
-                                "while the hypervisor took {} of CPU time in that group (steal)",
+                                "in a group where the hypervisor took {} of CPU time from the VM (steal)",
                                 format_ns(steal)
                             ),
                         )
-                    } else if !perf {
-                        ("stall", "(off CPU or on CPU: /proc cannot tell)".to_owned())
+                    } else if !resolvable {
+                        (
+                            "stall",
+                            "(off CPU or on CPU: no complete switch record to tell)".to_owned(),
+                        )
                     } else if meter {
                         ("platform", "on CPU while the hiccup meter saw a gap too".to_owned())
                     } else {
@@ -288,6 +297,22 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                         overlap: clip(stall, w),
                     });
                 }
+            }
+        }
+        // The probe's own counter reads (either side's delays this sample if it overlaps).
+        for sd in sides {
+            let owner = sd
+                .threads
+                .iter()
+                .find(|t| t.role.is_hot() && t.role != Role::Handoff)
+                .map_or("the probe", |t| t.name.as_str());
+            for (a, l) in sd.reads.iter().filter(|(a, l)| overlaps((*a, a + *l as i64), w)) {
+                hits.push(Hit {
+                    key: "probe-reads",
+                    words: format!("{owner} paused {} for the probe's own counter read", format_ns(*l)),
+                    tid: 0,
+                    overlap: clip((*a, a + *l as i64), w),
+                });
             }
         }
         if let Some(h) = hiccup {
@@ -344,14 +369,26 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             .sum();
         Some(hits as f64 / n_tail as f64)
     };
+    // Only the slowest SLOW_SAMPLES_KEPT samples are kept: past ~4 M messages the tail above
+    // p99.9 is larger than that, and the words say so.
+    let capped =
+        !slow.is_empty() && n_tail as usize == slow.len() && slow.len() >= crate::subscriber::SLOW_SAMPLES_KEPT;
     let tail_words = |share: Option<f64>| -> String {
+        let which = if capped {
+            format!(
+                "the slowest {n_tail} samples (all above p99.9, {}; more were not kept)",
+                format_ns(ctx.tail_threshold_ns)
+            )
+        } else {
+            format!(
+                "the {n_tail} samples above p99.9 ({})",
+                format_ns(ctx.tail_threshold_ns)
+            )
+        };
         match share {
             Some(s) if n_tail > 0 => format!(
-                "; {:.0}% of the {} samples above p99.9 ({}) overlap such an episode covering at least a tenth of \
-                 their latency",
-                s * 100.0,
-                n_tail,
-                format_ns(ctx.tail_threshold_ns)
+                "; {:.0}% of {which} overlap such an episode covering at least a tenth of their latency",
+                s * 100.0
             ),
             _ => String::new(),
         }
@@ -363,7 +400,12 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
     let never_blocked = hot.iter().all(|t| {
         t.total.voluntary.unwrap_or(0) < PROC_BLOCKS_MIN && t.role != Role::Consumer && !sleeping_idle(idle_of(t))
     });
-    let mut futex_status = if perf || never_blocked { "clean" } else { "unknown" }.to_owned();
+    let mut futex_status = if !hot.is_empty() && (perf || never_blocked) {
+        "clean"
+    } else {
+        "unknown"
+    }
+    .to_owned();
 
     // 1. Futex-driven jitter.
     for t in &hot {
@@ -663,7 +705,7 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
         ),
         (
             "steal",
-            "stalled while the hypervisor took CPU time from this VM (steal time in /proc/stat)",
+            "stalled in a group where the hypervisor took CPU time from this VM (steal in /proc/stat, 10 ms ticks: co-occurrence, not proof)",
             "the host runs other guests or its own work on these vCPUs: ask for dedicated (pinned) vCPUs, or measure \
              on bare metal",
         ),
@@ -682,7 +724,7 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
         if hits == 0 {
             continue;
         }
-        let (what, fix) = if key == "stall" && !perf {
+        let (what, fix) = if key == "stall" && !resolvable_all {
             (
                 "stalled for reasons /proc cannot resolve (off CPU or on CPU)",
                 "run with perf (as root or with CAP_PERFMON) to see each context switch and who took the CPU",
@@ -738,6 +780,8 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             ),
             None => format!("futex-driven jitter: {}", f.evidence),
         }
+    } else if hot.is_empty() {
+        "unknown: no hot thread could be watched (see notes)".into()
     } else if quiet && findings.is_empty() {
         format!(
             "clean: no futex call, no context switch and no page fault on the hot threads ({}) while measuring",
@@ -795,6 +839,7 @@ mod tests {
             groups: vec![],
             off_cpu: vec![],
             off_cpu_lost: 0,
+            episodes: true,
             stalls: None,
             lock_waits: None,
         }
