@@ -44,3 +44,15 @@ impl std::fmt::Display for SetupError {
 }
 
 impl std::error::Error for SetupError {}
+
+/// The client both run sides use: connected to the driver at `dir`, its mapped files pre-touched.
+///
+/// # Errors
+/// The driver is missing, dead or unreadable (the message names the directory and the fix).
+pub fn connect(dir: &std::path::Path) -> Result<aeron_latency::messaging::Client, SetupError> {
+    aeron_latency::messaging::Client::builder()
+        .dir(dir)
+        .pre_touch_mapped_memory(true)
+        .build()
+        .map_err(|e| SetupError(e.to_string()))
+}

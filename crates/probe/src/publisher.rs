@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{Client, IdleStrategy, OfferError, Publisher, ThreadBuilder};
+use aeron_latency::messaging::{IdleStrategy, OfferError, Publisher, ThreadBuilder};
 use aeron_latency::wire::{self, Kind, Sample};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -149,11 +149,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     Pacer::new(0, cfg.rate).map_err(|e| SetupError(format!("--rate: {e}")))?;
     let mut monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
 
-    let client = Client::builder()
-        .dir(&cfg.dir)
-        .pre_touch_mapped_memory(true)
-        .build()
-        .map_err(|e| SetupError(e.to_string()))?;
+    let client = crate::connect(&cfg.dir)?;
     let mut publisher = client
         .publication(&cfg.channel, cfg.stream)
         .map_err(|e| SetupError(e.to_string()))?;
@@ -210,7 +206,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
             (r, publisher)
         })
         .map_err(|e| SetupError(format!("--core: {e}")))?;
-    crate::subscriber::watch_all(&mut monitor, hot.tid(), Role::Publisher, None);
+    monitor.watch_run(hot.tid(), Role::Publisher, None);
     let _ = ready_tx.send(monitor);
     let (core, hot_tid) = (hot.core(), hot.tid());
     let (r, publisher) = hot

@@ -12,9 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{
-    driver_pid, Client, HandoffOptions, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder,
-};
+use aeron_latency::messaging::{driver_pid, HandoffOptions, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder};
 use aeron_latency::wire::{self, Kind};
 use crossbeam_channel::RecvTimeoutError;
 use serde::{Deserialize, Serialize};
@@ -31,7 +29,7 @@ pub enum Delivery {
     /// Handled inside the poll loop (the fast path).
     Inline,
     /// Copied into a crossbeam channel by the messaging crate's hand-off thread
-    /// ([`Client::subscribe`]) and consumed by a second thread with `recv_timeout`: seed 002's
+    /// ([`Client::subscribe`](aeron_latency::messaging::Client::subscribe)) and consumed by a second thread with `recv_timeout`: seed 002's
     /// shape, which parks on a futex per message.
     Channel,
 }
@@ -115,27 +113,6 @@ pub struct SubOutcome {
     pub hot_path_lock: bool,
 }
 
-/// Watches the hot thread, every thread of this process and, when the driver runs elsewhere,
-/// the driver's threads.
-pub(crate) fn watch_all(monitor: &mut Monitor, hot_tid: i32, role: Role, driver: Option<u32>) {
-    let me = std::process::id();
-    monitor.watch(me, hot_tid, role);
-    monitor.watch_process(me, |tid, name| {
-        if tid == me as i32 {
-            Role::Main
-        } else {
-            Role::from_thread_name(name)
-        }
-    });
-    if let Some(d) = driver.filter(|d| *d != me) {
-        monitor.watch_process(d, |tid, name| match Role::from_thread_name(name) {
-            Role::Meter => Role::Meter,
-            _ if tid == d as i32 && name.starts_with("latency-") => Role::Main,
-            _ => Role::Driver,
-        });
-    }
-}
-
 /// Receives until the end marker, `total` messages, or the timeout; never loses what it
 /// measured (an early stop is reported in [`SubOutcome::stopped_early`]).
 ///
@@ -143,11 +120,7 @@ pub(crate) fn watch_all(monitor: &mut Monitor, hot_tid: i32, role: Role, driver:
 /// [`SetupError`] when the driver, subscription, core or the diagnostics source is unusable.
 pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     let mut monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
-    let client = Client::builder()
-        .dir(&cfg.dir)
-        .pre_touch_mapped_memory(true)
-        .build()
-        .map_err(|e| SetupError(e.to_string()))?;
+    let client = crate::connect(&cfg.dir)?;
     let plant = if cfg.hot_path_lock {
         Some(crate::plant::LockPlant::spawn().map_err(|e| SetupError(format!("--hot-path-lock: {e}")))?)
     } else {
@@ -174,7 +147,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                     (out, subscriber)
                 })
                 .map_err(|e| SetupError(format!("--core: {e}")))?;
-            watch_all(&mut monitor, hot.tid(), Role::Subscriber, driver);
+            monitor.watch_run(hot.tid(), Role::Subscriber, driver);
             let _ = ready_tx.send(monitor);
             let (core, hot_tid) = (hot.core(), hot.tid());
             let (mut out, subscriber) = hot
@@ -200,7 +173,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                     consume_loop(&rx, st, total, timeout)
                 })
                 .map_err(|e| SetupError(format!("--core: {e}")))?;
-            watch_all(&mut monitor, consumer.tid(), Role::Consumer, driver);
+            monitor.watch_run(consumer.tid(), Role::Consumer, driver);
             let _ = ready_tx.send(monitor);
             let (core, hot_tid) = (consumer.core(), consumer.tid());
             let mut out = consumer

@@ -726,6 +726,28 @@ impl Monitor {
         }
     }
 
+    /// Watches what a run side needs: the hot thread `hot_tid` as `role`, every other thread of
+    /// this process (by name: conductor, hand-off, lock helper; the main thread), and, when
+    /// the media driver runs in another process (`driver`, from `cnc.dat`), its threads.
+    pub fn watch_run(&mut self, hot_tid: i32, role: Role, driver: Option<u32>) {
+        let me = std::process::id();
+        self.watch(me, hot_tid, role);
+        self.watch_process(me, |tid, name| {
+            if tid == me as i32 {
+                Role::Main
+            } else {
+                Role::from_thread_name(name)
+            }
+        });
+        if let Some(d) = driver.filter(|d| *d != me) {
+            self.watch_process(d, |tid, name| match Role::from_thread_name(name) {
+                Role::Meter => Role::Meter,
+                _ if tid == d as i32 && name.starts_with("latency-") => Role::Main,
+                _ => Role::Driver,
+            });
+        }
+    }
+
     /// Adds a stall log for the hot thread `tid` (the loop ticks it; handed back in
     /// [`Monitor::finish`] through [`Monitor::set_stalls`]).
     pub fn set_stalls(&mut self, tid: i32, log: StallLog) {

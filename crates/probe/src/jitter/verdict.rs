@@ -845,6 +845,17 @@ mod tests {
         }
     }
 
+    fn episode(out_ns: i64, in_ns: Option<i64>, kind: OffCpuKind, next_pid: i32, next_comm: [u8; 16]) -> OffCpu {
+        OffCpu {
+            out_ns,
+            in_ns,
+            cpu: 1,
+            kind,
+            next_pid,
+            next_comm,
+        }
+    }
+
     fn side(source: &str, threads: Vec<ThreadJitter>) -> JitterSide {
         JitterSide {
             source: SourceInfo {
@@ -911,14 +922,8 @@ mod tests {
                 ..quiet()
             },
         );
-        c.off_cpu.push(OffCpu {
-            out_ns: 50,
-            in_ns: Some(20_000),
-            cpu: 1,
-            kind: OffCpuKind::Blocked,
-            next_pid: 0,
-            next_comm: [0; 16],
-        });
+        c.off_cpu
+            .push(episode(50, Some(20_000), OffCpuKind::Blocked, 0, [0; 16]));
         let s = side("perf", vec![c]);
         let a = analyse(
             &[&s],
@@ -963,14 +968,8 @@ mod tests {
         let mut comm = [0_u8; 16];
         comm[..7].copy_from_slice(b"kworker");
         for (t, pid, c) in [(100, 2, [0_u8; 16]), (300, 2, [0; 16]), (700_000, 999, comm)] {
-            sub.off_cpu.push(OffCpu {
-                out_ns: t,
-                in_ns: Some(t + 5_000),
-                cpu: 1,
-                kind: OffCpuKind::Preempted,
-                next_pid: pid,
-                next_comm: c,
-            });
+            sub.off_cpu
+                .push(episode(t, Some(t + 5_000), OffCpuKind::Preempted, pid, c));
         }
         let s = side("perf", vec![sub, conductor]);
         let a = analyse(&[&s], &[sample(20_000, 90)], None, &ctx("spin"));
@@ -1054,14 +1053,8 @@ mod tests {
                 ..quiet()
             },
         );
-        sub.off_cpu.push(OffCpu {
-            out_ns: 1_000,
-            in_ns: Some(13_000),
-            cpu: 1,
-            kind: OffCpuKind::Preempted,
-            next_pid: 0,
-            next_comm: [0; 16],
-        });
+        sub.off_cpu
+            .push(episode(1_000, Some(13_000), OffCpuKind::Preempted, 0, [0; 16]));
         let s = side("perf", vec![sub]);
         // 12 µs inside a 4 ms window: less than a tenth.
         let a = analyse(&[&s], &[sample(4_000_000, 0)], None, &ctx("spin"));
