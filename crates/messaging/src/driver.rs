@@ -10,7 +10,8 @@
 //!   threads own the cores;
 //! - configuration is layered the Aeron way: compiled default, then the `AERON_*` environment
 //!   variables the C driver reads (`AERON_THREADING_MODE`, `AERON_TERM_BUFFER_LENGTH`,
-//!   `AERON_IPC_TERM_BUFFER_LENGTH`, `AERON_SHARED_IDLE_STRATEGY`, `AERON_DRIVER_TIMEOUT`, …),
+//!   `AERON_IPC_TERM_BUFFER_LENGTH`, `AERON_SHARED_IDLE_STRATEGY`, `AERON_DRIVER_TIMEOUT`,
+//!   `AERON_TERM_BUFFER_SPARSE_FILE`, …),
 //!   then the builder's setters;
 //! - space for the log buffers is checked before the driver starts, with the amount needed.
 //!
@@ -56,6 +57,7 @@ pub struct EmbeddedDriverBuilder {
     ipc_term_length: Option<usize>,
     idle: Option<String>,
     driver_timeout: Option<Duration>,
+    sparse: Option<bool>,
 }
 
 impl EmbeddedDriverBuilder {
@@ -93,6 +95,25 @@ impl EmbeddedDriverBuilder {
     #[must_use]
     pub fn driver_timeout(mut self, t: Duration) -> Self {
         self.driver_timeout = Some(t);
+        self
+    }
+
+    /// Aeron's `AERON_TERM_BUFFER_SPARSE_FILE` (the C driver's default: `true`). The C media
+    /// driver has no `pre_touch_mapped_memory` setting (`AERON_PRE_TOUCH_MAPPED_MEMORY` is a
+    /// client setting); this is its pre-touch.
+    ///
+    /// With `false`, the driver allocates every page of each log buffer when it creates it
+    /// (`fallocate`) and maps them all into its own address space (`MAP_POPULATE`, then a
+    /// touch of each page), so its own threads take no page fault on the log later (for an
+    /// embedded driver: none on its mapping while you measure), and clients find every page
+    /// already allocated, which makes their own first touch a cheaper fault. It does not map
+    /// the pages into the clients' address spaces: for that, call
+    /// [`Publisher::prefault`](crate::Publisher::prefault) and
+    /// [`Subscriber::prefault`](crate::Subscriber::prefault). The cost: creating a publication
+    /// takes longer and uses its whole `/dev/shm` space up front (3 × term length).
+    #[must_use]
+    pub fn term_buffer_sparse_file(mut self, sparse: bool) -> Self {
+        self.sparse = Some(sparse);
         self
     }
 
@@ -177,6 +198,10 @@ impl EmbeddedDriverBuilder {
         }
         if let Some(t) = self.ipc_term_length {
             ctx.set_ipc_term_buffer_length(t).map_err(cfg("ipc term length"))?;
+        }
+        if let Some(sparse) = self.sparse {
+            ctx.set_term_buffer_sparse_file(sparse)
+                .map_err(cfg("term buffer sparse file"))?;
         }
         if let Some(t) = self.driver_timeout {
             ctx.set_driver_timeout_ms(t.as_millis() as u64)

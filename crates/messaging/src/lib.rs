@@ -7,6 +7,9 @@
 //!   keeps every publication and subscription behind a `std::sync::Mutex` that its conductor
 //!   thread also takes; we `try_lock` it once per call and never hold it between calls (see
 //!   each method for what a busy lock returns).
+//! - **No page faults while measuring**: [`Publisher::prefault`] and [`Subscriber::prefault`]
+//!   map every page of the log buffers into this process before the measured phase, without
+//!   changing them (see [`PrefaultStats`]).
 //! - **Typed results**: Aeron's negative offer codes are one enum, [`OfferError`], with
 //!   [`OfferError::is_retryable`]; one error type per operation, each message says how to fix it.
 //! - **Clean close**: dropping the last handle removes publications and subscriptions and
@@ -48,6 +51,7 @@ mod client;
 mod driver;
 mod error;
 mod idle;
+mod prefault;
 mod publication;
 mod subscription;
 mod thread;
@@ -60,11 +64,12 @@ pub use client::{
 pub use driver::{
     check_term_length, driver_version, free_bytes, EmbeddedDriver, EmbeddedDriverBuilder, DEFAULT_DRIVER_IDLE,
 };
-pub use error::{AddError, ConnectError, DriverLaunchError, OfferError, ParseIdleError, SpawnError};
+pub use error::{AddError, ConnectError, DriverLaunchError, OfferError, ParseIdleError, PrefaultError, SpawnError};
 pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,
     DEFAULT_SLEEP_NS,
 };
+pub use prefault::{PrefaultMethod, PrefaultStats};
 pub use publication::{Claim, Publisher};
 pub use subscription::{Handoff, HandoffOptions, MessageHeader, SubscribeError, Subscriber};
 pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};

@@ -31,7 +31,10 @@ use aeron_rs::concurrent::logbuffer::buffer_claim::BufferClaim;
 use aeron_rs::publication::Publication;
 
 use crate::client::Inner;
-use crate::error::OfferError;
+use crate::error::{OfferError, PrefaultError};
+use crate::prefault::{self, PrefaultStats};
+#[cfg(doc)]
+use crate::PrefaultMethod;
 
 /// Aeron's data frame header length: a claim's payload starts this far into the frame.
 const DATA_HEADER_LEN: usize = 32;
@@ -46,11 +49,13 @@ pub struct Publisher {
     max_message: usize,
     term_length: usize,
     session_id: i32,
+    /// Names the log file: `<aeron dir>/publications/<original registration id>.logbuffer`.
+    original_registration_id: i64,
     channel: String,
     stream_id: i32,
     /// Calls that found the publication lock held (by aeron-rs's conductor).
     busy: std::sync::atomic::AtomicU64,
-    _client: Arc<Inner>,
+    client: Arc<Inner>,
 }
 
 impl fmt::Debug for Publisher {
@@ -67,13 +72,14 @@ impl fmt::Debug for Publisher {
 
 impl Publisher {
     pub(crate) fn new(publication: Arc<Mutex<Publication>>, client: Arc<Inner>, channel: &str, stream_id: i32) -> Self {
-        let (max_payload, max_message, term_length, session_id) = {
+        let (max_payload, max_message, term_length, session_id, original_registration_id) = {
             let p = publication.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             (
                 p.max_payload_length().max(0) as usize,
                 p.max_message_length().max(0) as usize,
                 p.term_buffer_length().max(0) as usize,
                 p.session_id(),
+                p.original_registration_id(),
             )
         };
         Self {
@@ -83,10 +89,11 @@ impl Publisher {
             max_message,
             term_length,
             session_id,
+            original_registration_id,
             channel: channel.to_owned(),
             stream_id,
             busy: std::sync::atomic::AtomicU64::new(0),
-            _client: client,
+            client,
         }
     }
 
@@ -153,6 +160,43 @@ impl Publisher {
             done: false,
             _publisher: PhantomData,
         })
+    }
+
+    /// Guarantees: on `Ok`, every page of this publication's log buffers (three terms and the
+    /// metadata) is in this process's page tables, writable, so no write to the log in the
+    /// measured phase takes a page fault (on kernels older than 5.14: for logs on tmpfs such
+    /// as `/dev/shm`, see [`PrefaultMethod::TouchRead`]); the log's contents are not changed,
+    /// so it is safe while subscribers, the driver and other processes use it. It covers
+    /// every mapping of the log file in *this process*: the publication's own and, being the
+    /// same file, an `aeron:ipc` subscriber's image of it and an embedded driver's mapping if
+    /// they are here (other processes prefault their own).
+    ///
+    /// Call it once after creating the publication, before measuring. Not for the hot path: it
+    /// reads `/proc/self/maps`, allocates and takes up to ~1.5 ms per MiB (less when the pages
+    /// exist already). [`PrefaultStats`] says what it did, [`PrefaultMethod`] how (Linux
+    /// >= 5.14: `MADV_POPULATE_WRITE`; older kernels: a read of each page).
+    ///
+    /// aeron-rs gives no access to the publication's mapping, so it is found through the log
+    /// file the driver names `<aeron dir>/publications/<original registration id>.logbuffer`
+    /// (Aeron's C and Java drivers both do).
+    ///
+    /// # Errors
+    /// [`PrefaultError::NotMapped`] / [`PrefaultError::Inspect`] when the log file or its
+    /// mapping cannot be found, [`PrefaultError::Populate`] when the kernel cannot fault a page
+    /// in (no memory, `/dev/shm` full).
+    pub fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
+        let path = self
+            .client
+            .dir()
+            .join("publications")
+            .join(format!("{}.logbuffer", self.original_registration_id));
+        // `&self` holds the publication, and with it its own mapping of the log, for the
+        // whole call; other mappings of the file may go meanwhile (populate_all skips them).
+        let ranges = prefault::mappings_of(&path)?;
+        if ranges.is_empty() {
+            return Err(PrefaultError::NotMapped { path });
+        }
+        prefault::populate_all(&ranges, &|| format!("the log {}", path.display()))
     }
 
     /// Whether at least one subscriber is connected.

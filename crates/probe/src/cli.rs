@@ -175,6 +175,7 @@ pub fn pub_config(
         idle,
         publisher_id: std::process::id(),
         diagnostics: crate::jitter::Mode::Auto,
+        pong: None,
     }
 }
 
@@ -199,6 +200,61 @@ pub fn sub_config(
         delivery: crate::subscriber::Delivery::Inline,
         hot_path_lock: false,
         diagnostics: crate::jitter::Mode::Auto,
+        echo: None,
+    }
+}
+
+/// One-way or round trip (all three programs).
+#[derive(Debug, Clone, Args)]
+pub struct ModeArgs {
+    /// one-way: publisher to subscriber on one host clock; rtt: ping (latency-pub) sends, pong
+    /// (latency-sub) echoes each message on --pong-stream, ping times the round trip on its own
+    /// clock (one message in flight; the honest mode across hosts)
+    #[arg(long, default_value = "one-way")]
+    pub mode: crate::report::RunMode,
+    /// Stream id of the echoes in rtt mode [default: --stream + 1]
+    #[arg(long = "pong-stream")]
+    pub pong_stream: Option<i32>,
+    /// Channel of the echoes in rtt mode (across hosts: an endpoint on ping's host) [default: --channel]
+    #[arg(long = "pong-channel")]
+    pub pong_channel: Option<String>,
+}
+
+/// Where pong's echoes go in round-trip mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PongPath {
+    /// Channel URI.
+    pub channel: String,
+    /// Stream id.
+    pub stream: i32,
+}
+
+impl std::fmt::Display for PongPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} stream {}", self.channel, self.stream)
+    }
+}
+
+impl ModeArgs {
+    /// The echo path when the mode is rtt.
+    ///
+    /// # Errors
+    /// The echo path is the ping path itself (one line naming the flags).
+    pub fn pong(&self, stream: &StreamArgs) -> Result<Option<PongPath>, String> {
+        if self.mode != crate::report::RunMode::Rtt {
+            return Ok(None);
+        }
+        let p = PongPath {
+            channel: self.pong_channel.clone().unwrap_or_else(|| stream.channel.clone()),
+            stream: self.pong_stream.unwrap_or(stream.stream.wrapping_add(1)),
+        };
+        if p.channel == stream.channel && p.stream == stream.stream {
+            return Err(format!(
+                "--pong-stream {} is the ping stream on the same channel; pick another stream id (default: --stream + 1)",
+                p.stream
+            ));
+        }
+        Ok(Some(p))
     }
 }
 

@@ -16,6 +16,14 @@ for every process on this host); 'intended' measures from the scheduled send tim
 (coordinated-omission corrected, what a user of the stream sees), 'actual' from the moment the \
 publisher wrote the message (what the transport adds)";
 
+/// The round-trip timing model (`--mode rtt`); every round-trip report carries it verbatim.
+pub const RTT_TIMING_MODEL: &str = "round trip = ping's clock reading when the echo arrives - its reading \
+when it sent the message, both on ping's hot thread (CLOCK_MONOTONIC; no clock is shared with pong, so it \
+holds across hosts); one message in flight: ping sends, then polls the pong stream until the echo of that \
+message arrives; 'intended' measures from the scheduled send time (a slow round trip delays the next send, \
+and that delay counts: coordinated-omission corrected), 'actual' from the moment ping wrote the message; \
+in between: ping's claim + encode + commit, pong's poll + claim + copy + commit, ping's poll + decode";
+
 /// Nanoseconds on `CLOCK_MONOTONIC`: one clock for every process on this host.
 ///
 /// Served by the vDSO (no syscall). The epoch is unspecified (usually boot), so only differences

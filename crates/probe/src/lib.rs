@@ -21,6 +21,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod floor;
 pub mod hiccup;
 pub mod jitter;
 pub mod pacing;

@@ -85,6 +85,10 @@ pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_
             sub.rate_target = p.rate_target;
             sub.rate_achieved = p.rate_achieved;
             sub.msg_size = p.msg_size;
+            sub.faults.publisher = p.faults_measured;
+            let mut pre = p.prefaulted.clone();
+            pre.append(&mut sub.faults.prefaulted);
+            sub.faults.prefaulted = pre;
             if sub.sent.is_none() && p.sent > 0 {
                 sub.notes.push(format!(
                     "the publisher reports {} sent but its end marker never arrived",

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{IdleStrategy, OfferError, Publisher, ThreadBuilder};
+use aeron_latency::messaging::{IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber, ThreadBuilder};
 use aeron_latency::wire::{self, Kind, Sample};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,7 @@ use crate::pacing::Pacer;
 use crate::recorder::GROUPS;
 use crate::report::{utc_timestamp, Env, Tool, OFFER_OUTCOMES};
 use crate::stats::{new_latency_histogram, record_saturating, Stats};
+use crate::subscriber::{State, SubOutcome};
 use crate::SetupError;
 
 /// What a publishing run needs.
@@ -55,6 +56,9 @@ pub struct PubConfig {
     pub publisher_id: u32,
     /// Jitter diagnostics source.
     pub diagnostics: crate::jitter::Mode,
+    /// Round-trip mode (ping): after each message, poll this stream of the same channel until
+    /// pong's echo of it arrives, and time the round trip.
+    pub pong: Option<crate::cli::PongPath>,
 }
 
 /// The publisher's own report (`latency-pub --json`).
@@ -110,6 +114,16 @@ pub struct PubReport {
     /// The raw jitter material (for `--jitter-raw`); not part of the JSON report.
     #[serde(skip)]
     pub raw_jitter: Option<crate::jitter::RawJitter>,
+    /// Round-trip mode: the echoes ping received and timed (see [`rtt_report`]); not part of
+    /// the JSON (the round-trip report is).
+    #[serde(skip)]
+    pub rtt: Option<std::sync::Arc<SubOutcome>>,
+    /// Page faults of the hot thread during the measured phase.
+    #[serde(default)]
+    pub faults_measured: Option<u64>,
+    /// What was pre-faulted before measuring.
+    #[serde(default)]
+    pub prefaulted: Vec<String>,
 }
 
 struct HotResult {
@@ -122,6 +136,9 @@ struct HotResult {
     last_measured_ns: i64,
     abort: Option<String>,
     jitter: Option<JitterSide>,
+    rtt: Option<SubOutcome>,
+    faults_at_start: Option<u64>,
+    faults_measured: Option<u64>,
 }
 
 fn outcome_index(e: &OfferError) -> usize {
@@ -162,26 +179,58 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         )));
     }
 
-    // Wait for a subscriber (the hot thread starts only once one is connected).
+    let mut pong = match &cfg.pong {
+        Some(p) => Some(
+            client
+                .subscription(&p.channel, p.stream)
+                .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
+        ),
+        None => None,
+    };
+
+    // Wait for a subscriber (the hot thread starts only once one is connected), and in
+    // round-trip mode for pong's echo publication too.
     let waited = Instant::now();
-    while !publisher.is_connected() {
+    while !publisher.is_connected() || pong.as_ref().is_some_and(|p| !p.is_connected()) {
         if waited.elapsed() > cfg.wait {
             return Ok(failed_report(
                 cfg,
                 planned_total,
                 started_at,
-                format!(
-                    "no subscriber connected to {} stream {} within --wait {:.1} s; start latency-sub first (same --dir, \
-                     --channel, --stream) or raise --wait",
-                    cfg.channel,
-                    cfg.stream,
-                    cfg.wait.as_secs_f64()
-                ),
+                if publisher.is_connected() {
+                    format!(
+                        "no echo publication on {} within --wait {:.1} s: the subscriber does not echo; start it with \
+                         --mode rtt (same --pong-channel and --pong-stream) or raise --wait",
+                        cfg.pong.as_ref().map(ToString::to_string).unwrap_or_default(),
+                        cfg.wait.as_secs_f64()
+                    )
+                } else {
+                    format!(
+                        "no subscriber connected to {} stream {} within --wait {:.1} s; start latency-sub first (same \
+                         --dir, --channel, --stream) or raise --wait",
+                        cfg.channel,
+                        cfg.stream,
+                        cfg.wait.as_secs_f64()
+                    )
+                },
             ));
         }
         std::thread::sleep(Duration::from_millis(1));
     }
 
+    // Map in every page of the logs before measuring (page tables are per process: this thread's
+    // work serves the hot one).
+    let mut prefaulted = Vec::new();
+    match publisher.prefault() {
+        Ok(st) => prefaulted.push(format!("pub stream {} publication: {st}", cfg.stream)),
+        Err(e) => prefaulted.push(format!("pub stream {}: not pre-faulted: {e}", cfg.stream)),
+    }
+    if let (Some(p), Some(path)) = (&pong, &cfg.pong) {
+        match p.prefault() {
+            Ok(st) => prefaulted.push(format!("ping stream {} echo image: {st}", path.stream)),
+            Err(e) => prefaulted.push(format!("ping stream {}: not pre-faulted: {e}", path.stream)),
+        }
+    }
     let (warmup, rate, wait, publisher_id, mut idle) =
         (cfg.warmup, cfg.rate, cfg.wait, cfg.publisher_id, cfg.idle.clone());
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
@@ -190,6 +239,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         .affinity_opt(cfg.core)
         .spawn(move || {
             let monitor = ready_rx.recv().ok();
+            let echo = pong.as_mut().map(|sub| (sub, State::new(None, None, false)));
             let r = hot_loop(
                 &mut publisher,
                 Plan {
@@ -202,17 +252,19 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
                 },
                 monitor,
                 &mut idle,
+                echo,
             );
-            (r, publisher)
+            (r, publisher, pong)
         })
         .map_err(|e| SetupError(format!("--core: {e}")))?;
     monitor.watch_run(hot.tid(), Role::Publisher, None);
     let _ = ready_tx.send(monitor);
     let (core, hot_tid) = (hot.core(), hot.tid());
-    let (r, publisher) = hot
+    let (mut r, publisher, pong) = hot
         .join()
         .map_err(|_| SetupError("the publishing thread panicked".into()))?;
     drop(publisher);
+    drop(pong);
     drop(client);
 
     let measured_sent = r.sent.saturating_sub(warmup);
@@ -236,9 +288,11 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         .zip(r.outcomes)
         .map(|(k, v)| ((*k).to_owned(), v))
         .collect();
+    let rtt = r.rtt.take();
     let raw_jitter = r.jitter.map(|side| RawJitter {
         side,
-        slow: Vec::new(),
+        // Ping's slowest round trips (one-way: the subscriber keeps the slowest samples).
+        slow: rtt.as_ref().map(|o| o.slow.clone()).unwrap_or_default(),
         idle: cfg.idle.to_string(),
         delivery_channel: false,
         hot_path_lock: false,
@@ -279,7 +333,37 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         started_at,
         jitter,
         raw_jitter,
+        rtt: rtt.map(std::sync::Arc::new),
+        faults_measured: r.faults_measured,
+        prefaulted,
     })
+}
+
+/// Round-trip mode: the report of ping's round trips (percentiles, groups, accounting of the
+/// echoes) with ping's publishing side merged in and its jitter analysed, or `None` when `r`
+/// is not from a round-trip run.
+#[must_use]
+pub fn rtt_report(r: &PubReport, env: crate::report::Env) -> Option<crate::report::Report> {
+    let out = r.rtt.as_ref()?;
+    let mut report = crate::subscriber::to_report(out, env, r.msg_size);
+    report.mode = crate::report::RunMode::Rtt;
+    // Ping's receiving is its sending thread: its faults are the publisher's (pong's come
+    // from latency-sub).
+    report.faults.subscriber = None;
+    report.timing_model = crate::clock::RTT_TIMING_MODEL.to_owned();
+    report.tool = Tool::this();
+    report.started_at.clone_from(&r.started_at);
+    let kind = report.env.driver_kind.clone();
+    let version = report.env.driver_version.clone();
+    let mut publ = r.clone();
+    publ.jitter = None;
+    publ.rtt = None;
+    let mut report = crate::probe::combine(report, Some(publ), kind == crate::report::DRIVER_EMBEDDED, &version);
+    if let Some(raw) = &r.raw_jitter {
+        let skipped = crate::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());
+        crate::jitter::attach(&mut report, raw, None, &skipped);
+    }
+    Some(report)
 }
 
 fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: String) -> PubReport {
@@ -308,6 +392,9 @@ fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: Stri
         started_at,
         jitter: None,
         raw_jitter: None,
+        rtt: None,
+        faults_measured: None,
+        prefaulted: Vec::new(),
     }
 }
 
@@ -329,7 +416,13 @@ impl Plan {
     }
 }
 
-fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>, idle: &mut IdleStrategy) -> HotResult {
+fn hot_loop(
+    publisher: &mut Publisher,
+    plan: Plan,
+    mut monitor: Option<Monitor>,
+    idle: &mut IdleStrategy,
+    mut echo: Option<(&mut Subscriber, State)>,
+) -> HotResult {
     let Plan {
         warmup,
         measured,
@@ -359,6 +452,9 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
         last_measured_ns: 0,
         abort: None,
         jitter: None,
+        rtt: None,
+        faults_at_start: None,
+        faults_measured: None,
     };
     let ok = OFFER_OUTCOMES.iter().position(|n| *n == "ok").unwrap_or(0);
     // Start a little ahead so the first intended time is in the future.
@@ -405,17 +501,35 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
                             break 'messages;
                         }
                     }
-                    let t = now_ns();
+                    let t = match &mut echo {
+                        // Ping: no extra clock read inside the round trip; the echo's receive
+                        // reading ends it and starts the next pacing wait.
+                        Some((sub, st)) => match await_echo(sub, st, i, now, wait, idle, sleeps, &mut stalls) {
+                            Ok(at) => at,
+                            Err(why) => {
+                                r.abort = Some(why);
+                                r.outcomes[ok] += 1;
+                                r.sent = i + 1;
+                                break 'messages;
+                            }
+                        },
+                        None => {
+                            let t = now_ns();
+                            record_saturating(&mut r.cost, (t - now).max(0) as u64);
+                            t
+                        }
+                    };
                     if let (Some(log), Some(start)) = (&mut lock_waits, busy_since) {
                         log.interval(start, t - start);
                     }
-                    record_saturating(&mut r.cost, (t - now).max(0) as u64);
                     after_commit = Some(t);
                     r.outcomes[ok] += 1;
                     r.sent = i + 1;
                     r.max_lag_ns = r.max_lag_ns.max((now - intended).max(0) as u64);
                     if i == warmup {
                         r.first_measured_ns = now;
+                        // Once per run: one getrusage syscall.
+                        r.faults_at_start = crate::jitter::thread_faults();
                     }
                     r.last_measured_ns = now;
                     if i >= next_boundary {
@@ -484,6 +598,9 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
     if let Some(m) = &mut monitor {
         m.snapshot(GROUPS);
     }
+    r.faults_measured = r
+        .faults_at_start
+        .and_then(|a| Some(crate::jitter::thread_faults()?.saturating_sub(a)));
     // End marker: seq = number sent. Retry for up to `wait`.
     let end = Sample {
         seq: r.sent,
@@ -501,6 +618,10 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
                 if wire::encode_into(claim.buffer_mut(), &end, padding).is_ok() {
                     claim.commit();
                     r.end_marker_sent = true;
+                    if let Some((_, st)) = &mut echo {
+                        // Ping knows its own count; the echo of the end marker is not awaited.
+                        st.set_end(r.sent);
+                    }
                 }
                 break;
             }
@@ -519,5 +640,60 @@ fn hot_loop(publisher: &mut Publisher, plan: Plan, mut monitor: Option<Monitor>,
             m.finish()
         })
         .filter(|j| j.source.name != "off");
+    r.rtt = echo.map(|(_, st)| st.finish(r.abort.clone()));
     r
+}
+
+/// Ping: polls the pong stream until the echo of message `seq` arrives; returns the receive
+/// reading the [`State`] took for it. Every echo that arrives is recorded (a late echo of an
+/// earlier message too: it counts as reordered). Gives up after `wait` without it.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the hot loop's state, passed by reference to stay inline"
+)]
+#[inline]
+fn await_echo(
+    sub: &mut Subscriber,
+    st: &mut State,
+    seq: u64,
+    sent: i64,
+    wait: Duration,
+    idle: &mut IdleStrategy,
+    sleeps: bool,
+    stalls: &mut Option<StallLog>,
+) -> Result<i64, String> {
+    let mut empty: u32 = 0;
+    loop {
+        let n = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16);
+        if let Some((last, at)) = st.last {
+            if last == seq {
+                if let Some(s) = stalls {
+                    s.tick(at);
+                }
+                idle.reset();
+                return Ok(at);
+            }
+        }
+        if n > 0 {
+            continue;
+        }
+        empty = empty.wrapping_add(1);
+        if let Some(s) = stalls {
+            // Waiting for the echo is the loop running, not a stall.
+            s.tick(now_ns());
+        }
+        idle.idle(0);
+        if sleeps {
+            if let Some(s) = stalls {
+                s.restart(now_ns());
+            }
+        }
+        if empty.is_multiple_of(4096) && now_ns() - sent > wait.as_nanos() as i64 {
+            return Err(format!(
+                "no echo of message {seq} within --wait {:.1} s: pong (latency-sub --mode rtt) stopped echoing or \
+                 uses another --pong-stream",
+                wait.as_secs_f64()
+            ));
+        }
+    }
 }

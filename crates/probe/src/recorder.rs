@@ -209,6 +209,8 @@ impl Recorder {
         // At most 2 * u32::MAX bits = 1 GiB; 1e9 messages take 125 MB.
         let words = plan.capacity().div_ceil(64) as usize;
         self.seen = vec![0_u64; words];
+        // Written now, not page by page while measuring (the zeroed allocation is mapped lazily).
+        std::hint::black_box(&mut self.seen).fill(0);
         self.plan = Some(plan);
     }
 

@@ -226,6 +226,89 @@ pub struct Report {
     /// `--diagnostics off`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter: Option<crate::jitter::JitterReport>,
+    /// What the latencies are: one-way (publisher to subscriber) or round trips (ping to pong
+    /// and back, timed on ping's thread).
+    #[serde(default)]
+    pub mode: RunMode,
+    /// Page faults of the hot threads while measuring, and the log buffers pre-faulted before.
+    #[serde(default)]
+    pub faults: Faults,
+    /// The raw cache-line round trip between the two hot cores right before and after the run,
+    /// and every percentile as a ratio to it (`latency-probe` only; absent with `--floor 0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<crate::floor::Floor>,
+}
+
+/// Page faults the hot threads took during the measured phase (`getrusage(RUSAGE_THREAD)` at
+/// its start and end), and what was pre-faulted before it so they take none.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct Faults {
+    /// The publisher's (ping's) hot thread.
+    pub publisher: Option<u64>,
+    /// The subscriber's (pong's) hot thread.
+    pub subscriber: Option<u64>,
+    /// What was pre-faulted, one entry per log buffer ("<side> <what>: <pages, method, time>").
+    pub prefaulted: Vec<String>,
+}
+
+impl Faults {
+    /// One line for the text report.
+    #[must_use]
+    pub fn render(&self) -> String {
+        let n = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
+        let mut s = format!(
+            "page faults while measuring (hot threads, getrusage): publisher {}, subscriber {}",
+            n(self.publisher),
+            n(self.subscriber)
+        );
+        if self.prefaulted.is_empty() {
+            s.push_str("; nothing pre-faulted");
+        } else {
+            s.push_str("; pre-faulted before measuring: ");
+            s.push_str(&self.prefaulted.join("; "));
+        }
+        s
+    }
+}
+
+/// What a run measures.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunMode {
+    /// Publisher to subscriber, timestamps from one host clock (the default).
+    #[default]
+    OneWay,
+    /// Ping to pong and back on two streams, both timestamps on ping's thread: the honest mode
+    /// across hosts.
+    Rtt,
+}
+
+impl RunMode {
+    /// The flag value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunMode::OneWay => "one-way",
+            RunMode::Rtt => "rtt",
+        }
+    }
+}
+
+impl std::fmt::Display for RunMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for RunMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "one-way" | "oneway" => Ok(RunMode::OneWay),
+            "rtt" | "round-trip" => Ok(RunMode::Rtt),
+            _ => Err(format!("'{s}' is not a mode; use one-way or rtt")),
+        }
+    }
 }
 
 impl Report {
@@ -370,6 +453,9 @@ impl Report {
             notes,
             publisher: None,
             jitter: None,
+            mode: RunMode::OneWay,
+            floor: None,
+            faults: Faults::default(),
         }
     }
 }
@@ -481,7 +567,11 @@ pub fn render_text(r: &Report) -> String {
     let _ = writeln!(o, "{}", accounting_line(r));
 
     // Overall table.
-    let _ = writeln!(o, "\noverall latency (ns < 10 µs, µs < 10 ms, ms < 10 s, else s)");
+    let what = match r.mode {
+        RunMode::OneWay => "latency",
+        RunMode::Rtt => "round trip",
+    };
+    let _ = writeln!(o, "\noverall {what} (ns < 10 µs, µs < 10 ms, ms < 10 s, else s)");
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "", "from intended send", "from actual send");
     let (i, a) = (&r.latency_ns, &r.latency_actual_ns);
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "count", i.count, a.count);
@@ -491,6 +581,9 @@ pub fn render_text(r: &Report) -> String {
         let _ = writeln!(o, "{:<8}{:>22}{:>22}", label, format_ns(vi), format_ns(va));
     }
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "max", format_ns(i.max), format_ns(a.max));
+    if let Some(f) = &r.floor {
+        let _ = write!(o, "\n{}", f.render());
+    }
 
     // Group table.
     let _ = writeln!(
@@ -538,22 +631,30 @@ pub fn render_text(r: &Report) -> String {
         offers.join(", ")
     };
     let _ = writeln!(o, "\noffer outcomes: {offers}");
+    let _ = writeln!(o, "{}", r.faults.render());
     if let Some(p) = &r.publisher {
         let c = &p.publish_cost_ns;
+        let cost = if c.count == 0 {
+            "publish-only cost not measured (a round trip takes no extra clock reading)".to_owned()
+        } else {
+            format!(
+                "publish-only cost (claim+encode+commit) p50 {} p99 {} p99.9 {} max {}",
+                format_ns(c.p50),
+                format_ns(c.p99),
+                format_ns(c.p999),
+                format_ns(c.max)
+            )
+        };
         let _ = writeln!(
             o,
             "publisher: sent {} ({} warm-up + {} measured of {} planned), end marker {}, largest lag behind \
-             schedule {}, publish-only cost (claim+encode+commit) p50 {} p99 {} p99.9 {} max {}",
+             schedule {}, {cost}",
             p.sent,
             p.warmup_sent,
             p.measured_sent,
             p.planned,
             if p.end_marker_sent { "sent" } else { "NOT sent" },
             format_ns(p.max_lag_ns),
-            format_ns(c.p50),
-            format_ns(c.p99),
-            format_ns(c.p999),
-            format_ns(c.max)
         );
     }
 
@@ -693,8 +794,12 @@ mod tests {
                 "tool",
                 "started_at",
                 "notes",
+                "mode",
+                "faults",
             ])
         );
+        assert_eq!(v["mode"], "one-way");
+        assert_eq!(keys(&v["faults"]), set(&["publisher", "subscriber", "prefaulted"]));
         assert_eq!(keys(&v["latency_ns"]), set(&STATS_KEYS));
         assert_eq!(keys(&v["latency_actual_ns"]), set(&STATS_KEYS));
         let groups = v["groups"].as_array().unwrap();

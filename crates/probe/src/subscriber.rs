@@ -82,6 +82,62 @@ pub struct SubConfig {
     pub hot_path_lock: bool,
     /// Jitter diagnostics source.
     pub diagnostics: Mode,
+    /// Round-trip mode (pong): echo every message, unchanged, on this channel and stream before
+    /// measuring it.
+    pub echo: Option<crate::cli::PongPath>,
+}
+
+/// What pong's echoing did (`--mode rtt`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EchoStats {
+    /// Stream the echoes went out on.
+    pub stream: i32,
+    /// Messages echoed (end marker included).
+    pub echoed: u64,
+    /// Failed claim attempts by outcome name (retried).
+    pub retries: std::collections::BTreeMap<String, u64>,
+    /// Why echoing stopped, if it did.
+    pub failure: Option<String>,
+}
+
+/// Pong's echo publication; [`Echo::send`] copies a message into it, retrying.
+struct Echo {
+    publisher: aeron_latency::messaging::Publisher,
+    stats: EchoStats,
+    wait: Duration,
+}
+
+impl Echo {
+    /// Echoes `bytes`; gives up (and stops echoing) after `wait` of retryable failures.
+    #[inline]
+    fn send(&mut self, bytes: &[u8]) {
+        if self.stats.failure.is_some() {
+            return;
+        }
+        let mut since: Option<Instant> = None;
+        loop {
+            match self.publisher.try_claim(bytes.len()) {
+                Ok(mut claim) => {
+                    claim.buffer_mut().copy_from_slice(bytes);
+                    claim.commit();
+                    self.stats.echoed += 1;
+                    return;
+                }
+                Err(e) => {
+                    *self.stats.retries.entry(e.name().to_owned()).or_insert(0) += 1;
+                    let t = *since.get_or_insert_with(Instant::now);
+                    if !e.is_retryable() || t.elapsed() > self.wait {
+                        self.stats.failure = Some(format!(
+                            "echoing stopped after {} messages: {e} on stream {}",
+                            self.stats.echoed, self.stats.stream
+                        ));
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
 }
 
 /// What the subscriber collected.
@@ -111,6 +167,12 @@ pub struct SubOutcome {
     pub delivery: Delivery,
     /// Whether the lock plant ran.
     pub hot_path_lock: bool,
+    /// Round-trip mode: what the echoing did.
+    pub echo: Option<EchoStats>,
+    /// Page faults of the hot thread from the first measured message to the end.
+    pub faults_measured: Option<u64>,
+    /// What was pre-faulted before measuring.
+    pub prefaulted: Vec<String>,
 }
 
 /// Receives until the end marker, `total` messages, or the timeout; never loses what it
@@ -131,11 +193,48 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     let (total, timeout, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
     let sleeps = matches!(idle.alias(), "backoff" | "sleep-ns");
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
+    if cfg.echo.is_some() && cfg.delivery == Delivery::Channel {
+        return Err(SetupError(
+            "--mode rtt echoes from the poll loop: use --delivery inline (the default)".into(),
+        ));
+    }
+    let mut prefaulted = Vec::new();
     let mut out = match cfg.delivery {
         Delivery::Inline => {
             let subscriber = client
                 .subscription(&cfg.channel, cfg.stream)
                 .map_err(|e| SetupError(e.to_string()))?;
+            // Map in every page of the publisher's log before the first message is handled
+            // (page tables are per process, so this thread's work serves the hot one). The
+            // image attaches only once a publisher connected: wait for it (messages sent
+            // meanwhile wait in the log; the warm-up absorbs the delay).
+            let waited = Instant::now();
+            while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            match subscriber.prefault() {
+                Ok(st) => prefaulted.push(format!("sub stream {} image: {st}", cfg.stream)),
+                Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
+            }
+            let mut echo = match &cfg.echo {
+                Some(path) => Some(Echo {
+                    publisher: client
+                        .publication(&path.channel, path.stream)
+                        .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
+                    stats: EchoStats {
+                        stream: path.stream,
+                        ..EchoStats::default()
+                    },
+                    wait: timeout.min(Duration::from_secs(10)),
+                }),
+                None => None,
+            };
+            if let Some(e) = &echo {
+                match e.publisher.prefault() {
+                    Ok(st) => prefaulted.push(format!("pong stream {} publication: {st}", e.stats.stream)),
+                    Err(err) => prefaulted.push(format!("pong stream {}: not pre-faulted: {err}", e.stats.stream)),
+                }
+            }
             let hot = ThreadBuilder::new()
                 .name("latency-sub")
                 .affinity_opt(cfg.core)
@@ -143,7 +242,8 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                     let mut subscriber = subscriber;
                     let monitor = ready_rx.recv().ok();
                     let st = State::new(monitor, lock, true);
-                    let out = hot_loop(&mut subscriber, st, total, timeout, &mut idle, sleeps);
+                    let mut out = hot_loop(&mut subscriber, st, total, timeout, &mut idle, sleeps, echo.as_mut());
+                    out.echo = echo.map(|e| e.stats);
                     (out, subscriber)
                 })
                 .map_err(|e| SetupError(format!("--core: {e}")))?;
@@ -190,11 +290,18 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     out.idle = cfg.idle.to_string();
     out.delivery = cfg.delivery;
     out.hot_path_lock = cfg.hot_path_lock;
+    out.prefaulted = prefaulted;
     Ok(out)
 }
 
-struct State {
+/// What a measuring poll loop keeps: the recorder, spans, stalls and slowest samples. The
+/// subscriber uses it, and so does ping (`--mode rtt`) for the echoes.
+pub(crate) struct State {
     rec: Recorder,
+    /// Sequence number and receive time of the last warm-up or measured message.
+    pub(crate) last: Option<(u64, i64)>,
+    /// Page faults of this thread when the first measured message arrived.
+    faults_at_start: Option<u64>,
     end: Option<u64>,
     fragments: u64,
     intended_span: (i64, i64),
@@ -210,10 +317,12 @@ struct State {
 }
 
 impl State {
-    fn new(monitor: Option<Monitor>, lock: Option<Arc<Mutex<u64>>>, stalls: bool) -> State {
+    pub(crate) fn new(monitor: Option<Monitor>, lock: Option<Arc<Mutex<u64>>>, stalls: bool) -> State {
         let on = monitor.as_ref().is_some_and(Monitor::is_on);
         State {
             rec: Recorder::new(),
+            last: None,
+            faults_at_start: None,
             end: None,
             fragments: 0,
             intended_span: (0, 0),
@@ -228,7 +337,7 @@ impl State {
     }
 
     #[inline]
-    fn on_message(&mut self, bytes: &[u8]) {
+    pub(crate) fn on_message(&mut self, bytes: &[u8]) {
         self.fragments += 1;
         let s = match wire::decode(bytes) {
             Ok(s) => s,
@@ -247,11 +356,14 @@ impl State {
             *l.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
         }
         let now = now_ns();
+        self.last = Some((s.seq, now));
         let boundary = self
             .rec
             .record(s.seq, kind, s.warmup, s.planned, now - s.intended_ns, now - s.sent_ns);
         if kind == SampleKind::Measured {
             if self.intended_span.0 == 0 {
+                // Once per run: one getrusage syscall.
+                self.faults_at_start = jitter::thread_faults();
                 self.intended_span.0 = s.intended_ns;
                 self.receive_span.0 = now;
             }
@@ -284,7 +396,7 @@ impl State {
         }
     }
 
-    fn finish(mut self, stopped_early: Option<String>) -> SubOutcome {
+    pub(crate) fn finish(mut self, stopped_early: Option<String>) -> SubOutcome {
         let jitter = self.monitor.take().map(|mut m| {
             m.snapshot(GROUPS);
             if let Some(s) = self.stalls.take() {
@@ -308,7 +420,17 @@ impl State {
             idle: String::new(),
             delivery: Delivery::Inline,
             hot_path_lock: false,
+            echo: None,
+            faults_measured: self
+                .faults_at_start
+                .and_then(|a| Some(jitter::thread_faults()?.saturating_sub(a))),
+            prefaulted: Vec::new(),
         }
+    }
+
+    /// Sets the count the end marker would carry (ping knows it without an echo).
+    pub(crate) fn set_end(&mut self, sent: u64) {
+        self.end = Some(sent);
     }
 
     fn done(&self, total: Option<u64>) -> bool {
@@ -330,12 +452,22 @@ fn hot_loop(
     timeout: Duration,
     idle: &mut IdleStrategy,
     sleeps: bool,
+    mut echo: Option<&mut Echo>,
 ) -> SubOutcome {
     let started = Instant::now();
     let mut stopped_early = None;
     let mut polls: u32 = 0;
     loop {
-        let n = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 64);
+        let n = sub.poll(
+            &mut |bytes: &[u8], _h: &MessageHeader| {
+                if let Some(e) = echo.as_deref_mut() {
+                    // Pong: echo first, measure after (the echo is what ping waits for).
+                    e.send(bytes);
+                }
+                st.on_message(bytes);
+            },
+            64,
+        );
         st.after_poll();
         if st.done(total) {
             break;
@@ -424,6 +556,26 @@ pub fn to_report(out: &SubOutcome, env: crate::report::Env, msg_size: u64) -> cr
         started_at: crate::report::utc_timestamp(std::time::SystemTime::now()),
     };
     let mut r = crate::report::Report::from_recorder(&out.recorder, &acc, run, Default::default(), env);
+    r.faults.subscriber = out.faults_measured;
+    r.faults.prefaulted.clone_from(&out.prefaulted);
+    if let Some(e) = &out.echo {
+        let retries: Vec<String> = e.retries.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        r.notes.push(format!(
+            "pong: echoed {} messages on stream {} (claims retried: {}); the latencies above are one-way, ping to \
+             pong, on this host's clock",
+            e.echoed,
+            e.stream,
+            if retries.is_empty() {
+                "none".into()
+            } else {
+                retries.join(", ")
+            }
+        ));
+        if let Some(f) = &e.failure {
+            r.complete = false;
+            r.incomplete_reason = Some(f.clone());
+        }
+    }
     if let Some(why) = &out.stopped_early {
         r.complete = false;
         r.incomplete_reason = Some(match r.incomplete_reason.take() {

@@ -165,3 +165,99 @@ fn two_probe_runs_back_to_back_on_one_driver_and_stream_do_not_stall() {
         );
     }
 }
+
+#[test]
+fn round_trip_mode_times_every_echo_on_pings_clock_and_relates_it_to_the_floor() {
+    let json = tmp_json("rtt");
+    let out = run(
+        "latency-probe",
+        &[
+            "--mode",
+            "rtt",
+            "--duration",
+            "1",
+            "--rate",
+            "20000",
+            "--warmup",
+            "1000",
+            "--msg-size",
+            "64",
+            "--idle",
+            "yield",
+            "--term-length",
+            "65536",
+            "--stream",
+            "2101",
+            "--floor",
+            "0.05",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "latency-probe --mode rtt failed: {}",
+        stderr(&out)
+    );
+    let r = read_json(&json);
+    assert_eq!(r["mode"], "rtt", "{r}");
+    assert!(r["timing_model"].as_str().unwrap().starts_with("round trip"), "{r}");
+    assert_eq!(r["sent"], 21_000, "{r}");
+    assert_eq!(r["received"], 21_000, "every ping's echo came back");
+    assert_eq!(r["lost"], 0);
+    assert_eq!(r["duplicates"], 0);
+    assert_eq!(r["reordered"], 0);
+    assert_eq!(r["latency_ns"]["count"], 20_000);
+    let groups = r["groups"].as_array().unwrap();
+    let group_total: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(group_total, 20_000, "the groups add up to the overall count");
+    assert_eq!(r["offer"]["ok"], 21_000, "one successful claim per ping");
+    // A round trip includes two one-way trips: it cannot be shorter than the actual-time minimum
+    // pong saw one way, and the actual time can never exceed the intended one.
+    assert!(r["latency_actual_ns"]["p50"].as_u64().unwrap() <= r["latency_ns"]["p50"].as_u64().unwrap());
+    let notes = r["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with("pong's one-way view")),
+        "{notes:?}"
+    );
+    let floor = &r["floor"];
+    assert!(
+        floor["before"]["round_trip_ns"]["count"].as_u64().unwrap() > 100,
+        "{floor}"
+    );
+    assert!(
+        floor["after"]["round_trip_ns"]["count"].as_u64().unwrap() > 100,
+        "{floor}"
+    );
+    let ratios = floor["ratios"].as_array().unwrap();
+    assert_eq!(ratios.len(), 6, "{floor}");
+    let p50 = r["latency_ns"]["p50"].as_f64().unwrap() / floor["combined_ns"]["p50"].as_f64().unwrap();
+    let got = ratios[0][1].as_f64().unwrap();
+    assert!((got - p50).abs() <= 1e-9 * p50.max(1.0), "{got} vs {p50}: {floor}");
+}
+
+#[test]
+fn rtt_pong_refuses_the_ping_stream_as_its_echo_stream() {
+    let out = run(
+        "latency-probe",
+        &[
+            "--mode",
+            "rtt",
+            "--stream",
+            "7",
+            "--pong-stream",
+            "7",
+            "--duration",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("--pong-stream 7 is the ping stream on the same channel"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "one line: {e}");
+}

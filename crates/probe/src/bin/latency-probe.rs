@@ -5,18 +5,21 @@ use std::time::Duration;
 
 use clap::Parser;
 use latency_probe::cli::{
-    self, DeliveryArgs, DiagnosticsArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
+    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
 };
+use latency_probe::floor::{FloorRun, DEFAULT_FLOOR_SECONDS};
 use latency_probe::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest};
 use latency_probe::jitter::{self, RawJitter};
 use latency_probe::probe::{self, combine, default_cores, sibling, wait_bounded};
 use latency_probe::publisher::PubReport;
-use latency_probe::report::{render_text, Report};
+use latency_probe::report::{format_ns, render_text, Report, RunMode, DRIVER_EMBEDDED, DRIVER_EXTERNAL};
 
-/// Measure one-way latency over Aeron IPC in one command: starts an embedded Aeron C media
-/// driver (or uses --dir), runs latency-sub and latency-pub as separate processes with their
-/// hot threads pinned to different cores, and prints the combined report. Exits non-zero when
-/// a message was lost or a process failed.
+/// Measure latency over Aeron IPC in one command: starts an embedded Aeron C media driver (or
+/// uses --dir), runs latency-sub and latency-pub as separate processes with their hot threads
+/// pinned to different cores, and prints the combined report: one-way by default, round trips
+/// with --mode rtt. Right before and after, it measures the raw cache-line round trip between
+/// the same two cores (the floor) and prints every percentile as a ratio to it. Exits non-zero
+/// when a message was lost or a process failed.
 #[derive(Debug, Parser)]
 #[command(name = "latency-probe", version)]
 struct Args {
@@ -24,6 +27,12 @@ struct Args {
     stream: StreamArgs,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    mode: ModeArgs,
+    /// Seconds of raw cache-line round trips between the two hot cores, measured right before
+    /// and right after the run (0: skip)
+    #[arg(long, default_value_t = DEFAULT_FLOOR_SECONDS)]
+    floor: f64,
     /// Core for the publisher's hot thread [default: the second-to-last usable core]
     #[arg(long = "pub-core")]
     pub_core: Option<usize>,
@@ -59,6 +68,23 @@ fn main() {
     let a = Args::parse();
     a.run.validate().unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     cli::seconds("--wait", a.wait).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let floor_len = cli::seconds("--floor", a.floor).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    if floor_len > Duration::from_secs(10) {
+        cli::fail(
+            ME,
+            format!("--floor {}: at most 10 seconds (0.25 is plenty)", a.floor),
+            EXIT_SETUP,
+        );
+    }
+    let rtt = a.mode.mode == RunMode::Rtt;
+    let pong = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    if rtt && a.delivery.delivery != latency_probe::subscriber::Delivery::Inline {
+        cli::fail(
+            ME,
+            "--mode rtt echoes from latency-sub's poll loop: use --delivery inline (the default)",
+            EXIT_SETUP,
+        );
+    }
     let (def_sub, def_pub) = if a.no_pin { (None, None) } else { default_cores() };
     let (sub_core, pub_core) = (a.sub_core.or(def_sub), a.pub_core.or(def_pub));
     cli::check_core("--sub-core", sub_core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
@@ -139,6 +165,16 @@ fn main() {
         a.diagnostics.diagnostics.as_str().into(),
         "--quiet".into(),
     ];
+    if let Some(p) = &pong {
+        common.extend([
+            "--mode".into(),
+            "rtt".into(),
+            "--pong-channel".into(),
+            p.channel.clone(),
+            "--pong-stream".into(),
+            s(&p.stream),
+        ]);
+    }
     let (sub_raw, pub_raw) = (tmp.join("sub-jitter.json"), tmp.join("pub-jitter.json"));
     let run_s = (a.run.warmup as f64 + a.run.duration * a.run.rate as f64) / a.run.rate as f64;
     let sub_timeout = run_s + 2.0 * a.wait + 30.0;
@@ -179,9 +215,27 @@ fn main() {
         common.extend(["--core".into(), s(&c)]);
     }
 
+    // The floor, right before the run, on the two hot cores (nothing else spins there yet).
+    let floor_cores_ok = !(sub_core.is_some() && sub_core == pub_core);
+    let floor = if floor_len.is_zero() {
+        None
+    } else if !floor_cores_ok {
+        notes.push("floor not measured: both hot threads share one core".into());
+        None
+    } else {
+        match FloorRun::before(pub_core, sub_core, floor_len) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                notes.push(format!("floor not measured: {e}"));
+                None
+            }
+        }
+    };
+
     eprintln!(
-        "{ME}: {:.1} s at {} msg/s, {} B messages, {} warm-up; driver {} at {}; subscriber on core {}, publisher on \
+        "{ME}: {} {:.1} s at {} msg/s, {} B messages, {} warm-up; driver {} at {}; subscriber on core {}, publisher on \
          core {}",
+        if rtt { "round trips," } else { "one-way," },
         a.run.duration,
         a.run.rate,
         a.run.msg_size,
@@ -205,39 +259,100 @@ fn main() {
     let meter = meter.map(HiccupMeter::stop);
     drop(embedded);
 
-    let pub_report: Option<PubReport> = std::fs::read(&pub_json)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let sub_report: Option<Report> = std::fs::read(&sub_json)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-    let read_raw = |p: &PathBuf| -> Option<RawJitter> { serde_json::from_slice(&std::fs::read(p).ok()?).ok() };
+    let read = |p: &PathBuf| -> Option<Vec<u8>> { std::fs::read(p).ok() };
+    let sub_report: Option<Report> = read(&sub_json).and_then(|b| serde_json::from_slice(&b).ok());
+    let read_raw = |p: &PathBuf| -> Option<RawJitter> { serde_json::from_slice(&read(p)?).ok() };
     let (sub_jitter, pub_jitter) = (read_raw(&sub_raw), read_raw(&pub_raw));
-    let _ = std::fs::remove_dir_all(&tmp);
-    let Some(sub_report) = sub_report else {
-        cli::fail(
-            ME,
-            format!("latency-sub wrote no report (exit {sub_status:?}); see its error above"),
-            EXIT_INCOMPLETE,
-        );
+    let h = match &meter {
+        Ok(log) => jitter::Hiccup::Ran(log),
+        Err(why) => jitter::Hiccup::Skipped(why.clone()),
     };
-    let mut report = combine(sub_report, pub_report, is_embedded, &driver_version);
-    report.notes.extend(notes);
-    if let Some(p) = &mut report.publisher {
-        p.jitter = None; // analysed together with the subscriber's side below
-    }
-    match (&sub_jitter, diag_on) {
-        (Some(sj), _) => {
-            let h = match &meter {
-                Ok(log) => jitter::Hiccup::Ran(log),
-                Err(why) => jitter::Hiccup::Skipped(why.clone()),
-            };
-            jitter::attach(&mut report, sj, pub_jitter.as_ref(), &h);
+    let mut report = if rtt {
+        // Ping's report is the result; pong's is its one-way view of the same messages.
+        let ping: Option<Report> = read(&pub_json).and_then(|b| serde_json::from_slice(&b).ok());
+        let _ = std::fs::remove_dir_all(&tmp);
+        let Some(mut report) = ping else {
+            cli::fail(
+                ME,
+                format!("latency-pub (ping) wrote no report (exit {pub_status:?}); see its error above"),
+                EXIT_INCOMPLETE,
+            );
+        };
+        report.env.driver_kind = if is_embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
+        report.env.driver_version.clone_from(&driver_version);
+        match &sub_report {
+            Some(pong) => {
+                report.faults.subscriber = pong.faults.subscriber;
+                report.faults.prefaulted.extend(pong.faults.prefaulted.iter().cloned());
+                let l = &pong.latency_actual_ns;
+                report.notes.push(format!(
+                    "pong's one-way view (ping to pong, this host's clock, from the actual send): p50 {} p99 {} \
+                     p99.9 {} over {} messages",
+                    format_ns(l.p50),
+                    format_ns(l.p99),
+                    format_ns(l.p999),
+                    l.count
+                ));
+                if !pong.complete {
+                    report.complete = false;
+                    report.incomplete_reason = Some(format!(
+                        "pong: {}",
+                        pong.incomplete_reason.as_deref().unwrap_or("stopped early")
+                    ));
+                }
+            }
+            None => {
+                report.complete = false;
+                report
+                    .notes
+                    .push("latency-sub (pong) wrote no report; see its error above".into());
+            }
         }
-        (None, true) => report
-            .notes
-            .push("latency-sub wrote no jitter material; the jitter section covers nothing".into()),
-        (None, false) => {}
+        report.notes.extend(notes);
+        match (&pub_jitter, diag_on) {
+            (Some(pj), _) => jitter::attach(&mut report, pj, sub_jitter.as_ref(), &h),
+            (None, true) => report
+                .notes
+                .push("latency-pub wrote no jitter material; the jitter section covers nothing".into()),
+            (None, false) => {}
+        }
+        report
+    } else {
+        let pub_report: Option<PubReport> = read(&pub_json).and_then(|b| serde_json::from_slice(&b).ok());
+        let _ = std::fs::remove_dir_all(&tmp);
+        let Some(sub_report) = sub_report else {
+            cli::fail(
+                ME,
+                format!("latency-sub wrote no report (exit {sub_status:?}); see its error above"),
+                EXIT_INCOMPLETE,
+            );
+        };
+        let mut report = combine(sub_report, pub_report, is_embedded, &driver_version);
+        report.notes.extend(notes);
+        if let Some(p) = &mut report.publisher {
+            p.jitter = None; // analysed together with the subscriber's side below
+        }
+        match (&sub_jitter, diag_on) {
+            (Some(sj), _) => jitter::attach(&mut report, sj, pub_jitter.as_ref(), &h),
+            (None, true) => report
+                .notes
+                .push("latency-sub wrote no jitter material; the jitter section covers nothing".into()),
+            (None, false) => {}
+        }
+        report
+    };
+    if let Some(f) = floor {
+        // Right after the run, on the same cores (the children have exited).
+        let f = f.finish(&report.latency_ns, true);
+        if f.moved {
+            report.notes.push(format!(
+                "the floor moved during the run (raw round trip p50 {} before, {} after): this machine's inter-core \
+                 latency changed regime; compare nothing from this run and run again",
+                format_ns(f.before.round_trip_ns.p50),
+                format_ns(f.after.as_ref().map_or(0, |a| a.round_trip_ns.p50))
+            ));
+        }
+        report.floor = Some(f);
     }
     a.out.emit(ME, &render_text(&report), &report);
     let children_ok = pub_status.is_some_and(|s| s.success()) && sub_status.is_some_and(|s| s.success());
@@ -258,7 +373,9 @@ fn main() {
 
 #[cfg(feature = "embedded-driver")]
 fn embedded_driver(a: &Args) -> (Option<aeron_latency::messaging::EmbeddedDriver>, PathBuf, String) {
-    let mut b = aeron_latency::messaging::EmbeddedDriver::builder();
+    // Non-sparse log files: the driver maps in every page when it creates a log, so its own
+    // thread takes no page fault while the run measures (each client pre-faults its mapping).
+    let mut b = aeron_latency::messaging::EmbeddedDriver::builder().term_buffer_sparse_file(false);
     if let Some(t) = a.term_length {
         if let Err(e) = aeron_latency::messaging::check_term_length(t) {
             cli::fail("latency-probe", format!("--term-length: {e}"), EXIT_SETUP);

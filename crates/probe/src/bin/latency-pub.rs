@@ -1,13 +1,16 @@
 //! `latency-pub`: publishes timestamped messages on a schedule. See `latency-pub --help`.
 
 use clap::Parser;
-use latency_probe::cli::{self, DiagnosticsArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::cli::{
+    self, DiagnosticsArgs, ModeArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
+};
 use latency_probe::publisher::{self, PubReport};
-use latency_probe::report::format_ns;
+use latency_probe::report::{format_ns, render_text, Env, DRIVER_EXTERNAL, UNKNOWN};
 
 /// Publish Cap'n Proto timestamped messages over Aeron at a fixed rate, busy-spinning on
 /// CLOCK_MONOTONIC; every message carries its intended and actual send time. Ends with an
-/// end-of-run marker carrying the number sent.
+/// end-of-run marker carrying the number sent. With --mode rtt it is ping: after each message it
+/// waits for latency-sub's echo on --pong-stream and reports the round trips.
 #[derive(Debug, Parser)]
 #[command(name = "latency-pub", version)]
 struct Args {
@@ -15,6 +18,8 @@ struct Args {
     stream: StreamArgs,
     #[command(flatten)]
     run: RunArgs,
+    #[command(flatten)]
+    mode: ModeArgs,
     /// Seconds to wait for a subscriber before giving up
     #[arg(long, default_value_t = 10.0)]
     wait: f64,
@@ -76,8 +81,20 @@ fn main() {
     let dir = cli::dir_or_default(a.stream.dir.clone());
     let mut cfg = cli::pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     cfg.diagnostics = a.diagnostics.diagnostics;
+    cfg.pong = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     let r = publisher::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     a.diagnostics.write_raw(ME, r.raw_jitter.as_ref());
+    if let Some(report) = publisher::rtt_report(&r, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN)) {
+        a.out.emit(ME, &render_text(&report), &report);
+        if !report.complete || report.lost > 0 {
+            eprintln!(
+                "{ME}: incomplete: {}",
+                report.incomplete_reason.as_deref().unwrap_or("echoes lost")
+            );
+            std::process::exit(EXIT_INCOMPLETE);
+        }
+        return;
+    }
     a.out.emit(ME, &summary(&r), &r);
     if !r.complete {
         eprintln!(

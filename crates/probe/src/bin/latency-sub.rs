@@ -2,18 +2,23 @@
 //! time-ordered groups. See `latency-sub --help`.
 
 use clap::Parser;
-use latency_probe::cli::{self, DeliveryArgs, DiagnosticsArgs, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP};
+use latency_probe::cli::{
+    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
+};
 use latency_probe::report::{render_text, Env, DRIVER_EXTERNAL, UNKNOWN};
 use latency_probe::subscriber;
 
 /// Receive latency-pub's messages over Aeron and report the latency distribution
 /// (CLOCK_MONOTONIC, from the intended and from the actual send time) overall and in 20
-/// time-ordered groups, with lost / duplicated / reordered / undecodable counts.
+/// time-ordered groups, with lost / duplicated / reordered / undecodable counts. With --mode rtt
+/// it is pong: it echoes every message on --pong-stream first, then measures it.
 #[derive(Debug, Parser)]
 #[command(name = "latency-sub", version)]
 struct Args {
     #[command(flatten)]
     stream: StreamArgs,
+    #[command(flatten)]
+    mode: ModeArgs,
     /// Stop after this many messages (warm-up included); the publisher's end marker suffices
     #[arg(long)]
     total: Option<u64>,
@@ -44,6 +49,7 @@ fn main() {
     cfg.delivery = a.delivery.delivery;
     cfg.hot_path_lock = a.delivery.hot_path_lock;
     cfg.diagnostics = a.diagnostics.diagnostics;
+    cfg.echo = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     let out = subscriber::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     a.diagnostics.write_raw(ME, out.raw_jitter().as_ref());
     let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);

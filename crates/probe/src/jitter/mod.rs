@@ -44,6 +44,12 @@ use serde::{Deserialize, Serialize};
 use crate::clock::now_ns;
 use crate::recorder::GROUPS;
 
+/// Page faults (minor + major) of the calling thread so far, if the kernel tells.
+#[must_use]
+pub fn thread_faults() -> Option<u64> {
+    sys::thread_faults()
+}
+
 pub use report::{build as build_report, GroupJitter, Hiccup, JitterReport};
 pub use verdict::{analyse, Analysis, Context, Finding, Verdict};
 
@@ -323,9 +329,11 @@ impl StallLog {
     /// A log for up to `capacity` stalls of at least `threshold_ns`.
     #[must_use]
     pub fn new(threshold_ns: u64, capacity: usize) -> StallLog {
+        let mut stalls = Vec::with_capacity(capacity);
+        crate::stats::pretouch(&mut stalls);
         StallLog {
             threshold_ns,
-            stalls: Vec::with_capacity(capacity),
+            stalls,
             not_logged: 0,
             count: 0,
             total_ns: 0,
@@ -405,8 +413,10 @@ impl SlowSamples {
     /// Keeps the slowest `capacity` samples.
     #[must_use]
     pub fn new(capacity: usize) -> SlowSamples {
+        let mut v = Vec::with_capacity(capacity.max(1));
+        crate::stats::pretouch(&mut v);
         SlowSamples {
-            heap: BinaryHeap::with_capacity(capacity.max(1)),
+            heap: BinaryHeap::from(v),
             cap: capacity.max(1),
         }
     }

@@ -212,10 +212,19 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
     let clip = |e: (i64, i64), w: (i64, i64)| (e.1.min(w.1) - e.0.max(w.0)).max(0) as u64;
     for (rank, s) in slow.iter().enumerate() {
         let w = (s.intended_ns, s.received_ns);
+        // Words are written only for the listed outliers, and an overlap too small to be a
+        // cause is skipped for the others: a sample delayed by a long lag behind schedule
+        // overlaps thousands of episodes and stalls, and 4,096 such samples must stay cheap.
+        let detail = rank < OUTLIERS_LISTED;
+        let counts = |overlap: u64| detail || overlap.saturating_mul(MATERIAL) >= s.latency_ns;
         let mut hits: Vec<Hit> = Vec::new();
         for t in &hot {
             for o in t.off_cpu_in(w.0, w.1, run_end) {
                 let span = o.span(run_end);
+                let overlap = clip(span, w);
+                if !counts(overlap) {
+                    continue;
+                }
                 let len = format_ns((span.1 - span.0).max(0) as u64);
                 let (key, words) = match o.kind {
                     OffCpuKind::Blocked => {
@@ -236,29 +245,40 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                 };
                 hits.push(Hit {
                     key,
-                    words,
+                    words: if detail { words } else { String::new() },
                     tid: t.tid,
-                    overlap: clip(span, w),
+                    overlap,
                 });
             }
             if let Some(log) = &t.lock_waits {
                 for (start, len) in log.overlapping(w.0, w.1) {
+                    let overlap = clip((start, start + len as i64), w);
+                    if !counts(overlap) {
+                        continue;
+                    }
                     hits.push(Hit {
                         key: "aeron-lock",
-                        words: format!(
-                            "{} found aeron-rs's {} lock held by its conductor for {}",
-                            t.name,
-                            lock_kind(t.role),
-                            format_ns(len)
-                        ),
+                        words: if detail {
+                            format!(
+                                "{} found aeron-rs's {} lock held by its conductor for {}",
+                                t.name,
+                                lock_kind(t.role),
+                                format_ns(len)
+                            )
+                        } else {
+                            String::new()
+                        },
                         tid: t.tid,
-                        overlap: clip((start, start + len as i64), w),
+                        overlap,
                     });
                 }
             }
             if let Some(log) = &t.stalls {
                 for (start, len) in log.overlapping(w.0, w.1) {
                     let stall = (start, start + len as i64);
+                    if !counts(clip(stall, w)) {
+                        continue;
+                    }
                     let off: u64 = t
                         .off_cpu_in(stall.0, stall.1, run_end)
                         .iter()
@@ -292,7 +312,11 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                     };
                     hits.push(Hit {
                         key,
-                        words: format!("{} stalled for {} {what}", t.name, format_ns(len)),
+                        words: if detail {
+                            format!("{} stalled for {} {what}", t.name, format_ns(len))
+                        } else {
+                            String::new()
+                        },
                         tid: t.tid,
                         overlap: clip(stall, w),
                     });
@@ -309,7 +333,11 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             for (a, l) in sd.reads.iter().filter(|(a, l)| overlaps((*a, a + *l as i64), w)) {
                 hits.push(Hit {
                     key: "probe-reads",
-                    words: format!("{owner} paused {} for the probe's own counter read", format_ns(*l)),
+                    words: if detail {
+                        format!("{owner} paused {} for the probe's own counter read", format_ns(*l))
+                    } else {
+                        String::new()
+                    },
                     tid: 0,
                     overlap: clip((*a, a + *l as i64), w),
                 });

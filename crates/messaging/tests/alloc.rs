@@ -1,0 +1,375 @@
+//! Proves the hot path allocates nothing in steady state: `Publisher::offer`,
+//! `Publisher::try_claim` + `Claim::commit` and `Subscriber::poll` (with fragment reassembly),
+//! through an embedded media driver over aeron:ipc, on one thread and on two.
+//!
+//! It lives alone in this test binary so its counting global allocator affects no other test.
+//! Counting is per thread (a `const` thread-local, so reading it never allocates): the test
+//! harness, the client conductor and the media driver allocate on their own threads while the
+//! measured loops run, and must not count.
+//!
+//! The IPC term is 64 KiB, so every measured run crosses hundreds of term rotations (and the
+//! back-pressure they cause); the warm-up before it may allocate (image attach, the reassembly
+//! buffer, the first term rotation) and is not counted.
+#![cfg(feature = "embedded-driver")]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+    static BYTES: Cell<u64> = const { Cell::new(0) };
+}
+
+fn count(bytes: usize) {
+    // `try_with`: the thread-local may already be gone while a thread shuts down.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+    let _ = BYTES.try_with(|n| n.set(n.get() + bytes as u64));
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; the
+// counting touches only `const` thread-locals, which neither allocate nor panic.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: forwarded unchanged; the caller upholds `GlobalAlloc::alloc`'s contract.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count(layout.size());
+        // SAFETY: as in `alloc`.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count(new_size);
+        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded unchanged; `ptr` came from this allocator, i.e. from `System`.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations and bytes requested on this thread so far.
+fn allocated() -> (u64, u64) {
+    (ALLOCATIONS.with(Cell::get), BYTES.with(Cell::get))
+}
+
+/// Allocations and bytes requested on this thread since `before` (from [`allocated`]).
+fn allocated_since(before: (u64, u64)) -> (u64, u64) {
+    let now = allocated();
+    (now.0 - before.0, now.1 - before.1)
+}
+
+/// Messages sent and received before counting starts.
+const WARMUP: u64 = 2_000;
+/// Messages counted.
+const MEASURED: u64 = 100_000;
+/// Every run must finish well within this (they take a few seconds in a debug build).
+const DEADLINE: Duration = Duration::from_secs(120);
+/// An unfragmented message: the probe's size.
+const SMALL: usize = 32;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Send {
+    /// `Publisher::offer` (copies; fragments messages longer than one frame).
+    Offer,
+    /// `Publisher::try_claim` + `Claim::commit` (zero-copy; one frame at most).
+    Claim,
+}
+
+/// One publisher, one subscriber on their own stream of a driver with 64 KiB IPC terms.
+struct Stream {
+    _client: Client,
+    publisher: Publisher,
+    subscriber: Subscriber,
+}
+
+fn driver() -> EmbeddedDriver {
+    EmbeddedDriver::builder()
+        .ipc_term_length(64 << 10)
+        .spawn()
+        .expect("driver starts")
+}
+
+fn stream(driver: &EmbeddedDriver, stream_id: i32) -> Stream {
+    let client = Client::connect(driver.dir()).expect("client connects");
+    let subscriber = client.subscription("aeron:ipc", stream_id).expect("subscription");
+    let publisher = client.publication("aeron:ipc", stream_id).expect("publication");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !publisher.is_connected() || subscriber.image_count() == 0 {
+        assert!(Instant::now() < deadline, "the subscriber never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Stream {
+        _client: client,
+        publisher,
+        subscriber,
+    }
+}
+
+/// A message longer than one frame, so `offer` fragments it and `poll` reassembles it.
+fn fragmented_len(publisher: &Publisher) -> usize {
+    let len = publisher.max_payload_length() * 2 + 100;
+    assert!(len <= publisher.max_message_length(), "{len} does not fit one message");
+    len
+}
+
+/// Writes `seq` into the first and the last 8 bytes of `msg`.
+#[inline]
+fn stamp(msg: &mut [u8], seq: u64) {
+    let n = msg.len();
+    msg[..8].copy_from_slice(&seq.to_le_bytes());
+    msg[n - 8..].copy_from_slice(&seq.to_le_bytes());
+}
+
+/// One attempt to publish message `seq` of `scratch.len()` bytes.
+#[inline]
+fn try_send(publisher: &mut Publisher, how: Send, seq: u64, scratch: &mut [u8]) -> Result<(), OfferError> {
+    match how {
+        Send::Offer => {
+            stamp(scratch, seq);
+            publisher.offer(scratch).map(drop)
+        }
+        Send::Claim => {
+            let mut claim = publisher.try_claim(scratch.len())?;
+            stamp(claim.buffer_mut(), seq);
+            claim.commit();
+            Ok(())
+        }
+    }
+}
+
+/// Checks every message: its length, and that it is the next one, whole.
+struct Checker {
+    len: usize,
+    next: u64,
+}
+
+impl Checker {
+    #[inline]
+    fn on_message(&mut self, msg: &[u8], _header: &MessageHeader) {
+        assert_eq!(msg.len(), self.len, "message {} has the wrong length", self.next);
+        let first = u64::from_le_bytes(msg[..8].try_into().unwrap());
+        let last = u64::from_le_bytes(msg[msg.len() - 8..].try_into().unwrap());
+        assert_eq!(
+            (first, last),
+            (self.next, self.next),
+            "a message was lost, repeated or torn"
+        );
+        self.next += 1;
+    }
+}
+
+/// What one measured run counted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Counted {
+    /// (allocations, bytes) on the publishing thread while it sent `MEASURED` messages.
+    publisher: (u64, u64),
+    /// (allocations, bytes) on the polling thread while it received them.
+    subscriber: (u64, u64),
+    /// Messages sent, warm-up included.
+    sent: u64,
+    /// Messages received in order, warm-up included.
+    received: u64,
+    /// Retryable refusals (back-pressure, term rotation, ...) while counting: those paths are
+    /// measured too.
+    refused: u64,
+}
+
+/// Publisher and subscriber on the calling thread: send a burst until the log pushes back,
+/// then poll what is there. Counts everything the thread does once the warm-up is through.
+fn one_thread(s: &mut Stream, how: Send, len: usize) -> Counted {
+    let mut scratch = vec![0_u8; len];
+    let mut checker = Checker { len, next: 0 };
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let total = WARMUP + MEASURED;
+    let started = Instant::now();
+    let mut sent = 0_u64;
+    let mut refused = 0_u64;
+    let mut before = None;
+    while checker.next < total {
+        if before.is_none() && checker.next >= WARMUP {
+            before = Some(allocated());
+            refused = 0;
+        }
+        let mut work = 0;
+        while sent < total && work < 64 {
+            match try_send(&mut s.publisher, how, sent, &mut scratch) {
+                Ok(()) => {
+                    sent += 1;
+                    work += 1;
+                }
+                Err(e) if e.is_retryable() => {
+                    refused += 1;
+                    break;
+                }
+                Err(e) => panic!("{how:?} failed: {e}"),
+            }
+        }
+        work += s
+            .subscriber
+            .poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64);
+        if work == 0 {
+            assert!(started.elapsed() < DEADLINE, "stalled at {} of {total}", checker.next);
+        }
+        idle.idle(work);
+    }
+    let counted = allocated_since(before.expect("the warm-up ended"));
+    Counted {
+        publisher: counted,
+        subscriber: counted,
+        sent,
+        received: checker.next,
+        refused,
+    }
+}
+
+/// The publisher on one thread, the subscriber on another, each idling with `backoff` when it
+/// cannot make progress; each counts its own thread once its warm-up is through.
+fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
+    let total = WARMUP + MEASURED;
+    let Stream {
+        publisher, subscriber, ..
+    } = s;
+    std::thread::scope(|scope| {
+        let publishing = scope.spawn(move || {
+            let mut scratch = vec![0_u8; len];
+            let mut idle: IdleStrategy = "backoff".parse().unwrap();
+            let started = Instant::now();
+            let mut sent = 0_u64;
+            let mut refused = 0_u64;
+            let mut before = None;
+            while sent < total {
+                if before.is_none() && sent >= WARMUP {
+                    before = Some(allocated());
+                    refused = 0;
+                }
+                match try_send(publisher, how, sent, &mut scratch) {
+                    Ok(()) => {
+                        sent += 1;
+                        idle.reset();
+                    }
+                    Err(e) if e.is_retryable() => {
+                        refused += 1;
+                        assert!(started.elapsed() < DEADLINE, "publisher stalled at {sent} of {total}");
+                        idle.idle_once();
+                    }
+                    Err(e) => panic!("{how:?} failed: {e}"),
+                }
+            }
+            (allocated_since(before.expect("the warm-up ended")), sent, refused)
+        });
+        let polling = scope.spawn(move || {
+            let mut checker = Checker { len, next: 0 };
+            let mut idle: IdleStrategy = "backoff".parse().unwrap();
+            let started = Instant::now();
+            let mut before = None;
+            while checker.next < total {
+                if before.is_none() && checker.next >= WARMUP {
+                    before = Some(allocated());
+                }
+                let n = subscriber.poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64);
+                if n == 0 {
+                    assert!(
+                        started.elapsed() < DEADLINE,
+                        "subscriber stalled at {} of {total}",
+                        checker.next
+                    );
+                }
+                idle.idle(n);
+            }
+            (allocated_since(before.expect("the warm-up ended")), checker.next)
+        });
+        let (publisher, sent, refused) = publishing.join().expect("the publishing thread");
+        let (subscriber, received) = polling.join().expect("the polling thread");
+        Counted {
+            publisher,
+            subscriber,
+            sent,
+            received,
+            refused,
+        }
+    })
+}
+
+/// Runs `how` with 32 B messages and (for `offer`, which fragments) with messages of three
+/// frames, each on a fresh stream, and asserts nothing was allocated and nothing lost.
+fn assert_allocation_free(threads: &str, how: Send, run: fn(&mut Stream, Send, usize) -> Counted) {
+    let d = driver();
+    let mut stream_id = 10;
+    let mut sizes = vec![SMALL];
+    if how == Send::Offer {
+        sizes.push(0); // fragmented: the length depends on the publication's MTU
+    }
+    for size in sizes {
+        stream_id += 1;
+        let mut s = stream(&d, stream_id);
+        let len = if size == 0 { fragmented_len(&s.publisher) } else { size };
+        let started = Instant::now();
+        let counted = run(&mut s, how, len);
+        println!(
+            "{threads}, {how:?}, {len} B: {counted:?} in {:.2} s; publication lock busy {} times, \
+             subscription lock busy {} times",
+            started.elapsed().as_secs_f64(),
+            s.publisher.busy_count(),
+            s.subscriber.busy_count()
+        );
+        let total = WARMUP + MEASURED;
+        assert_eq!(
+            (counted.sent, counted.received),
+            (total, total),
+            "every message is received once, in order"
+        );
+        assert!(counted.refused > 0, "the log never pushed back: use a smaller term");
+        assert_eq!(
+            (counted.publisher, counted.subscriber),
+            ((0, 0), (0, 0)),
+            "{threads}, {how:?} of {len} B allocated (allocations, bytes) on (publishing, polling) thread"
+        );
+    }
+}
+
+#[test]
+fn the_counter_counts_this_thread_only() {
+    let before = allocated();
+    drop(std::hint::black_box(vec![0_u8; 100]));
+    assert_eq!(allocated_since(before), (1, 100));
+    let before = allocated();
+    std::thread::spawn(|| drop(std::hint::black_box(vec![0_u8; 1 << 20])))
+        .join()
+        .unwrap();
+    let (_, bytes) = allocated_since(before);
+    assert!(bytes < 1 << 20, "another thread's 1 MiB counted here ({bytes} bytes)");
+}
+
+#[test]
+fn offer_and_poll_on_one_thread_allocate_nothing() {
+    assert_allocation_free("one thread", Send::Offer, one_thread);
+}
+
+#[test]
+fn try_claim_commit_and_poll_on_one_thread_allocate_nothing() {
+    assert_allocation_free("one thread", Send::Claim, one_thread);
+}
+
+#[test]
+fn offer_and_poll_on_two_threads_allocate_nothing() {
+    assert_allocation_free("two threads", Send::Offer, two_threads);
+}
+
+#[test]
+fn try_claim_commit_and_poll_on_two_threads_allocate_nothing() {
+    assert_allocation_free("two threads", Send::Claim, two_threads);
+}

@@ -1,0 +1,347 @@
+//! The physical floor: the raw cache-line round trip between the two hot cores.
+//!
+//! # Guarantees
+//! - [`measure`] runs two threads pinned to the given cores that bounce one counter on its own
+//!   128-byte-aligned cache line (no Aeron, no allocation, no syscall in the loop) and records
+//!   every round trip in an HdrHistogram.
+//! - Timing model: [`FLOOR_TIMING_MODEL`]. Each round trip is timed with the same clock
+//!   ([`now_ns`], `CLOCK_MONOTONIC` through the vDSO) and the same two readings per round trip
+//!   as the probe's own round trips, so a ratio to it cancels the clock's cost and the machine's
+//!   inter-core distance; what remains is what the messaging stack adds.
+//! - On a VM the inter-core round trip can jump between regimes for seconds at a time.
+//!   `latency-probe` measures the floor right before and right after every measured phase
+//!   ([`Floor`]) and warns when the two differ by more than [`MOVED_FACTOR`]: then no ratio
+//!   from that run is trustworthy.
+//!
+//! ```no_run
+//! let h = latency_probe::floor::measure(Some(0), Some(1), std::time::Duration::from_millis(200))?;
+//! println!("raw round trip p50 {} ns", h.value_at_quantile(0.5));
+//! # Ok::<(), String>(())
+//! ```
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aeron_latency::messaging::ThreadBuilder;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::clock::now_ns;
+use crate::stats::{new_latency_histogram, record_saturating, Stats, QUANTILES};
+
+/// How each floor round trip is timed; the report carries it verbatim.
+pub const FLOOR_TIMING_MODEL: &str = "floor = raw cache-line round trip between the two hot cores: one \
+thread stores a counter, the other spins until it sees it and stores it + 1, the first spins until it sees \
+that; timed by two CLOCK_MONOTONIC readings on the first thread (the same clock and the same number of \
+readings as a probe round trip); no Aeron, no allocation, no syscall";
+
+/// Default length of each floor measurement (before and after the run), seconds.
+pub const DEFAULT_FLOOR_SECONDS: f64 = 0.25;
+
+/// Before/after p50s further apart than this factor mean the machine's inter-core latency
+/// changed regime during the run.
+pub const MOVED_FACTOR: f64 = 1.5;
+
+/// Round trips run first and not recorded (page-in, cache and predictor warm-up), for at most a
+/// tenth of the measurement.
+const WARMUP_ROUND_TRIPS: u64 = 10_000;
+
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// The responder's stop value (the initiator only ever stores odd values).
+const STOP: u64 = u64::MAX - 1;
+
+/// Measures the raw cache-line round trip between `initiator` and `responder` cores for
+/// `duration` (after a short warm-up) and returns every round trip in a histogram (ns).
+///
+/// Both threads busy-spin for the whole time: give it the two cores the hot threads will use,
+/// while nothing else spins there.
+///
+/// # Errors
+/// A core that does not exist or cannot be pinned (the message names it), or a thread that
+/// could not start.
+pub fn measure(
+    initiator: Option<usize>,
+    responder: Option<usize>,
+    duration: Duration,
+) -> Result<Histogram<u64>, String> {
+    let line = Arc::new(Line(AtomicU64::new(0)));
+    let ready = Arc::new(AtomicBool::new(false));
+    let (l2, r2, l3) = (line.clone(), ready.clone(), line.clone());
+    let pong = ThreadBuilder::new()
+        .name("floor-pong")
+        .affinity_opt(responder)
+        .spawn(move || {
+            r2.store(true, Ordering::Release);
+            let mut last = 0;
+            loop {
+                let v = l2.0.load(Ordering::Acquire);
+                if v == STOP {
+                    return;
+                }
+                if v != last && v % 2 == 1 {
+                    last = v + 1;
+                    l2.0.store(last, Ordering::Release);
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+        .map_err(|e| format!("floor: {e}"))?;
+    let ping = ThreadBuilder::new()
+        .name("floor-ping")
+        .affinity_opt(initiator)
+        .spawn(move || {
+            while !ready.load(Ordering::Acquire) {
+                std::hint::spin_loop();
+            }
+            let mut h = new_latency_histogram();
+            let mut next: u64 = 1;
+            // Returns the reading that ended the round trip and its length.
+            let round_trip = |next: &mut u64| -> (i64, i64) {
+                let t0 = now_ns();
+                line.0.store(*next, Ordering::Release);
+                while line.0.load(Ordering::Acquire) != *next + 1 {
+                    std::hint::spin_loop();
+                }
+                let t1 = now_ns();
+                *next += 2;
+                (t1, t1 - t0)
+            };
+            // Both phases are bounded in time, not count: on a busy machine (another spinner on
+            // these cores) one round trip can take a scheduler time slice.
+            let start = now_ns();
+            let warm_until = start + (duration.as_nanos() as i64 / 10).max(1_000_000);
+            for _ in 0..WARMUP_ROUND_TRIPS {
+                if round_trip(&mut next).0 >= warm_until {
+                    break;
+                }
+            }
+            let end = now_ns() + duration.as_nanos() as i64;
+            loop {
+                let (at, rtt) = round_trip(&mut next);
+                record_saturating(&mut h, rtt.max(0) as u64);
+                if at >= end {
+                    break;
+                }
+            }
+            line.0.store(STOP, Ordering::Release);
+            h
+        });
+    let ping = match ping {
+        Ok(p) => p,
+        Err(e) => {
+            l3.0.store(STOP, Ordering::Release);
+            let _ = pong.join();
+            return Err(format!("floor: {e}"));
+        }
+    };
+    let h = ping
+        .join()
+        .map_err(|_| "floor: the measuring thread panicked".to_owned())?;
+    let _ = pong.join();
+    Ok(h)
+}
+
+/// One floor measurement, summarised.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FloorSample {
+    /// Round-trip percentiles, ns.
+    pub round_trip_ns: Stats,
+    /// When it started, CLOCK_MONOTONIC ns.
+    pub at_ns: i64,
+}
+
+/// The floor around one measured phase, and every reported percentile as a ratio to it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Floor {
+    /// Initiator and responder cores (the run's publisher and subscriber cores).
+    pub cores: (Option<usize>, Option<usize>),
+    /// Length of each measurement, seconds.
+    pub seconds_each: f64,
+    /// Right before the measured phase.
+    pub before: FloorSample,
+    /// Right after it (absent when the run ended too badly to measure again).
+    pub after: Option<FloorSample>,
+    /// Before and after merged: the reference the ratios divide by.
+    pub combined_ns: Stats,
+    /// Whether before and after p50 differ by more than [`MOVED_FACTOR`].
+    pub moved: bool,
+    /// Percentile name -> the run's latency (from the intended time) at it divided by the
+    /// floor's at the same percentile.
+    pub ratios: Vec<(String, f64)>,
+    /// [`FLOOR_TIMING_MODEL`].
+    pub timing_model: String,
+}
+
+/// Measures the floor before a phase; call [`Floor::finish`] after it.
+#[derive(Debug)]
+pub struct FloorRun {
+    cores: (Option<usize>, Option<usize>),
+    duration: Duration,
+    before: Histogram<u64>,
+    at_ns: i64,
+}
+
+impl FloorRun {
+    /// Measures the "before" floor now.
+    ///
+    /// # Errors
+    /// As [`measure`].
+    pub fn before(initiator: Option<usize>, responder: Option<usize>, duration: Duration) -> Result<FloorRun, String> {
+        let at_ns = now_ns();
+        let before = measure(initiator, responder, duration)?;
+        Ok(FloorRun {
+            cores: (initiator, responder),
+            duration,
+            before,
+            at_ns,
+        })
+    }
+
+    /// Measures the "after" floor (unless `measure_after` is false) and relates `latency` to
+    /// both.
+    #[must_use]
+    pub fn finish(self, latency: &Stats, measure_after: bool) -> Floor {
+        let at_ns = now_ns();
+        let after = if measure_after {
+            measure(self.cores.0, self.cores.1, self.duration).ok()
+        } else {
+            None
+        };
+        let mut combined = self.before.clone();
+        if let Some(a) = &after {
+            let _ = combined.add(a);
+        }
+        let combined_ns = Stats::from_histogram(&combined);
+        let before = FloorSample {
+            round_trip_ns: Stats::from_histogram(&self.before),
+            at_ns: self.at_ns,
+        };
+        let after = after.map(|a| FloorSample {
+            round_trip_ns: Stats::from_histogram(&a),
+            at_ns,
+        });
+        let moved = after
+            .as_ref()
+            .is_some_and(|a| regime_moved(before.round_trip_ns.p50, a.round_trip_ns.p50));
+        Floor {
+            cores: self.cores,
+            seconds_each: self.duration.as_secs_f64(),
+            before,
+            after,
+            ratios: ratios(latency, &combined_ns),
+            combined_ns,
+            moved,
+            timing_model: FLOOR_TIMING_MODEL.to_owned(),
+        }
+    }
+}
+
+/// Whether two floor p50s are in different regimes (more than [`MOVED_FACTOR`] apart).
+#[must_use]
+pub fn regime_moved(a: u64, b: u64) -> bool {
+    let (lo, hi) = (a.min(b).max(1) as f64, a.max(b) as f64);
+    hi / lo > MOVED_FACTOR
+}
+
+/// Each of [`QUANTILES`] of `latency` divided by the same quantile of `floor`.
+#[must_use]
+pub fn ratios(latency: &Stats, floor: &Stats) -> Vec<(String, f64)> {
+    latency
+        .percentiles()
+        .iter()
+        .zip(floor.percentiles())
+        .zip(QUANTILES)
+        .map(|(((_, l), (_, f)), (name, _))| (name.to_owned(), *l as f64 / f.max(1) as f64))
+        .collect()
+}
+
+impl Floor {
+    /// Text lines for the report: the floor before/after and the ratios, plus a warning when it
+    /// moved.
+    #[must_use]
+    pub fn render(&self) -> String {
+        use std::fmt::Write as _;
+        let core = |c: Option<usize>| c.map_or("any".to_owned(), |c| c.to_string());
+        let p = |s: &Stats| {
+            format!(
+                "p50 {} p99 {} p99.9 {}",
+                crate::report::format_ns(s.p50),
+                crate::report::format_ns(s.p99),
+                crate::report::format_ns(s.p999)
+            )
+        };
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Floor (raw cache-line round trip, cores {} <-> {}, {:.2} s each): before {}",
+            core(self.cores.0),
+            core(self.cores.1),
+            self.seconds_each,
+            p(&self.before.round_trip_ns)
+        );
+        match &self.after {
+            Some(a) => {
+                let _ = writeln!(out, "  after {}", p(&a.round_trip_ns));
+            }
+            None => out.push_str("  after: not measured (the run ended early)\n"),
+        }
+        let r: Vec<String> = self.ratios.iter().map(|(n, x)| format!("{n} {x:.1}x")).collect();
+        let _ = writeln!(out, "  latency / floor at the same percentile: {}", r.join("  "));
+        if self.moved {
+            let _ = writeln!(
+                out,
+                "  WARNING: the floor moved during the run (p50 {} before, {} after): this machine's inter-core \
+                 latency changed regime, so compare nothing from this run; run again",
+                crate::report::format_ns(self.before.round_trip_ns.p50),
+                crate::report::format_ns(self.after.as_ref().map_or(0, |a| a.round_trip_ns.p50)),
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_floor_measurement_records_round_trips() {
+        // Unpinned and short: this checks the mechanics, not the figures.
+        let h = measure(None, None, Duration::from_millis(20)).unwrap();
+        assert!(h.len() > 100, "only {} round trips", h.len());
+        assert!(h.min() > 0);
+    }
+
+    #[test]
+    fn a_core_that_does_not_exist_is_named() {
+        let e = measure(Some(10_000), None, Duration::from_millis(1)).unwrap_err();
+        assert!(e.contains("10000"), "{e}");
+    }
+
+    #[test]
+    fn regimes_130_and_500_ns_differ_but_130_and_160_do_not() {
+        assert!(regime_moved(130, 500));
+        assert!(regime_moved(500, 130));
+        assert!(!regime_moved(130, 160));
+        assert!(!regime_moved(0, 1));
+    }
+
+    #[test]
+    fn ratios_divide_percentile_by_percentile() {
+        let mut l = new_latency_histogram();
+        let mut f = new_latency_histogram();
+        for v in 1..=1000u64 {
+            l.record(v * 3).unwrap();
+            f.record(v).unwrap();
+        }
+        let r = ratios(&Stats::from_histogram(&l), &Stats::from_histogram(&f));
+        assert_eq!(r.len(), QUANTILES.len());
+        for (name, x) in r {
+            assert!((x - 3.0).abs() < 0.05, "{name}: {x}");
+        }
+    }
+}
