@@ -595,12 +595,12 @@ fn hot_loop(
     }
     // The measured period ends here; the end marker goes out before the (slower) drain of the
     // switch records, so the subscriber's period ends with the last message too.
-    if let Some(m) = &mut monitor {
-        m.snapshot(GROUPS);
-    }
     r.faults_measured = r
         .faults_at_start
         .and_then(|a| Some(crate::jitter::thread_faults()?.saturating_sub(a)));
+    if let Some(m) = &mut monitor {
+        m.snapshot(GROUPS);
+    }
     // End marker: seq = number sent. Retry for up to `wait`.
     let end = Sample {
         seq: r.sent,

@@ -397,6 +397,10 @@ impl State {
     }
 
     pub(crate) fn finish(mut self, stopped_early: Option<String>) -> SubOutcome {
+        // First: what follows (draining the monitor, sorting) allocates and is not measuring.
+        let faults_measured = self
+            .faults_at_start
+            .and_then(|a| Some(jitter::thread_faults()?.saturating_sub(a)));
         let jitter = self.monitor.take().map(|mut m| {
             m.snapshot(GROUPS);
             if let Some(s) = self.stalls.take() {
@@ -421,9 +425,7 @@ impl State {
             delivery: Delivery::Inline,
             hot_path_lock: false,
             echo: None,
-            faults_measured: self
-                .faults_at_start
-                .and_then(|a| Some(jitter::thread_faults()?.saturating_sub(a))),
+            faults_measured,
             prefaulted: Vec::new(),
         }
     }

@@ -892,6 +892,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn filling_the_slow_samples_and_a_stall_log_takes_no_page_fault() {
+        // 4,096 samples are 160 KiB (40 pages): written when allocated, not while measuring.
+        let mut slow = SlowSamples::new(4096);
+        let mut stalls = StallLog::new(1, 100_000);
+        let before = thread_faults().unwrap();
+        for i in 0..4096u64 {
+            slow.offer(SlowSample {
+                latency_ns: i,
+                seq: i,
+                intended_ns: 0,
+                sent_ns: 0,
+                received_ns: 0,
+            });
+        }
+        for t in 0..100_000i64 {
+            stalls.tick(t * 10);
+        }
+        let faults = thread_faults().unwrap() - before;
+        assert!(faults < 5, "{faults} page faults");
+        assert!(stalls.stalls.len() > 99_000, "{} stalls logged", stalls.stalls.len());
+    }
+
+    #[test]
     fn stall_log_logs_long_gaps_and_counts_overflow() {
         let mut s = StallLog::new(100, 2);
         for t in [1, 50, 300, 310, 1000, 1001, 5000] {
