@@ -251,7 +251,12 @@ fn parse_maps(maps: &str, (major, minor): (u32, u32), inode: u64) -> Vec<Range<u
             // start-end perms offset major:minor inode [path]
             let mut fields = line.split_ascii_whitespace();
             let range = fields.next()?;
-            let (_perms, _offset) = (fields.next()?, fields.next()?);
+            let (perms, _offset) = (fields.next()?, fields.next()?);
+            // Shared mappings only: populating a private one writable would copy its pages and
+            // detach them from the log (no Aeron log is mapped privately; this keeps it so).
+            if perms.as_bytes().get(3) != Some(&b's') {
+                return None;
+            }
             let (maj, min) = fields.next()?.split_once(':')?;
             let ino: u64 = fields.next()?.parse().ok()?;
             let same_file = ino == inode
@@ -408,6 +413,7 @@ mod tests {
 7f0000400000-7f0000700000 rw-s 00000000 00:1a 1234                       /dev/shm/a/publications/5.logbuffer
 7f0000800000-7f0000900000 rw-s 00000000 00:1b 1234                       /other/fs
 7f0000a00000-7f0000b00000 rw-s 00000000 00:1a 12345                      /dev/shm/a/publications/55.logbuffer
+7f0000c00000-7f0000d00000 rw-p 00000000 00:1a 1234                       /dev/shm/a/publications/5.logbuffer
 7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]
 garbage";
         assert_eq!(

@@ -94,6 +94,14 @@ pub fn measure(
         .name("floor-ping")
         .affinity_opt(initiator)
         .spawn(move || {
+            // Stops the responder however this thread ends (a panic included).
+            struct Stop(Arc<Line>);
+            impl Drop for Stop {
+                fn drop(&mut self) {
+                    self.0 .0.store(STOP, Ordering::Release);
+                }
+            }
+            let _stop = Stop(line.clone());
             while !ready.load(Ordering::Acquire) {
                 std::hint::spin_loop();
             }
@@ -127,7 +135,6 @@ pub fn measure(
                     break;
                 }
             }
-            line.0.store(STOP, Ordering::Release);
             h
         });
     let ping = match ping {
@@ -176,13 +183,16 @@ pub struct Floor {
     pub timing_model: String,
 }
 
-/// Measures the floor before a phase; call [`Floor::finish`] after it.
+/// Measures the floor before a phase; call [`FloorRun::after`] right after it (under the same
+/// conditions: driver and meter still running) and [`FloorRun::finish`] once the run's
+/// latencies are known.
 #[derive(Debug)]
 pub struct FloorRun {
     cores: (Option<usize>, Option<usize>),
     duration: Duration,
     before: Histogram<u64>,
     at_ns: i64,
+    after: Option<(Histogram<u64>, i64)>,
 }
 
 impl FloorRun {
@@ -198,18 +208,24 @@ impl FloorRun {
             duration,
             before,
             at_ns,
+            after: None,
         })
     }
 
-    /// Measures the "after" floor (unless `measure_after` is false) and relates `latency` to
-    /// both.
-    #[must_use]
-    pub fn finish(self, latency: &Stats, measure_after: bool) -> Floor {
+    /// Measures the "after" floor now.
+    pub fn after(&mut self) {
         let at_ns = now_ns();
-        let after = if measure_after {
-            measure(self.cores.0, self.cores.1, self.duration).ok()
-        } else {
-            None
+        self.after = measure(self.cores.0, self.cores.1, self.duration)
+            .ok()
+            .map(|h| (h, at_ns));
+    }
+
+    /// Relates `latency` to the floor before and (if [`FloorRun::after`] ran) after.
+    #[must_use]
+    pub fn finish(self, latency: &Stats) -> Floor {
+        let (after, at_ns) = match self.after {
+            Some((h, at)) => (Some(h), at),
+            None => (None, 0),
         };
         let mut combined = self.before.clone();
         if let Some(a) = &after {

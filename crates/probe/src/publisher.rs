@@ -239,7 +239,11 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         .affinity_opt(cfg.core)
         .spawn(move || {
             let monitor = ready_rx.recv().ok();
-            let echo = pong.as_mut().map(|sub| (sub, State::new(None, None, false)));
+            let echo = pong.as_mut().map(|sub| {
+                let mut st = State::new(None, None, false);
+                st.count_faults = false; // this thread's faults are counted by the send loop
+                (sub, st)
+            });
             let r = hot_loop(
                 &mut publisher,
                 Plan {
@@ -501,6 +505,12 @@ fn hot_loop(
                             break 'messages;
                         }
                     }
+                    if echo.is_some() {
+                        if let (Some(log), Some(start)) = (&mut lock_waits, busy_since.take()) {
+                            // Ping: the lock wait ends with the claim, not with the echo.
+                            log.interval(start, now_ns() - start);
+                        }
+                    }
                     let t = match &mut echo {
                         // Ping: no extra clock read inside the round trip; the echo's receive
                         // reading ends it and starts the next pacing wait.
@@ -528,8 +538,10 @@ fn hot_loop(
                     r.max_lag_ns = r.max_lag_ns.max((now - intended).max(0) as u64);
                     if i == warmup {
                         r.first_measured_ns = now;
-                        // Once per run: one getrusage syscall.
+                        // Once per run: one getrusage syscall (the next pacing wait reads the
+                        // clock afresh, so it does not delay the next message's stamp).
                         r.faults_at_start = crate::jitter::thread_faults();
+                        after_commit = None;
                     }
                     r.last_measured_ns = now;
                     if i >= next_boundary {
@@ -618,10 +630,6 @@ fn hot_loop(
                 if wire::encode_into(claim.buffer_mut(), &end, padding).is_ok() {
                     claim.commit();
                     r.end_marker_sent = true;
-                    if let Some((_, st)) = &mut echo {
-                        // Ping knows its own count; the echo of the end marker is not awaited.
-                        st.set_end(r.sent);
-                    }
                 }
                 break;
             }
@@ -640,7 +648,11 @@ fn hot_loop(
             m.finish()
         })
         .filter(|j| j.source.name != "off");
-    r.rtt = echo.map(|(_, st)| st.finish(r.abort.clone()));
+    r.rtt = echo.map(|(_, mut st)| {
+        // Ping knows its own count; the echo of the end marker is not awaited.
+        st.set_end(r.sent);
+        st.finish(r.abort.clone())
+    });
     r
 }
 
@@ -662,8 +674,9 @@ fn await_echo(
     sleeps: bool,
     stalls: &mut Option<StallLog>,
 ) -> Result<i64, String> {
-    let mut empty: u32 = 0;
+    let mut polls: u32 = 0;
     loop {
+        polls = polls.wrapping_add(1);
         let n = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16);
         if let Some((last, at)) = st.last {
             if last == seq {
@@ -674,10 +687,17 @@ fn await_echo(
                 return Ok(at);
             }
         }
+        // The clock every 4,096 polls (every poll when the idle strategy sleeps anyway).
+        if (sleeps || polls.is_multiple_of(4096)) && now_ns() - sent > wait.as_nanos() as i64 {
+            return Err(format!(
+                "no echo of message {seq} within --wait {:.1} s: pong (latency-sub --mode rtt) stopped echoing or \
+                 uses another --pong-channel/--pong-stream",
+                wait.as_secs_f64()
+            ));
+        }
         if n > 0 {
             continue;
         }
-        empty = empty.wrapping_add(1);
         if let Some(s) = stalls {
             // Waiting for the echo is the loop running, not a stall.
             s.tick(now_ns());
@@ -687,13 +707,6 @@ fn await_echo(
             if let Some(s) = stalls {
                 s.restart(now_ns());
             }
-        }
-        if empty.is_multiple_of(4096) && now_ns() - sent > wait.as_nanos() as i64 {
-            return Err(format!(
-                "no echo of message {seq} within --wait {:.1} s: pong (latency-sub --mode rtt) stopped echoing or \
-                 uses another --pong-stream",
-                wait.as_secs_f64()
-            ));
         }
     }
 }

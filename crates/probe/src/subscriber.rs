@@ -104,7 +104,20 @@ pub struct EchoStats {
 struct Echo {
     publisher: aeron_latency::messaging::Publisher,
     stats: EchoStats,
+    /// Failed claims by [`crate::report::OFFER_OUTCOMES`] index (no allocation while measuring).
+    retries: [u64; crate::report::OFFER_OUTCOMES.len()],
     wait: Duration,
+}
+
+impl Echo {
+    fn into_stats(mut self) -> EchoStats {
+        for (name, n) in crate::report::OFFER_OUTCOMES.iter().zip(self.retries) {
+            if n > 0 {
+                self.stats.retries.insert((*name).to_owned(), n);
+            }
+        }
+        self.stats
+    }
 }
 
 impl Echo {
@@ -124,7 +137,11 @@ impl Echo {
                     return;
                 }
                 Err(e) => {
-                    *self.stats.retries.entry(e.name().to_owned()).or_insert(0) += 1;
+                    let i = crate::report::OFFER_OUTCOMES
+                        .iter()
+                        .position(|n| *n == e.name())
+                        .unwrap_or(crate::report::OFFER_OUTCOMES.len() - 1);
+                    self.retries[i] += 1;
                     let t = *since.get_or_insert_with(Instant::now);
                     if !e.is_retryable() || t.elapsed() > self.wait {
                         self.stats.failure = Some(format!(
@@ -206,12 +223,15 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                 .map_err(|e| SetupError(e.to_string()))?;
             // Map in every page of the publisher's log before the first message is handled
             // (page tables are per process, so this thread's work serves the hot one). The
-            // image attaches only once a publisher connected: wait for it (messages sent
-            // meanwhile wait in the log; the warm-up absorbs the delay).
+            // image attaches only once a publisher connected: wait for it. Messages sent
+            // meanwhile wait in the log: the warm-up absorbs that when it lasts longer than
+            // the pre-faulting (its time is in the report's `faults.prefaulted`).
             let waited = Instant::now();
             while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout {
                 std::thread::sleep(Duration::from_millis(1));
             }
+            // One --timeout for the whole run, the wait included.
+            let timeout = cfg.timeout.saturating_sub(waited.elapsed());
             match subscriber.prefault() {
                 Ok(st) => prefaulted.push(format!("sub stream {} image: {st}", cfg.stream)),
                 Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
@@ -225,6 +245,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                         stream: path.stream,
                         ..EchoStats::default()
                     },
+                    retries: [0; crate::report::OFFER_OUTCOMES.len()],
                     wait: timeout.min(Duration::from_secs(10)),
                 }),
                 None => None,
@@ -243,7 +264,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                     let monitor = ready_rx.recv().ok();
                     let st = State::new(monitor, lock, true);
                     let mut out = hot_loop(&mut subscriber, st, total, timeout, &mut idle, sleeps, echo.as_mut());
-                    out.echo = echo.map(|e| e.stats);
+                    out.echo = echo.map(Echo::into_stats);
                     (out, subscriber)
                 })
                 .map_err(|e| SetupError(format!("--core: {e}")))?;
@@ -302,6 +323,8 @@ pub(crate) struct State {
     pub(crate) last: Option<(u64, i64)>,
     /// Page faults of this thread when the first measured message arrived.
     faults_at_start: Option<u64>,
+    /// Whether to read them (ping's sending side counts its own thread's faults).
+    pub(crate) count_faults: bool,
     end: Option<u64>,
     fragments: u64,
     intended_span: (i64, i64),
@@ -323,6 +346,7 @@ impl State {
             rec: Recorder::new(),
             last: None,
             faults_at_start: None,
+            count_faults: true,
             end: None,
             fragments: 0,
             intended_span: (0, 0),
@@ -362,8 +386,10 @@ impl State {
             .record(s.seq, kind, s.warmup, s.planned, now - s.intended_ns, now - s.sent_ns);
         if kind == SampleKind::Measured {
             if self.intended_span.0 == 0 {
-                // Once per run: one getrusage syscall.
-                self.faults_at_start = jitter::thread_faults();
+                if self.count_faults {
+                    // Once per run: one getrusage syscall.
+                    self.faults_at_start = jitter::thread_faults();
+                }
                 self.intended_span.0 = s.intended_ns;
                 self.receive_span.0 = now;
             }

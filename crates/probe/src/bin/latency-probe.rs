@@ -256,6 +256,11 @@ fn main() {
     let pub_status = wait_bounded(&mut publ, Duration::from_secs_f64(run_s + 3.0 * a.wait + 30.0));
     let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(sub_timeout + 10.0));
     let is_embedded = embedded.is_some();
+    // The floor again, right after the run and under the same conditions (driver and meter up).
+    let mut floor = floor;
+    if let Some(f) = &mut floor {
+        f.after();
+    }
     let meter = meter.map(HiccupMeter::stop);
     drop(embedded);
 
@@ -269,14 +274,17 @@ fn main() {
     };
     let mut report = if rtt {
         // Ping's report is the result; pong's is its one-way view of the same messages.
-        let ping: Option<Report> = read(&pub_json).and_then(|b| serde_json::from_slice(&b).ok());
+        let bytes = read(&pub_json);
+        let ping: Option<Report> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
+        // A ping that stopped before its first round trip writes its publisher report only.
+        let stopped: Option<PubReport> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
         let _ = std::fs::remove_dir_all(&tmp);
         let Some(mut report) = ping else {
-            cli::fail(
-                ME,
-                format!("latency-pub (ping) wrote no report (exit {pub_status:?}); see its error above"),
-                EXIT_INCOMPLETE,
-            );
+            let why = match stopped.and_then(|p| p.incomplete_reason) {
+                Some(reason) => format!("latency-pub (ping) stopped before any round trip: {reason}"),
+                None => format!("latency-pub (ping) wrote no report (exit {pub_status:?}); see its error above"),
+            };
+            cli::fail(ME, why, EXIT_INCOMPLETE);
         };
         report.env.driver_kind = if is_embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
         report.env.driver_version.clone_from(&driver_version);
@@ -286,8 +294,8 @@ fn main() {
                 report.faults.prefaulted.extend(pong.faults.prefaulted.iter().cloned());
                 let l = &pong.latency_actual_ns;
                 report.notes.push(format!(
-                    "pong's one-way view (ping to pong, this host's clock, from the actual send): p50 {} p99 {} \
-                     p99.9 {} over {} messages",
+                    "pong's one-way view (ping to pong, this host's clock, from the actual send, read after pong \
+                     echoed the message): p50 {} p99 {} p99.9 {} over {} messages",
                     format_ns(l.p50),
                     format_ns(l.p99),
                     format_ns(l.p999),
@@ -342,8 +350,7 @@ fn main() {
         report
     };
     if let Some(f) = floor {
-        // Right after the run, on the same cores (the children have exited).
-        let f = f.finish(&report.latency_ns, true);
+        let f = f.finish(&report.latency_ns);
         if f.moved {
             report.notes.push(format!(
                 "the floor moved during the run (raw round trip p50 {} before, {} after): this machine's inter-core \
