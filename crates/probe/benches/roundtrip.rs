@@ -418,37 +418,17 @@ fn percentiles(case: &mut impl Op, plan: &Plan) -> Histogram<u64> {
 // ---------------------------------------------------------------------------------------------
 // raw: the cache-line ping-pong of `latency_probe::floor`, as an `Op`.
 
-#[repr(align(128))]
-struct Line(AtomicU64);
-
-/// The responder's stop value (the initiator only ever stores odd values).
-const STOP: u64 = u64::MAX - 1;
-
 struct Raw {
-    line: Arc<Line>,
+    line: Arc<floor::Line>,
     next: u64,
     responder: Option<PinnedThread<()>>,
 }
 
 impl Raw {
     fn start(core: Option<usize>) -> Self {
-        let line = Arc::new(Line(AtomicU64::new(0)));
+        let line = Arc::new(floor::Line::default());
         let l2 = line.clone();
-        let responder = spawn_pinned("raw-pong", core, move || {
-            let mut last = 0;
-            loop {
-                let v = l2.0.load(Ordering::Acquire);
-                if v == STOP {
-                    return;
-                }
-                if v != last && v % 2 == 1 {
-                    last = v + 1;
-                    l2.0.store(last, Ordering::Release);
-                } else {
-                    spin_loop();
-                }
-            }
-        });
+        let responder = spawn_pinned("raw-pong", core, move || floor::respond(&l2));
         Raw {
             line,
             next: 1,
@@ -469,7 +449,7 @@ impl Op for Raw {
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        self.line.0.store(STOP, Ordering::Release);
+        self.line.0.store(floor::STOP, Ordering::Release);
         if let Some(t) = self.responder.take() {
             let _ = t.join();
         }

@@ -47,11 +47,31 @@ pub const MOVED_FACTOR: f64 = 1.5;
 /// tenth of the measurement.
 const WARMUP_ROUND_TRIPS: u64 = 10_000;
 
+/// The bounced counter, alone on its cache line (128 bytes: adjacent-line prefetch pairs lines).
 #[repr(align(128))]
-struct Line(AtomicU64);
+#[derive(Debug, Default)]
+pub struct Line(pub AtomicU64);
 
 /// The responder's stop value (the initiator only ever stores odd values).
-const STOP: u64 = u64::MAX - 1;
+pub const STOP: u64 = u64::MAX - 1;
+
+/// The responder's side of the ping-pong: answers every odd value `v` the initiator stores
+/// with `v + 1`, spinning, until it sees [`STOP`]. Shared with the round-trip bench.
+pub fn respond(line: &Line) {
+    let mut last = 0;
+    loop {
+        let v = line.0.load(Ordering::Acquire);
+        if v == STOP {
+            return;
+        }
+        if v != last && v % 2 == 1 {
+            last = v + 1;
+            line.0.store(last, Ordering::Release);
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
 
 /// Measures the raw cache-line round trip between `initiator` and `responder` cores for
 /// `duration` (after a short warm-up) and returns every round trip in a histogram (ns).
@@ -75,19 +95,7 @@ pub fn measure(
         .affinity_opt(responder)
         .spawn(move || {
             r2.store(true, Ordering::Release);
-            let mut last = 0;
-            loop {
-                let v = l2.0.load(Ordering::Acquire);
-                if v == STOP {
-                    return;
-                }
-                if v != last && v % 2 == 1 {
-                    last = v + 1;
-                    l2.0.store(last, Ordering::Release);
-                } else {
-                    std::hint::spin_loop();
-                }
-            }
+            respond(&l2);
         })
         .map_err(|e| format!("floor: {e}"))?;
     let ping = ThreadBuilder::new()
