@@ -128,6 +128,13 @@ impl EmbeddedDriverBuilder {
 
     /// Starts the driver on its own thread and waits until its directory is ready.
     ///
+    /// First it removes, beside its own directory, the `aeron-latency-<pid>-<n>` directories of
+    /// embedded drivers whose process no longer exists and whose heartbeat is stale (left by
+    /// runs that were killed); see [`EmbeddedDriver::stale_dirs_removed`].
+    ///
+    /// Nothing it creates is world-writable: this adds `0o002` to the process's umask, for
+    /// good (the driver creates log files for as long as it runs).
+    ///
     /// # Errors
     /// [`DriverLaunchError`]: no space for the buffers, a rejected setting, a failed start.
     pub fn spawn(self) -> Result<EmbeddedDriver, DriverLaunchError> {
@@ -149,12 +156,16 @@ impl EmbeddedDriverBuilder {
         // Two streams (round trip) of three terms each, plus cnc.dat and slack.
         let needed = 2 * 3 * ipc_term as u64 + (16 << 20);
         let parent = dir.parent().unwrap_or(Path::new("/dev/shm"));
+        // Directories of embedded drivers whose process was killed (SIGKILL skips our Drop)
+        // hold their full, non-sparse term buffers until removed: remove them first.
+        let stale_removed = remove_stale_dirs(parent);
         if let Some(available) = free_bytes(parent) {
             if available < needed {
                 return Err(DriverLaunchError::NoSpace {
                     dir: parent.to_owned(),
                     needed,
                     available,
+                    term_length: ipc_term as u64,
                 });
             }
         }
@@ -165,6 +176,14 @@ impl EmbeddedDriverBuilder {
                 detail: format!("{e:?}"),
             }
         };
+        // The driver creates its directory and files with mode 0777/0666 minus the umask:
+        // make sure "others" never get write access (cnc.dat and the term buffers would let
+        // any local user inject messages). The umask is per process and stays set: the driver
+        // keeps creating log files for as long as it runs.
+        // SAFETY: umask only swaps the process's file-creation mask; it cannot fail.
+        let old_mask = unsafe { libc::umask(0o022) };
+        // SAFETY: as above.
+        unsafe { libc::umask(old_mask | 0o002) };
         let ctx = AeronDriverContext::new().map_err(cfg("context"))?;
         let dir_c = CString::new(dir.to_string_lossy().as_bytes()).map_err(|_| DriverLaunchError::Config {
             setting: "dir",
@@ -252,6 +271,7 @@ impl EmbeddedDriverBuilder {
             }
         };
         Ok(EmbeddedDriver {
+            stale_removed,
             dir,
             ipc_term_length: ipc_term,
             stop,
@@ -288,6 +308,44 @@ pub fn check_term_length(len: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Removes the `aeron-latency-<pid>-<n>` directories under `parent` whose process is gone
+/// (`kill(pid, 0)` says ESRCH) and whose driver heartbeat is stale; returns what it removed.
+fn remove_stale_dirs(parent: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("aeron-latency-"))
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(pid, n)| {
+                !pid.is_empty() && !n.is_empty() && pid.bytes().chain(n.bytes()).all(|b| b.is_ascii_digit())
+            })
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        if pid <= 0 || pid.unsigned_abs() == std::process::id() {
+            continue;
+        }
+        // SAFETY: signal 0 only checks that the process exists; nothing is sent.
+        let gone =
+            unsafe { libc::kill(pid, 0) } == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        let path = e.path();
+        let dead = !matches!(
+            crate::client::driver_status(&path, crate::DEFAULT_DRIVER_TIMEOUT),
+            crate::DriverStatus::Alive { .. }
+        );
+        if gone && dead && std::fs::remove_dir_all(&path).is_ok() {
+            removed.push(path);
+        }
+    }
+    removed
+}
+
 /// Free bytes on the filesystem holding `dir` (statvfs), if it can be read.
 #[must_use]
 pub fn free_bytes(dir: &Path) -> Option<u64> {
@@ -306,6 +364,7 @@ pub fn free_bytes(dir: &Path) -> Option<u64> {
 
 /// A running embedded media driver; stops and removes its directory when dropped.
 pub struct EmbeddedDriver {
+    stale_removed: Vec<PathBuf>,
     dir: PathBuf,
     ipc_term_length: usize,
     stop: Arc<AtomicBool>,
@@ -346,6 +405,13 @@ impl EmbeddedDriver {
     #[must_use]
     pub fn tid(&self) -> i32 {
         self.tid
+    }
+
+    /// The directories of killed runs' embedded drivers that [`EmbeddedDriverBuilder::spawn`]
+    /// removed before starting this one.
+    #[must_use]
+    pub fn stale_dirs_removed(&self) -> &[PathBuf] {
+        &self.stale_removed
     }
 
     /// Whether the driver thread is still running.

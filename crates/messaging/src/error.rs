@@ -18,6 +18,19 @@ pub enum ConnectError {
         /// The Aeron directory that was tried.
         dir: PathBuf,
     },
+    /// The path given as the Aeron directory is a file, not a directory.
+    NotADirectory {
+        /// The path that was tried.
+        dir: PathBuf,
+    },
+    /// `cnc.dat` exists but is not a media driver's: garbage, truncated, unreadable, or never
+    /// initialised by the driver that created it.
+    BadCnc {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// What is wrong with `cnc.dat`, as the rest of a sentence that starts with its path.
+        detail: String,
+    },
     /// `cnc.dat` exists but the driver has not updated its heartbeat within the driver timeout.
     DriverDead {
         /// The Aeron directory that was tried.
@@ -51,10 +64,23 @@ impl fmt::Display for ConnectError {
                 dir.display(),
                 dir.join("cnc.dat").display()
             ),
+            Self::NotADirectory { dir } => write!(
+                f,
+                "no media driver at {}: it is a file, not a directory; point --dir / AERON_DIR at the media \
+                 driver's directory (the one holding cnc.dat), or drop --dir to use the embedded driver",
+                dir.display()
+            ),
+            Self::BadCnc { dir, detail } => write!(
+                f,
+                "no usable media driver at {}: {} {detail}; start a media driver there (after deleting the \
+                 stale directory), or point --dir / AERON_DIR at a running driver's directory",
+                dir.display(),
+                dir.join("cnc.dat").display()
+            ),
             Self::DriverDead { dir, heartbeat_age } => write!(
                 f,
                 "media driver at {} is not running: its last heartbeat is {:.1} s old; restart the driver \
-                 (or delete the stale directory) and try again",
+                 (or delete the stale directory), or point --dir / AERON_DIR at a running driver's directory",
                 dir.display(),
                 heartbeat_age.as_secs_f64()
             ),
@@ -65,7 +91,8 @@ impl fmt::Display for ConnectError {
             ),
             Self::Client { dir, detail } => write!(
                 f,
-                "could not connect to the media driver at {}: {detail}",
+                "could not connect to the media driver at {}: {detail}; check that the driver is running and \
+                 that --dir / AERON_DIR name its directory",
                 dir.display()
             ),
         }
@@ -78,7 +105,8 @@ impl std::error::Error for ConnectError {}
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum AddError {
-    /// The channel is not a valid Aeron URI (it must start with `aeron:`; e.g. `aeron:ipc`).
+    /// The channel is not a well-formed Aeron URI (see [`validate_channel`](crate::validate_channel);
+    /// e.g. `aeron:ipc`, `aeron:udp?endpoint=localhost:40123`).
     InvalidChannel {
         /// The channel as given.
         channel: String,
@@ -268,7 +296,8 @@ impl fmt::Display for ParseIdleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown idle strategy {:?}: use spin, noop, yield, backoff, sleep-ns or sleep-ns:<nanoseconds>",
+            "unknown idle strategy {:?}: use one of spin, noop, yield, sleep-ns[:N] (sleep N ns, e.g. \
+             sleep-ns:1000) or backoff",
             self.given
         )
     }
@@ -329,10 +358,12 @@ pub enum DriverLaunchError {
     NoSpace {
         /// The directory.
         dir: PathBuf,
-        /// Bytes needed (estimate).
+        /// Bytes needed (estimate: two streams of three terms, plus 16 MiB).
         needed: u64,
         /// Bytes free.
         available: u64,
+        /// The IPC term length the estimate is for, in bytes.
+        term_length: u64,
     },
     /// The directory could not be created or prepared.
     Dir {
@@ -358,12 +389,24 @@ pub enum DriverLaunchError {
 impl fmt::Display for DriverLaunchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NoSpace { dir, needed, available } => write!(
+            Self::NoSpace {
+                dir,
+                needed,
+                available,
+                term_length,
+            } => write!(
                 f,
-                "not enough space for the media driver in {}: needs about {} MiB, {} MiB free; \
-                 enlarge it (mount -o remount,size=2G /dev/shm) or use a smaller term length",
+                "not enough space for the media driver's term buffers in {}: needs about {} MiB (2 streams x 3 \
+                 terms of {} + 16 MiB), {} MiB free; use a smaller term length (latency-probe --term-length, \
+                 AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room (mount -o remount,size=2G /dev/shm; in \
+                 Docker: docker run --shm-size=2g) or put the driver where there is room (latency-probe --driver-dir)",
                 dir.display(),
                 needed.div_ceil(1 << 20),
+                if term_length % (1 << 20) == 0 {
+                    format!("{} MiB", term_length >> 20)
+                } else {
+                    format!("{} KiB", term_length.div_ceil(1 << 10))
+                },
                 available / (1 << 20)
             ),
             Self::Dir { dir, source } => write!(

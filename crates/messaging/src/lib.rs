@@ -51,14 +51,16 @@ mod client;
 mod driver;
 mod error;
 mod idle;
+mod perms;
 mod prefault;
 mod publication;
 mod subscription;
 mod thread;
 
 pub use client::{
-    default_aeron_dir, driver_pid, driver_status, Client, ClientBuilder, DriverCounter, DriverStatus, AERON_DIR_ENV,
-    AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, CONDUCTOR_IDLE, DEFAULT_DRIVER_TIMEOUT,
+    default_aeron_dir, driver_pid, driver_status, validate_channel, Client, ClientBuilder, DriverCounter,
+    DriverLiveness, DriverStatus, AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID,
+    CONDUCTOR_IDLE, DEFAULT_DRIVER_TIMEOUT, MAX_CHANNEL_LENGTH, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
 #[cfg(feature = "embedded-driver")]
 pub use driver::{
@@ -69,6 +71,7 @@ pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,
     DEFAULT_SLEEP_NS,
 };
+pub use perms::{world_writable, world_writable_warning};
 pub use prefault::{PrefaultMethod, PrefaultStats};
 pub use publication::{Claim, Publisher};
 pub use subscription::{Handoff, HandoffOptions, MessageHeader, SubscribeError, Subscriber};

@@ -38,6 +38,8 @@ use crate::PrefaultMethod;
 
 /// Aeron's data frame header length: a claim's payload starts this far into the frame.
 const DATA_HEADER_LEN: usize = 32;
+/// Aeron's frame alignment in the log.
+const FRAME_ALIGNMENT: usize = 32;
 
 /// A publication on one channel and stream.
 pub struct Publisher {
@@ -95,6 +97,25 @@ impl Publisher {
             busy: std::sync::atomic::AtomicU64::new(0),
             client,
         }
+    }
+
+    /// The stream position after the last message written to this publication's log (a
+    /// byte count from the start of the stream: headers, alignment and padding included).
+    /// Takes the publication lock, waiting for it: not for a hot loop.
+    ///
+    /// # Errors
+    /// [`OfferError::Closed`] when the publication is closed.
+    pub fn position(&self) -> Result<i64, OfferError> {
+        let p = self.publication.lock().map_err(|_| OfferError::Closed)?;
+        p.position().map_err(|_| OfferError::Closed)
+    }
+
+    /// Bytes one unfragmented message of `payload` bytes takes in the log: Aeron's 32-byte
+    /// data header plus the payload, aligned to 32 bytes. A message that does not fit in the
+    /// rest of a term is preceded by a padding frame that fills the term.
+    #[must_use]
+    pub fn frame_length(payload: usize) -> usize {
+        (DATA_HEADER_LEN + payload).next_multiple_of(FRAME_ALIGNMENT)
     }
 
     /// How many offer/try_claim calls so far found the publication's lock held by aeron-rs's

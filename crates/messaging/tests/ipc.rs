@@ -283,3 +283,34 @@ fn the_driver_pid_is_read_from_cnc_and_absent_without_a_driver() {
     assert_eq!(messaging::driver_pid(&empty), None);
     let _ = std::fs::remove_dir_all(&empty);
 }
+
+#[test]
+fn a_new_embedded_driver_removes_the_directories_killed_runs_left_and_nothing_else() {
+    let parent = std::env::temp_dir().join(format!("messaging-stale-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&parent);
+    // A pid that exists nowhere (probing down from the top of the pid range).
+    let gone = (100_000..4_000_000)
+        .rev()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .expect("a free pid");
+    let stale = parent.join(format!("aeron-latency-{gone}-0"));
+    let ours = parent.join(format!("aeron-latency-{}-9", std::process::id()));
+    let alive = parent.join("aeron-latency-1-0"); // pid 1 always exists
+    let foreign = parent.join("aeron-latency-notapid-0");
+    for d in [&stale, &ours, &alive, &foreign] {
+        std::fs::create_dir_all(d.join("publications")).unwrap();
+        std::fs::write(d.join("publications").join("1.logbuffer"), [0u8; 4096]).unwrap();
+    }
+    let driver = EmbeddedDriver::builder()
+        .dir(parent.join("driver"))
+        .ipc_term_length(64 * 1024)
+        .spawn()
+        .expect("driver");
+    assert_eq!(driver.stale_dirs_removed(), std::slice::from_ref(&stale));
+    assert!(!stale.exists());
+    for kept in [&ours, &alive, &foreign] {
+        assert!(kept.exists(), "{} must be kept", kept.display());
+    }
+    drop(driver);
+    std::fs::remove_dir_all(&parent).unwrap();
+}

@@ -24,6 +24,7 @@ pub mod clock;
 pub mod floor;
 pub mod hiccup;
 pub mod jitter;
+pub mod output;
 pub mod pacing;
 pub mod plant;
 pub mod probe;

@@ -106,7 +106,12 @@ pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_
                     None => why,
                 });
             }
-            sub.notes.extend(p.notes.iter().cloned());
+            for n in &p.notes {
+                // Both sides warn about the same driver directory: say it once.
+                if !sub.notes.contains(n) {
+                    sub.notes.push(n.clone());
+                }
+            }
             sub.publisher = Some(p);
         }
         None => {

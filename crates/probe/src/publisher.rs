@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber, ThreadBuilder};
+use aeron_latency::messaging::{
+    DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber, ThreadBuilder,
+};
 use aeron_latency::wire::{self, Kind, Sample};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -82,6 +84,14 @@ pub struct PubReport {
     pub offer: BTreeMap<String, u64>,
     /// Messages sent before any subscriber was connected (always 0: we wait for one).
     pub sent_before_connected: u64,
+    /// When the run stopped because the subscriber went away: how many of the sent messages
+    /// it had read when its position stopped moving (Aeron's `sub-pos` counter, sampled
+    /// every 250 ms), and how many were sent after that and never read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscriber_lost: Option<SubscriberLost>,
+    /// Whether the run stopped because the media driver stopped responding.
+    #[serde(default)]
+    pub driver_lost: bool,
     /// Largest delay of an actual send behind its intended time, ns.
     pub max_lag_ns: u64,
     /// Publish-only cost (claim + encode + commit), ns.
@@ -126,6 +136,63 @@ pub struct PubReport {
     pub prefaulted: Vec<String>,
 }
 
+/// What the publisher knows about a subscriber that went away mid-run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SubscriberLost {
+    /// Messages (warm-up included) the subscriber had read when its position last moved.
+    pub read_before: u64,
+    /// Messages sent after that, never read.
+    pub sent_after: u64,
+    /// Seconds between the subscriber's last progress and the end of the run.
+    pub silent_s: f64,
+}
+
+/// How many whole messages of `frame` bytes fit between stream positions `start` and `pos`
+/// in terms of `term` bytes (a message that does not fit in the rest of a term is preceded
+/// by a padding frame that fills it).
+#[must_use]
+pub fn messages_between(start: i64, pos: i64, term: i64, frame: i64) -> u64 {
+    if frame <= 0 || term <= 0 || pos <= start {
+        return 0;
+    }
+    let (mut cur, mut n) = (start, 0u64);
+    while cur < pos {
+        let offset = cur.rem_euclid(term);
+        let term_end = cur - offset + term;
+        if pos >= term_end {
+            n += ((term - offset) / frame) as u64;
+            cur = term_end;
+        } else {
+            n += ((pos - cur) / frame) as u64;
+            break;
+        }
+    }
+    n
+}
+
+/// The subscribers' progress as the publisher's main thread samples it during the run.
+#[derive(Debug, Default)]
+struct ReaderWatch {
+    /// Highest subscriber position seen, and when it last moved.
+    last: Option<(i64, Instant)>,
+}
+
+impl ReaderWatch {
+    fn sample(&mut self, positions: &[i64], now: Instant) {
+        let Some(&max) = positions.iter().max() else {
+            return; // nobody reads (any more): keep the last position seen
+        };
+        match &mut self.last {
+            Some((p, at)) if max > *p => {
+                *p = max;
+                *at = now;
+            }
+            Some(_) => {}
+            None => self.last = Some((max, now)),
+        }
+    }
+}
+
 struct HotResult {
     sent: u64,
     end_marker_sent: bool,
@@ -139,6 +206,11 @@ struct HotResult {
     rtt: Option<SubOutcome>,
     faults_at_start: Option<u64>,
     faults_measured: Option<u64>,
+    /// The run stopped because the subscriber went away (not connected, or back-pressure
+    /// that never cleared).
+    subscriber_lost: bool,
+    /// The run stopped because the driver stopped responding.
+    driver_lost: bool,
 }
 
 fn outcome_index(e: &OfferError) -> usize {
@@ -190,8 +262,14 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
 
     // Wait for a subscriber (the hot thread starts only once one is connected), and in
     // round-trip mode for pong's echo publication too.
+    let live = client.liveness();
     let waited = Instant::now();
     while !publisher.is_connected() || pong.as_ref().is_some_and(|p| !p.is_connected()) {
+        if !live.is_active() {
+            let mut r = failed_report(cfg, planned_total, started_at, live.describe());
+            r.driver_lost = true;
+            return Ok(r);
+        }
         if waited.elapsed() > cfg.wait {
             return Ok(failed_report(
                 cfg,
@@ -233,6 +311,15 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     }
     let (warmup, rate, wait, publisher_id, mut idle) =
         (cfg.warmup, cfg.rate, cfg.wait, cfg.publisher_id, cfg.idle.clone());
+    // Where our messages start in the stream, to tell how many a subscriber that went away
+    // had read.
+    let start_position = publisher.position().ok();
+    let (session, term, frame) = (
+        publisher.session_id(),
+        publisher.term_length() as i64,
+        Publisher::frame_length(wire::encoded_len(padding)) as i64,
+    );
+    let live_hot = live.clone();
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let hot = ThreadBuilder::new()
         .name("latency-pub")
@@ -253,6 +340,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
                     padding,
                     wait,
                     publisher_id,
+                    live: live_hot,
                 },
                 monitor,
                 &mut idle,
@@ -264,6 +352,17 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     monitor.watch_run(hot.tid(), Role::Publisher, None);
     let _ = ready_tx.send(monitor);
     let (core, hot_tid) = (hot.core(), hot.tid());
+    // While the hot thread runs: the subscribers' positions every 250 ms (one counters scan;
+    // off the hot threads).
+    let mut readers = ReaderWatch::default();
+    while !hot.is_finished() {
+        readers.sample(&client.subscriber_positions(session, cfg.stream), Instant::now());
+        let t = Instant::now();
+        while !hot.is_finished() && t.elapsed() < Duration::from_millis(250) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let ended = Instant::now();
     let (mut r, publisher, pong) = hot
         .join()
         .map_err(|_| SetupError("the publishing thread panicked".into()))?;
@@ -271,6 +370,35 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     drop(pong);
     drop(client);
 
+    let subscriber_lost = match (r.subscriber_lost, start_position, readers.last) {
+        (true, Some(start), Some((pos, at))) => {
+            let read_before = messages_between(start, pos, term, frame).min(r.sent);
+            Some(SubscriberLost {
+                read_before,
+                sent_after: r.sent - read_before,
+                silent_s: ended.duration_since(at).as_secs_f64(),
+            })
+        }
+        _ => None,
+    };
+    if r.driver_lost {
+        r.abort = Some(match r.abort.take() {
+            Some(at) => format!("{}; {at}", live.describe()),
+            None => live.describe(),
+        });
+    }
+    if let (Some(l), Some(why)) = (&subscriber_lost, &mut r.abort) {
+        why.push_str(&format!(
+            "; it had read {} of the {} messages sent when its position last moved ({:.1} s before the end): {} \
+             were sent after that and never read",
+            l.read_before, r.sent, l.silent_s, l.sent_after
+        ));
+    } else if let (true, Some(why)) = (r.subscriber_lost, &mut r.abort) {
+        why.push_str(&format!(
+            "; {} messages sent, no subscriber position was seen to tell how many it read",
+            r.sent
+        ));
+    }
     let measured_sent = r.sent.saturating_sub(warmup);
     let span_ns = (r.last_measured_ns - r.first_measured_ns).max(0) as f64;
     let rate_achieved = if measured_sent > 1 && span_ns > 0.0 {
@@ -278,7 +406,9 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     } else {
         0.0
     };
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = aeron_latency::messaging::world_writable_warning(&cfg.dir)
+        .into_iter()
+        .collect();
     if r.abort.is_none() && rate_achieved < 0.95 * cfg.rate as f64 && measured_sent > 1 {
         notes.push(format!(
             "target rate not achieved: {rate_achieved:.0} msg/s of {} (largest lag behind schedule {} us); the \
@@ -322,6 +452,8 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
         rate_achieved,
         offer,
         sent_before_connected: 0,
+        subscriber_lost,
+        driver_lost: r.driver_lost,
         max_lag_ns: r.max_lag_ns,
         publish_cost_ns: Stats::from_histogram(&r.cost),
         msg_size: cfg.msg_size as u64,
@@ -381,6 +513,8 @@ fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: Stri
         rate_achieved: 0.0,
         offer: OFFER_OUTCOMES.iter().map(|k| ((*k).to_owned(), 0)).collect(),
         sent_before_connected: 0,
+        subscriber_lost: None,
+        driver_lost: false,
         max_lag_ns: 0,
         publish_cost_ns: Stats::default(),
         msg_size: cfg.msg_size as u64,
@@ -410,6 +544,7 @@ struct Plan {
     padding: usize,
     wait: Duration,
     publisher_id: u32,
+    live: DriverLiveness,
 }
 
 impl Plan {
@@ -434,6 +569,7 @@ fn hot_loop(
         padding,
         wait,
         publisher_id,
+        ref live,
     } = plan;
     let total = warmup + measured;
     let diag = monitor.as_ref().is_some_and(Monitor::is_on);
@@ -459,6 +595,8 @@ fn hot_loop(
         rtt: None,
         faults_at_start: None,
         faults_measured: None,
+        subscriber_lost: false,
+        driver_lost: false,
     };
     let ok = OFFER_OUTCOMES.iter().position(|n| *n == "ok").unwrap_or(0);
     // Start a little ahead so the first intended time is in the future.
@@ -514,9 +652,10 @@ fn hot_loop(
                     let t = match &mut echo {
                         // Ping: no extra clock read inside the round trip; the echo's receive
                         // reading ends it and starts the next pacing wait.
-                        Some((sub, st)) => match await_echo(sub, st, i, now, wait, idle, sleeps, &mut stalls) {
+                        Some((sub, st)) => match await_echo(sub, st, i, now, wait, idle, sleeps, &mut stalls, live) {
                             Ok(at) => at,
                             Err(why) => {
+                                r.driver_lost = !live.is_active();
                                 r.abort = Some(why);
                                 r.outcomes[ok] += 1;
                                 r.sent = i + 1;
@@ -544,6 +683,12 @@ fn hot_loop(
                         after_commit = None;
                     }
                     r.last_measured_ns = now;
+                    if !live.is_active() {
+                        // One atomic load per message, after its readings.
+                        r.driver_lost = true;
+                        r.abort = Some(format!("stopped at message {i} ({} sent)", i + 1));
+                        break 'messages;
+                    }
                     if i >= next_boundary {
                         // Group boundary: read the counters (never per message).
                         if let Some(m) = &mut monitor {
@@ -566,6 +711,11 @@ fn hot_loop(
                 }
                 Err(e) => {
                     r.outcomes[outcome_index(&e)] += 1;
+                    if !live.is_active() {
+                        r.driver_lost = true;
+                        r.abort = Some(format!("stopped at message {i} ({i} sent)"));
+                        break 'messages;
+                    }
                     if !e.is_retryable() {
                         r.abort = Some(format!("publishing stopped at message {i}: {e}"));
                         break 'messages;
@@ -579,10 +729,10 @@ fn hot_loop(
                     let since = *failing_since.get_or_insert(now);
                     if e == OfferError::NotConnected && now - since > wait.as_nanos() as i64 {
                         r.abort = Some(format!(
-                            "the subscriber went away: not connected for {:.1} s at message {i} ({i} sent before, \
-                             0 after)",
+                            "the subscriber went away: not connected for {:.1} s at message {i}",
                             wait.as_secs_f64()
                         ));
+                        r.subscriber_lost = true;
                         break 'messages;
                     }
                     if now - since > 2 * wait.as_nanos() as i64 {
@@ -590,6 +740,7 @@ fn hot_loop(
                             "back-pressure never cleared: {:.1} s at message {i}; the subscriber stopped reading",
                             (now - since) as f64 / 1e9
                         ));
+                        r.subscriber_lost = true;
                         break 'messages;
                     }
                     idle.idle_once();
@@ -624,7 +775,7 @@ fn hot_loop(
         planned: measured as u32,
     };
     let deadline = Instant::now() + wait;
-    while Instant::now() < deadline {
+    while !r.driver_lost && Instant::now() < deadline {
         match publisher.try_claim(len) {
             Ok(mut claim) => {
                 if wire::encode_into(claim.buffer_mut(), &end, padding).is_ok() {
@@ -673,6 +824,7 @@ fn await_echo(
     idle: &mut IdleStrategy,
     sleeps: bool,
     stalls: &mut Option<StallLog>,
+    live: &DriverLiveness,
 ) -> Result<i64, String> {
     let mut polls: u32 = 0;
     loop {
@@ -688,6 +840,9 @@ fn await_echo(
             }
         }
         // The clock every 4,096 polls (every poll when the idle strategy sleeps anyway).
+        if (sleeps || polls.is_multiple_of(4096)) && !live.is_active() {
+            return Err(format!("stopped waiting for the echo of message {seq}"));
+        }
         if (sleeps || polls.is_multiple_of(4096)) && now_ns() - sent > wait.as_nanos() as i64 {
             return Err(format!(
                 "no echo of message {seq} within --wait {:.1} s: pong (latency-sub --mode rtt) stopped echoing or \

@@ -247,7 +247,7 @@ pub struct Faults {
     pub publisher: Option<u64>,
     /// The subscriber's (pong's) hot thread.
     pub subscriber: Option<u64>,
-    /// What was pre-faulted, one entry per log buffer ("<side> <what>: <pages, method, time>").
+    /// What was pre-faulted, one entry per log buffer (`"<side> <what>: <pages, method, time>"`).
     pub prefaulted: Vec<String>,
 }
 

@@ -12,7 +12,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{driver_pid, HandoffOptions, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder};
+use aeron_latency::messaging::{
+    driver_pid, DriverLiveness, HandoffOptions, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder,
+};
 use aeron_latency::wire::{self, Kind};
 use crossbeam_channel::RecvTimeoutError;
 use serde::{Deserialize, Serialize};
@@ -190,6 +192,8 @@ pub struct SubOutcome {
     pub faults_measured: Option<u64>,
     /// What was pre-faulted before measuring.
     pub prefaulted: Vec<String>,
+    /// Warnings about the setup (a world-writable driver directory).
+    pub setup_notes: Vec<String>,
 }
 
 /// Receives until the end marker, `total` messages, or the timeout; never loses what it
@@ -207,6 +211,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     };
     let lock = plant.as_ref().map(crate::plant::LockPlant::lock);
     let driver = driver_pid(&cfg.dir);
+    let live = client.liveness();
     let (total, timeout, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
     let sleeps = matches!(idle.alias(), "backoff" | "sleep-ns");
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
@@ -227,7 +232,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
             // meanwhile wait in the log: the warm-up absorbs that when it lasts longer than
             // the pre-faulting (its time is in the report's `faults.prefaulted`).
             let waited = Instant::now();
-            while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout {
+            while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout && live.is_active() {
                 std::thread::sleep(Duration::from_millis(1));
             }
             // One --timeout for the whole run, the wait included.
@@ -263,7 +268,8 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                     let mut subscriber = subscriber;
                     let monitor = ready_rx.recv().ok();
                     let st = State::new(monitor, lock, true);
-                    let mut out = hot_loop(&mut subscriber, st, total, timeout, &mut idle, sleeps, echo.as_mut());
+                    let ends = Ends { total, timeout, live };
+                    let mut out = hot_loop(&mut subscriber, st, &ends, &mut idle, sleeps, echo.as_mut());
                     out.echo = echo.map(Echo::into_stats);
                     (out, subscriber)
                 })
@@ -291,7 +297,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                 .spawn(move || {
                     let monitor = ready_rx.recv().ok();
                     let st = State::new(monitor, lock, false);
-                    consume_loop(&rx, st, total, timeout)
+                    consume_loop(&rx, st, &Ends { total, timeout, live })
                 })
                 .map_err(|e| SetupError(format!("--core: {e}")))?;
             monitor.watch_run(consumer.tid(), Role::Consumer, driver);
@@ -312,6 +318,8 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     out.delivery = cfg.delivery;
     out.hot_path_lock = cfg.hot_path_lock;
     out.prefaulted = prefaulted;
+    out.setup_notes
+        .extend(aeron_latency::messaging::world_writable_warning(&cfg.dir));
     Ok(out)
 }
 
@@ -453,6 +461,7 @@ impl State {
             echo: None,
             faults_measured,
             prefaulted: Vec::new(),
+            setup_notes: Vec::new(),
         }
     }
 
@@ -473,11 +482,30 @@ fn timeout_reason(timeout: Duration) -> String {
     )
 }
 
+/// When a receiving loop stops besides the end marker.
+struct Ends {
+    /// After this many fragments.
+    total: Option<u64>,
+    /// After this long.
+    timeout: Duration,
+    /// When the driver stops responding.
+    live: DriverLiveness,
+}
+
+impl Ends {
+    /// Why the loop must stop now, if it must (the caller decides how often to ask).
+    fn reached(&self, started: Instant) -> Option<String> {
+        if !self.live.is_active() {
+            return Some(self.live.describe());
+        }
+        (started.elapsed() > self.timeout).then(|| timeout_reason(self.timeout))
+    }
+}
+
 fn hot_loop(
     sub: &mut Subscriber,
     mut st: State,
-    total: Option<u64>,
-    timeout: Duration,
+    ends: &Ends,
     idle: &mut IdleStrategy,
     sleeps: bool,
     mut echo: Option<&mut Echo>,
@@ -497,7 +525,7 @@ fn hot_loop(
             64,
         );
         st.after_poll();
-        if st.done(total) {
+        if st.done(ends.total) {
             break;
         }
         if let Some(s) = &mut st.stalls {
@@ -522,21 +550,19 @@ fn hot_loop(
             idle.idle(n);
         }
         polls = polls.wrapping_add(1);
-        // Look at the clock every 4,096 polls only: cheap (vDSO), but not free.
-        if polls.is_multiple_of(4096) && started.elapsed() > timeout {
-            stopped_early = Some(timeout_reason(timeout));
-            break;
+        // Look at the clock and the driver every 4,096 polls only (every poll when the idle
+        // strategy sleeps anyway): cheap (vDSO, one atomic load), but not free.
+        if sleeps || polls.is_multiple_of(4096) {
+            if let Some(why) = ends.reached(started) {
+                stopped_early = Some(why);
+                break;
+            }
         }
     }
     st.finish(stopped_early)
 }
 
-fn consume_loop(
-    rx: &crossbeam_channel::Receiver<Vec<u8>>,
-    mut st: State,
-    total: Option<u64>,
-    timeout: Duration,
-) -> SubOutcome {
+fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: &Ends) -> SubOutcome {
     let started = Instant::now();
     let mut stopped_early = None;
     loop {
@@ -551,11 +577,11 @@ fn consume_loop(
                 break;
             }
         }
-        if st.done(total) {
+        if st.done(ends.total) {
             break;
         }
-        if started.elapsed() > timeout {
-            stopped_early = Some(timeout_reason(timeout));
+        if let Some(why) = ends.reached(started) {
+            stopped_early = Some(why);
             break;
         }
     }
@@ -586,6 +612,7 @@ pub fn to_report(out: &SubOutcome, env: crate::report::Env, msg_size: u64) -> cr
     let mut r = crate::report::Report::from_recorder(&out.recorder, &acc, run, Default::default(), env);
     r.faults.subscriber = out.faults_measured;
     r.faults.prefaulted.clone_from(&out.prefaulted);
+    r.notes.extend(out.setup_notes.iter().cloned());
     if let Some(e) = &out.echo {
         let retries: Vec<String> = e.retries.iter().map(|(k, v)| format!("{k} {v}")).collect();
         r.notes.push(format!(

@@ -31,13 +31,13 @@ struct Args {
     mode: ModeArgs,
     /// Seconds of raw cache-line round trips between the two hot cores, measured right before
     /// and right after the run (0: skip)
-    #[arg(long, default_value_t = DEFAULT_FLOOR_SECONDS)]
+    #[arg(long, default_value_t = DEFAULT_FLOOR_SECONDS, allow_negative_numbers = true)]
     floor: f64,
     /// Core for the publisher's hot thread [default: the second-to-last usable core]
-    #[arg(long = "pub-core")]
+    #[arg(long = "pub-core", allow_negative_numbers = true)]
     pub_core: Option<usize>,
     /// Core for the subscriber's hot thread [default: the last usable core]
-    #[arg(long = "sub-core")]
+    #[arg(long = "sub-core", allow_negative_numbers = true)]
     sub_core: Option<usize>,
     /// Do not pin the hot threads
     #[arg(long = "no-pin")]
@@ -46,10 +46,15 @@ struct Args {
     #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
     idle: aeron_latency::messaging::IdleStrategy,
     /// IPC term length of the embedded driver in bytes (power of two, 64 KiB..1 GiB) [default: $AERON_IPC_TERM_BUFFER_LENGTH, else 64 MiB]
-    #[arg(long = "term-length")]
+    #[arg(long = "term-length", allow_negative_numbers = true)]
     term_length: Option<usize>,
+    /// Directory the embedded driver puts its files in: a fresh aeron-latency-<pid>-0 inside it,
+    /// removed on exit; it needs room for 2 streams x 3 terms + 16 MiB (Docker's /dev/shm has
+    /// 64 MiB) [default: /dev/shm]. Not with --dir
+    #[arg(long = "driver-dir")]
+    driver_dir: Option<PathBuf>,
     /// Seconds the publisher waits for the subscriber
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     wait: f64,
     #[command(flatten)]
     delivery: DeliveryArgs,
@@ -57,7 +62,7 @@ struct Args {
     diagnostics: DiagnosticsArgs,
     /// Hiccup meter (a thread spinning on a spare core that records its own gaps: platform
     /// jitter): auto (only when a core is free of hot threads), off, or a core number to force
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", allow_negative_numbers = true)]
     hiccup: HiccupRequest,
     #[command(flatten)]
     out: OutputArgs,
@@ -65,9 +70,25 @@ struct Args {
 
 fn main() {
     const ME: &str = "latency-probe";
-    let a = Args::parse();
-    a.run.validate().unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    // Every flag is checked before anything starts (no driver, no child, no floor); each
+    // failure is one line, exit 2.
+    let a: Args = cli::parse_args(ME);
+    let setup = |r: Result<(), String>| r.unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    setup(a.run.validate());
     cli::seconds("--wait", a.wait).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    // latency-sub gets a --timeout covering the whole run and both waits: keep it in range.
+    let run_s = (a.run.warmup as f64 + a.run.duration * a.run.rate as f64) / a.run.rate as f64;
+    if run_s + 2.0 * a.wait + 30.0 > cli::MAX_SECONDS {
+        cli::fail(
+            ME,
+            format!(
+                "--duration {} (plus --warmup {} at --rate {}) and --wait {} add up to more than 10000000 seconds \
+                 (about 116 days), the longest latency-sub waits; shorten the run or the wait",
+                a.run.duration, a.run.warmup, a.run.rate, a.wait
+            ),
+            EXIT_SETUP,
+        );
+    }
     let floor_len = cli::seconds("--floor", a.floor).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     if floor_len > Duration::from_secs(10) {
         cli::fail(
@@ -76,6 +97,7 @@ fn main() {
             EXIT_SETUP,
         );
     }
+    setup(a.stream.validate());
     let rtt = a.mode.mode == RunMode::Rtt;
     let pong = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     if rtt && a.delivery.delivery != latency_probe::subscriber::Delivery::Inline {
@@ -97,6 +119,40 @@ fn main() {
             EXIT_SETUP,
         );
     }
+    let available = aeron_latency::messaging::available_cores();
+    if let HiccupRequest::Core(c) = a.hiccup {
+        if !available.contains(&c) {
+            cli::fail(
+                ME,
+                format!("--hiccup {c}: no such core; this machine lets us use {available:?} (or pass auto or off)"),
+                EXIT_SETUP,
+            );
+        }
+    }
+    // The driver: a running one (--dir), or the embedded one's settings.
+    if a.stream.dir.is_some() {
+        if a.driver_dir.is_some() {
+            cli::fail(
+                ME,
+                "--driver-dir is where the embedded driver puts its files, but --dir uses the driver already \
+                 running there: pass one of the two",
+                EXIT_SETUP,
+            );
+        }
+        if a.term_length.is_some() {
+            cli::fail(
+                ME,
+                "--term-length sets the embedded driver's IPC term, but with --dir the running driver's own \
+                 configuration decides (AERON_IPC_TERM_BUFFER_LENGTH where it starts, or term-length= in --channel): \
+                 drop one of the two",
+                EXIT_SETUP,
+            );
+        }
+        setup(a.stream.check_driver());
+    } else {
+        setup(check_embedded(&a, pong.as_ref()));
+    }
+    setup(a.out.validate());
 
     if a.diagnostics.diagnostics == jitter::Mode::Perf {
         // Fail before starting anything, with the reason (the children would fail the same way).
@@ -116,19 +172,9 @@ fn main() {
         None => embedded_driver(&a),
     };
 
-    // The hiccup meter: only on a core no hot thread uses, unless forced.
+    // The hiccup meter: only on a core no hot thread uses, unless forced (checked above).
     let hot_cores: Vec<usize> = [sub_core, pub_core].into_iter().flatten().collect();
-    let available = aeron_latency::messaging::available_cores();
     let mut notes = Vec::new();
-    if let HiccupRequest::Core(c) = a.hiccup {
-        if !available.contains(&c) {
-            cli::fail(
-                ME,
-                format!("--hiccup {c}: no such core; this machine lets us use {available:?} (or pass auto or off)"),
-                EXIT_SETUP,
-            );
-        }
-    }
     let meter = match hiccup::choose_core(a.hiccup, &hot_cores, &available) {
         Ok(core) => {
             if hot_cores.contains(&core) {
@@ -176,7 +222,6 @@ fn main() {
         ]);
     }
     let (sub_raw, pub_raw) = (tmp.join("sub-jitter.json"), tmp.join("pub-jitter.json"));
-    let run_s = (a.run.warmup as f64 + a.run.duration * a.run.rate as f64) / a.run.rate as f64;
     let sub_timeout = run_s + 2.0 * a.wait + 30.0;
     let mut sub_args = common.clone();
     sub_args.extend([
@@ -254,6 +299,19 @@ fn main() {
         }
     };
     let pub_status = wait_bounded(&mut publ, Duration::from_secs_f64(run_s + 3.0 * a.wait + 30.0));
+    if pub_status.and_then(|s| s.code()) == Some(EXIT_SETUP) {
+        // latency-pub refused the setup (e.g. --msg-size above an external driver's MTU) before
+        // sending anything: do not wait for latency-sub's timeout.
+        let _ = sub.kill();
+        let _ = sub.wait();
+        let _ = std::fs::remove_dir_all(&tmp);
+        drop(embedded);
+        cli::fail(
+            ME,
+            "latency-pub refused the setup (its error is above); nothing was measured",
+            EXIT_SETUP,
+        );
+    }
     let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(sub_timeout + 10.0));
     let is_embedded = embedded.is_some();
     // The floor again, right after the run and under the same conditions (driver and meter up).
@@ -378,19 +436,74 @@ fn main() {
     }
 }
 
+/// The embedded driver's flags, checked before it starts: `--term-length`, `--driver-dir`, and
+/// `--msg-size` against what its publications take (one frame through try_claim).
+#[cfg(feature = "embedded-driver")]
+fn check_embedded(a: &Args, pong: Option<&cli::PongPath>) -> Result<(), String> {
+    if let Some(t) = a.term_length {
+        aeron_latency::messaging::check_term_length(t).map_err(|e| format!("--term-length {t}: {e}"))?;
+    }
+    if let Some(d) = &a.driver_dir {
+        if !d.exists() {
+            return Err(format!(
+                "--driver-dir {}: no such directory; create it (mkdir -p {}) or pick an existing one (a tmpfs such \
+                 as /dev/shm keeps the driver off the disk)",
+                d.display(),
+                d.display()
+            ));
+        }
+        if !d.is_dir() {
+            return Err(format!(
+                "--driver-dir {} is a file, not a directory; pick a directory (the driver makes its own inside it)",
+                d.display()
+            ));
+        }
+    }
+    let mut b = aeron_latency::messaging::EmbeddedDriver::builder();
+    if let Some(t) = a.term_length {
+        b = b.ipc_term_length(t);
+    }
+    let ipc_term = b.effective_ipc_term_length();
+    let pong = pong.map(|p| ("--pong-channel", p.channel.as_str()));
+    for (flag, channel) in std::iter::once(("--channel", a.stream.channel.as_str())).chain(pong) {
+        let (max, why) = cli::embedded_max_message(channel, ipc_term);
+        if a.run.msg_size > max {
+            return Err(format!(
+                "--msg-size {} does not fit {flag} {channel}: {why}",
+                a.run.msg_size
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "embedded-driver"))]
+fn check_embedded(_: &Args, _: Option<&cli::PongPath>) -> Result<(), String> {
+    Ok(())
+}
+
 #[cfg(feature = "embedded-driver")]
 fn embedded_driver(a: &Args) -> (Option<aeron_latency::messaging::EmbeddedDriver>, PathBuf, String) {
     // Non-sparse log files: the driver maps in every page when it creates a log, so its own
     // thread takes no page fault while the run measures (each client pre-faults its mapping).
+    // --term-length and --driver-dir were checked before anything started (check_embedded).
     let mut b = aeron_latency::messaging::EmbeddedDriver::builder().term_buffer_sparse_file(false);
     if let Some(t) = a.term_length {
-        if let Err(e) = aeron_latency::messaging::check_term_length(t) {
-            cli::fail("latency-probe", format!("--term-length: {e}"), EXIT_SETUP);
-        }
         b = b.ipc_term_length(t);
+    }
+    if let Some(d) = &a.driver_dir {
+        b = b.dir(d.join(format!("aeron-latency-{}-0", std::process::id())));
     }
     match b.spawn() {
         Ok(d) => {
+            let stale = d.stale_dirs_removed();
+            if !stale.is_empty() {
+                eprintln!(
+                    "latency-probe: removed {} directories that killed runs' embedded drivers left (e.g. {})",
+                    stale.len(),
+                    stale[0].display()
+                );
+            }
             let dir = d.dir().to_path_buf();
             (Some(d), dir, aeron_latency::messaging::driver_version())
         }

@@ -21,10 +21,10 @@ struct Args {
     #[command(flatten)]
     mode: ModeArgs,
     /// Seconds to wait for a subscriber before giving up
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     wait: f64,
     /// Pin the sending thread to this core
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     core: Option<usize>,
     /// Idle strategy while an offer is retried: spin, noop, yield, sleep-ns[:N], backoff
     #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
@@ -43,7 +43,8 @@ fn summary(r: &PubReport) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
     let mut s = format!(
-        "latency-pub: sent {} ({} warm-up + {} measured of {} planned), end marker {}\n\
+        "latency-pub: sent {} ({} warm-up + {} measured of {} planned), end marker {}; {} sent before a subscriber \
+         connected (it waits up to --wait for one)\n\
          rate: target {:.0} msg/s, achieved {:.1} msg/s over {:.2} s\n\
          offer outcomes: {}\n\
          largest lag behind schedule: {}\n\
@@ -53,6 +54,7 @@ fn summary(r: &PubReport) -> String {
         r.measured_sent,
         r.planned,
         if r.end_marker_sent { "sent" } else { "NOT sent" },
+        r.sent_before_connected,
         r.rate_target,
         r.rate_achieved,
         r.duration_s,
@@ -74,14 +76,20 @@ fn summary(r: &PubReport) -> String {
 
 fn main() {
     const ME: &str = "latency-pub";
-    let a = Args::parse();
-    a.run.validate().unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    // Every flag is checked before anything starts; each failure is one line, exit 2.
+    let a: Args = cli::parse_args(ME);
+    let setup = |r: Result<(), String>| r.unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    setup(a.run.validate());
     let wait = cli::seconds("--wait", a.wait).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
-    cli::check_core("--core", a.core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    setup(cli::check_core("--core", a.core));
+    setup(a.stream.validate());
+    let pong = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    setup(a.out.validate());
+    setup(a.stream.check_driver());
     let dir = cli::dir_or_default(a.stream.dir.clone());
     let mut cfg = cli::pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     cfg.diagnostics = a.diagnostics.diagnostics;
-    cfg.pong = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    cfg.pong = pong;
     let r = publisher::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     a.diagnostics.write_raw(ME, r.raw_jitter.as_ref());
     if let Some(report) = publisher::rtt_report(&r, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN)) {

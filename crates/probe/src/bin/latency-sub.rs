@@ -20,13 +20,13 @@ struct Args {
     #[command(flatten)]
     mode: ModeArgs,
     /// Stop after this many messages (warm-up included); the publisher's end marker suffices
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     total: Option<u64>,
     /// Give up after this many seconds (the report is still written, marked incomplete)
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
     timeout: f64,
     /// Pin the receiving thread to this core
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     core: Option<usize>,
     /// Idle strategy between empty polls: spin, noop, yield, sleep-ns[:N], backoff
     #[arg(long, default_value = "spin", value_parser = cli::parse_idle)]
@@ -41,15 +41,36 @@ struct Args {
 
 fn main() {
     const ME: &str = "latency-sub";
-    let a = Args::parse();
+    // Every flag is checked before anything starts; each failure is one line, exit 2.
+    let a: Args = cli::parse_args(ME);
+    let setup = |r: Result<(), String>| r.unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     let timeout = cli::seconds("--timeout", a.timeout).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
-    cli::check_core("--core", a.core).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    if timeout.is_zero() {
+        cli::fail(
+            ME,
+            "--timeout 0 gives up before anything arrives; give the seconds to wait, e.g. --timeout 60",
+            EXIT_SETUP,
+        );
+    }
+    if a.total == Some(0) {
+        cli::fail(
+            ME,
+            "--total 0 stops before the first message; give at least 1, or leave it out (the publisher's end \
+             marker ends the run)",
+            EXIT_SETUP,
+        );
+    }
+    setup(cli::check_core("--core", a.core));
+    setup(a.stream.validate());
+    let echo = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    setup(a.out.validate());
+    setup(a.stream.check_driver());
     let dir = cli::dir_or_default(a.stream.dir.clone());
     let mut cfg = cli::sub_config(&a.stream, dir, a.total, timeout, a.core, a.idle.clone());
     cfg.delivery = a.delivery.delivery;
     cfg.hot_path_lock = a.delivery.hot_path_lock;
     cfg.diagnostics = a.diagnostics.diagnostics;
-    cfg.echo = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    cfg.echo = echo;
     let out = subscriber::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     a.diagnostics.write_raw(ME, out.raw_jitter().as_ref());
     let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);

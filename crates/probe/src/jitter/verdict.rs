@@ -105,7 +105,8 @@ fn times(n: u64) -> String {
     }
 }
 
-fn thousands(n: u64) -> String {
+/// `n` with a comma between groups of three digits: 1,234,567.
+pub(crate) fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {

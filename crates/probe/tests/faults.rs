@@ -1,0 +1,539 @@
+//! Faults in the middle of a run, as users meet them next to a real driver: the media driver
+//! killed, the subscriber killed, the publisher killed, a foreign publisher on our stream, and
+//! the two sides started in either order. Each test is bounded in time and checks what the
+//! probes say and what they keep: exit codes, the one-line cause, and the report written with
+//! everything measured so far.
+//!
+//! The driver that gets killed runs in a child process: this test binary itself, re-run with
+//! `FAULT_TEST_DRIVER_DIR` set, executes [`driver_process_for_fault_tests`].
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use aeron_latency::messaging::{self, DriverStatus, EmbeddedDriver};
+use serde_json::Value;
+
+/// Driver timeout given to the driver and the clients (ms): short, so the tests are too.
+const DRIVER_TIMEOUT_MS: u64 = 2000;
+/// How much later than the driver timeout a side may notice a dead driver.
+const MARGIN: Duration = Duration::from_secs(4);
+
+fn bin(name: &str) -> PathBuf {
+    match name {
+        "latency-pub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-pub")),
+        "latency-sub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-sub")),
+        "latency-probe" => PathBuf::from(env!("CARGO_BIN_EXE_latency-probe")),
+        other => panic!("unknown binary {other}"),
+    }
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("latency-probe-faults-{}-{tag}.json", std::process::id()))
+}
+
+fn read_json(p: &Path) -> Value {
+    let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("no report at {}: {e}", p.display()));
+    let _ = std::fs::remove_file(p);
+    serde_json::from_slice(&bytes).expect("valid JSON")
+}
+
+/// A probe process with its stderr in a file (read once it exited).
+struct Proc {
+    child: Child,
+    stderr: PathBuf,
+}
+
+impl Proc {
+    fn spawn(name: &str, args: &[&str], tag: &str) -> Proc {
+        let stderr = std::env::temp_dir().join(format!("latency-probe-faults-{}-{tag}.err", std::process::id()));
+        let child = Command::new(bin(name))
+            .args(args)
+            .env("AERON_DRIVER_TIMEOUT", DRIVER_TIMEOUT_MS.to_string())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .expect("binary runs");
+        Proc { child, stderr }
+    }
+
+    /// Waits up to `limit`; kills it and fails the test if it is still running then.
+    fn wait(&mut self, limit: Duration, what: &str) -> (ExitStatus, Duration, String) {
+        let t = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+                let _ = std::fs::remove_file(&self.stderr);
+                return (s, t.elapsed(), err);
+            }
+            if t.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let err = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+                panic!("{what} still running after {limit:?}; its stderr: {err}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn common<'a>(dir: &'a str, stream: &'a str) -> Vec<&'a str> {
+    vec![
+        "--dir",
+        dir,
+        "--stream",
+        stream,
+        "--idle",
+        "yield",
+        "--diagnostics",
+        "off",
+        "--quiet",
+    ]
+}
+
+/// A media driver in its own process (this test binary, re-run), so it can be SIGKILLed.
+struct DriverProcess {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl DriverProcess {
+    fn spawn(tag: &str) -> DriverProcess {
+        let dir = PathBuf::from(format!("/dev/shm/latency-probe-faults-{}-{tag}", std::process::id()));
+        let child = Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", "driver_process_for_fault_tests", "--ignored", "--nocapture"])
+            .env("FAULT_TEST_DRIVER_DIR", &dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("driver process starts");
+        let t = Instant::now();
+        while !matches!(
+            messaging::driver_status(&dir, Duration::from_millis(DRIVER_TIMEOUT_MS)),
+            DriverStatus::Alive { .. }
+        ) {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the driver process did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        DriverProcess { child, dir }
+    }
+
+    fn kill(&mut self) {
+        // SIGKILL: nothing is cleaned up, as when the OOM killer or `kill -9` strikes.
+        self.child.kill().expect("SIGKILL the driver");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for DriverProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Not a test: the body of [`DriverProcess`]. Does nothing unless `FAULT_TEST_DRIVER_DIR` is set.
+#[test]
+#[ignore = "runs only as the child process of the fault tests"]
+fn driver_process_for_fault_tests() {
+    let Some(dir) = std::env::var_os("FAULT_TEST_DRIVER_DIR") else {
+        return;
+    };
+    let _driver = EmbeddedDriver::builder()
+        .dir(PathBuf::from(dir))
+        .ipc_term_length(1 << 20)
+        .driver_timeout(Duration::from_millis(DRIVER_TIMEOUT_MS))
+        .spawn()
+        .expect("driver");
+    // Until killed (bounded, should the parent die without killing it).
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+fn in_process_driver() -> EmbeddedDriver {
+    EmbeddedDriver::builder()
+        .ipc_term_length(1 << 20)
+        .driver_timeout(Duration::from_millis(DRIVER_TIMEOUT_MS))
+        .spawn()
+        .expect("driver")
+}
+
+#[test]
+fn a_killed_media_driver_stops_both_sides_with_the_cause_and_the_subscriber_keeps_its_report() {
+    let mut driver = DriverProcess::spawn("killed");
+    let dir = driver.dir.to_str().unwrap().to_owned();
+    let (sub_json, pub_json) = (tmp("killed-sub"), tmp("killed-pub"));
+    let mut sub_args = common(&dir, "3001");
+    sub_args.extend(["--timeout", "60", "--json", sub_json.to_str().unwrap()]);
+    let mut sub = Proc::spawn("latency-sub", &sub_args, "killed-sub");
+    let mut pub_args = common(&dir, "3001");
+    pub_args.extend([
+        "--duration",
+        "60",
+        "--rate",
+        "5000",
+        "--warmup",
+        "100",
+        "--json",
+        pub_json.to_str().unwrap(),
+    ]);
+    let mut publ = Proc::spawn("latency-pub", &pub_args, "killed-pub");
+    std::thread::sleep(Duration::from_millis(2500));
+    driver.kill();
+
+    let limit = Duration::from_millis(DRIVER_TIMEOUT_MS) + MARGIN;
+    let (s, took, err) = sub.wait(limit + Duration::from_secs(10), "latency-sub");
+    assert_eq!(s.code(), Some(1), "latency-sub: {err}");
+    assert!(took <= limit, "latency-sub took {took:?} to notice (limit {limit:?})");
+    let cause = format!("media driver at {dir} stopped responding");
+    assert!(
+        err.contains(&cause),
+        "latency-sub's stderr does not name the cause: {err}"
+    );
+    let (s, took, err) = publ.wait(limit + Duration::from_secs(10), "latency-pub");
+    assert_eq!(s.code(), Some(1), "latency-pub: {err}");
+    assert!(took <= limit, "latency-pub took {took:?} to notice (limit {limit:?})");
+    assert!(
+        err.contains(&cause),
+        "latency-pub's stderr does not name the cause: {err}"
+    );
+
+    let r = read_json(&sub_json);
+    assert_eq!(r["complete"], false, "{r}");
+    assert!(
+        r["incomplete_reason"].as_str().unwrap().contains(&cause),
+        "{}",
+        r["incomplete_reason"]
+    );
+    let received = r["received"].as_u64().unwrap();
+    assert!(
+        received > 100,
+        "the messages measured before the driver died are kept: {r}"
+    );
+    assert_eq!(r["lost"], 0, "nothing sent before the driver died was lost: {r}");
+    assert_eq!(r["latency_ns"]["count"].as_u64().unwrap(), received - 100);
+    let p = read_json(&pub_json);
+    assert_eq!(p["driver_lost"], true, "{p}");
+    assert_eq!(p["complete"], false);
+    assert_eq!(
+        p["sent"].as_u64().unwrap(),
+        received,
+        "the subscriber read everything the publisher sent"
+    );
+}
+
+#[test]
+fn a_killed_subscriber_is_noticed_and_the_publisher_says_what_was_sent_before_and_after() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let pub_json = tmp("subkilled-pub");
+    let mut sub_args = common(&dir, "3002");
+    sub_args.extend(["--timeout", "60"]);
+    let mut sub = Proc::spawn("latency-sub", &sub_args, "subkilled-sub");
+    let mut pub_args = common(&dir, "3002");
+    pub_args.extend([
+        "--duration",
+        "60",
+        "--rate",
+        "5000",
+        "--warmup",
+        "100",
+        "--wait",
+        "2",
+        "--json",
+        pub_json.to_str().unwrap(),
+    ]);
+    let mut publ = Proc::spawn("latency-pub", &pub_args, "subkilled-pub");
+    std::thread::sleep(Duration::from_millis(2500));
+    sub.child.kill().expect("SIGKILL latency-sub");
+    let _ = sub.child.wait();
+
+    // Back-pressure until the driver drops the dead client (its liveness timeout), then not
+    // connected for --wait; or back-pressure for 2 x --wait, whichever comes first.
+    let limit = Duration::from_millis(DRIVER_TIMEOUT_MS) + Duration::from_secs(2) + MARGIN;
+    let (s, took, err) = publ.wait(limit + Duration::from_secs(10), "latency-pub");
+    assert_eq!(s.code(), Some(1), "latency-pub: {err}");
+    assert!(took <= limit, "latency-pub took {took:?} to stop (limit {limit:?})");
+    assert!(
+        err.contains("the subscriber went away") || err.contains("the subscriber stopped reading"),
+        "{err}"
+    );
+    let p = read_json(&pub_json);
+    assert_eq!(p["complete"], false);
+    assert_eq!(p["end_marker_sent"], false);
+    let sent = p["sent"].as_u64().unwrap();
+    let lost = &p["subscriber_lost"];
+    let (before, after) = (
+        lost["read_before"].as_u64().unwrap(),
+        lost["sent_after"].as_u64().unwrap(),
+    );
+    assert_eq!(before + after, sent, "{p}");
+    assert!(
+        before > 100,
+        "it read for ~2 s at 5,000 msg/s before it was killed: {p}"
+    );
+    assert!(
+        after > 0,
+        "the publisher kept sending into the log until it filled: {p}"
+    );
+    assert!(err.contains(&format!("{after} were sent after that")), "{err}");
+    drop(driver);
+}
+
+#[test]
+fn a_killed_publisher_ends_the_subscriber_at_its_timeout_with_a_partial_report_and_nothing_lost() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let sub_json = tmp("pubkilled-sub");
+    let mut sub_args = common(&dir, "3003");
+    sub_args.extend(["--timeout", "5", "--json", sub_json.to_str().unwrap()]);
+    let started = Instant::now();
+    let mut sub = Proc::spawn("latency-sub", &sub_args, "pubkilled-sub");
+    let mut pub_args = common(&dir, "3003");
+    pub_args.extend(["--duration", "60", "--rate", "5000", "--warmup", "100"]);
+    let mut publ = Proc::spawn("latency-pub", &pub_args, "pubkilled-pub");
+    std::thread::sleep(Duration::from_millis(2000));
+    publ.child.kill().expect("SIGKILL latency-pub");
+    let _ = publ.child.wait();
+
+    let (s, _, err) = sub.wait(Duration::from_secs(20), "latency-sub");
+    assert_eq!(s.code(), Some(1), "latency-sub: {err}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "it ended at its --timeout, not before"
+    );
+    assert!(err.contains("--timeout 5.0 s reached"), "{err}");
+    let r = read_json(&sub_json);
+    assert_eq!(r["complete"], false);
+    assert_eq!(r["publisher_vanished"], true, "no end marker: the publisher vanished");
+    assert_eq!(
+        r["sent"],
+        Value::Null,
+        "what was sent is unknown without the end marker"
+    );
+    assert!(r["received"].as_u64().unwrap() > 100, "{r}");
+    assert_eq!(
+        r["lost"], 0,
+        "lost counts only what was sent (gaps), not what the publisher never sent: {r}"
+    );
+    assert!(
+        r["incomplete_reason"].as_str().unwrap().contains("no end marker"),
+        "{}",
+        r["incomplete_reason"]
+    );
+    drop(driver);
+}
+
+#[test]
+fn foreign_bytes_on_our_stream_are_decode_errors_and_the_totals_still_add_up() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let (sub_json, pub_json) = (tmp("foreign-sub"), tmp("foreign-pub"));
+    let mut sub_args = common(&dir, "3004");
+    sub_args.extend(["--timeout", "60", "--json", sub_json.to_str().unwrap()]);
+    let mut sub = Proc::spawn("latency-sub", &sub_args, "foreign-sub");
+    let mut pub_args = common(&dir, "3004");
+    pub_args.extend([
+        "--duration",
+        "3",
+        "--rate",
+        "5000",
+        "--warmup",
+        "500",
+        "--json",
+        pub_json.to_str().unwrap(),
+    ]);
+    let mut publ = Proc::spawn("latency-pub", &pub_args, "foreign-pub");
+
+    // A publisher that is not ours, on the same stream, while the run is in full swing.
+    let client = messaging::Client::connect(&dir).expect("client");
+    let mut foreign = client.publication("aeron:ipc", 3004).expect("publication");
+    std::thread::sleep(Duration::from_millis(800));
+    let mut sent = 0u64;
+    for i in 0..200u32 {
+        let msg = format!("not a latency sample #{i}");
+        let t = Instant::now();
+        loop {
+            match foreign.offer(msg.as_bytes()) {
+                Ok(_) => break,
+                Err(e) if e.is_retryable() && t.elapsed() < Duration::from_secs(2) => std::thread::yield_now(),
+                Err(e) => panic!("foreign offer {i}: {e}"),
+            }
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(foreign);
+    drop(client);
+
+    let (s, _, err) = publ.wait(Duration::from_secs(30), "latency-pub");
+    assert!(s.success(), "latency-pub: {err}");
+    let (s, _, err) = sub.wait(Duration::from_secs(30), "latency-sub");
+    assert!(s.success(), "latency-sub: {err}");
+    let r = read_json(&sub_json);
+    let p = read_json(&pub_json);
+    assert_eq!(r["decode_errors"], sent, "every foreign message is a decode error: {r}");
+    assert_eq!(r["sent"], p["sent"]);
+    assert_eq!(r["received"], p["sent"], "every message of ours arrived: {r}");
+    assert_eq!(r["lost"], 0);
+    assert_eq!(r["duplicates"], 0);
+    assert_eq!(r["complete"], true, "{r}");
+    assert_eq!(r["latency_ns"]["count"], 15_000, "ours were all measured");
+    let notes = r["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n.as_str().unwrap().contains("200")),
+        "the report points out the undecodable payloads: {notes:?}"
+    );
+    drop(driver);
+}
+
+fn both_orders(sub_first: bool) {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let stream = if sub_first { "3005" } else { "3006" };
+    let tag = if sub_first { "subfirst" } else { "pubfirst" };
+    let (sub_json, pub_json) = (tmp(&format!("{tag}-sub")), tmp(&format!("{tag}-pub")));
+    let mut sub_args = common(&dir, stream);
+    sub_args.extend(["--timeout", "60", "--json", sub_json.to_str().unwrap()]);
+    let mut pub_args = common(&dir, stream);
+    pub_args.extend([
+        "--duration",
+        "1",
+        "--rate",
+        "5000",
+        "--warmup",
+        "500",
+        "--wait",
+        "20",
+        "--json",
+        pub_json.to_str().unwrap(),
+    ]);
+    let (mut sub, mut publ) = if sub_first {
+        let s = Proc::spawn("latency-sub", &sub_args, &format!("{tag}-sub"));
+        std::thread::sleep(Duration::from_millis(1000));
+        (s, Proc::spawn("latency-pub", &pub_args, &format!("{tag}-pub")))
+    } else {
+        let p = Proc::spawn("latency-pub", &pub_args, &format!("{tag}-pub"));
+        std::thread::sleep(Duration::from_millis(1500));
+        (Proc::spawn("latency-sub", &sub_args, &format!("{tag}-sub")), p)
+    };
+    let (s, _, err) = publ.wait(Duration::from_secs(40), "latency-pub");
+    assert!(s.success(), "{tag}: latency-pub: {err}");
+    let (s, _, err) = sub.wait(Duration::from_secs(40), "latency-sub");
+    assert!(s.success(), "{tag}: latency-sub: {err}");
+    let p = read_json(&pub_json);
+    let r = read_json(&sub_json);
+    assert_eq!(p["sent_before_connected"], 0, "{tag}: {p}");
+    assert_eq!(p["sent"], 5_500, "{tag}");
+    assert_eq!(r["received"], 5_500, "{tag}: {r}");
+    assert_eq!(r["lost"], 0, "{tag}");
+    assert_eq!(r["complete"], true, "{tag}");
+    drop(driver);
+}
+
+#[test]
+fn the_subscriber_may_start_before_the_publisher() {
+    both_orders(true);
+}
+
+#[test]
+fn the_subscriber_may_start_after_the_publisher_within_its_wait() {
+    both_orders(false);
+}
+
+#[test]
+fn a_world_writable_external_driver_dir_is_warned_about_in_the_report() {
+    use std::os::unix::fs::PermissionsExt;
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let cnc = driver.dir().join("cnc.dat");
+    std::fs::set_permissions(&cnc, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let json = tmp("perms");
+    let mut p = Proc::spawn(
+        "latency-probe",
+        &[
+            "--dir",
+            &dir,
+            "--stream",
+            "3007",
+            "--idle",
+            "yield",
+            "--diagnostics",
+            "off",
+            "--floor",
+            "0",
+            "--duration",
+            "0.2",
+            "--rate",
+            "5000",
+            "--warmup",
+            "100",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+        "perms",
+    );
+    let (s, _, err) = p.wait(Duration::from_secs(60), "latency-probe");
+    assert!(s.success(), "{err}");
+    let r = read_json(&json);
+    let warnings: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|n| n.contains("world-writable"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning, not one per side: {:?}", r["notes"]);
+    assert!(
+        warnings[0].contains("cnc.dat") && warnings[0].contains("0666") && warnings[0].contains("chmod -R o-w"),
+        "{}",
+        warnings[0]
+    );
+    drop(driver);
+}
+
+#[test]
+fn latency_probe_stops_at_once_when_latency_pub_refuses_an_external_drivers_setup() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    // Above one frame of the external driver's MTU: only latency-pub can tell, at setup.
+    let mut p = Proc::spawn(
+        "latency-probe",
+        &[
+            "--dir",
+            &dir,
+            "--stream",
+            "3008",
+            "--msg-size",
+            "2048",
+            "--floor",
+            "0",
+            "--diagnostics",
+            "off",
+            "--quiet",
+        ],
+        "pubrefused",
+    );
+    let (s, took, err) = p.wait(Duration::from_secs(60), "latency-probe");
+    assert_eq!(s.code(), Some(2), "{err}");
+    assert!(
+        took < Duration::from_secs(20),
+        "it did not wait for latency-sub's timeout: {took:?}"
+    );
+    assert!(
+        err.contains("latency-pub: --msg-size 2048 is larger than one frame"),
+        "{err}"
+    );
+    assert!(err.contains("latency-pub refused the setup"), "{err}");
+    drop(driver);
+}
