@@ -188,16 +188,41 @@ fn check_cnc_header(cnc: &Path, len: u64) -> Result<i32, String> {
 /// whether that process is still alive (see [`driver_status`]).
 #[must_use]
 pub fn driver_pid(dir: &Path) -> Option<u32> {
+    let map = map_initialised_cnc(dir)?;
+    u32::try_from(cnc_file_descriptor::pid(&map)).ok().filter(|p| *p > 0)
+}
+
+/// `dir/cnc.dat` mapped, if its header is a media driver's and the driver initialised it.
+fn map_initialised_cnc(dir: &Path) -> Option<MemoryMappedFile> {
     let cnc = dir.join("cnc.dat");
     let len = std::fs::metadata(&cnc).map_or(0, |m| m.len());
     if len == 0 || check_cnc_header(&cnc, len).ok()? == 0 {
         return None;
     }
     let map = MemoryMappedFile::map_existing(cnc, false).ok()?;
-    if cnc_file_descriptor::cnc_version_volatile(&map) == 0 {
-        return None;
-    }
-    u32::try_from(cnc_file_descriptor::pid(&map)).ok().filter(|p| *p > 0)
+    (cnc_file_descriptor::cnc_version_volatile(&map) != 0).then_some(map)
+}
+
+/// The driver's counters read straight from `dir/cnc.dat`, as AeronStat reads them: no client
+/// is connected (nothing joins the driver, no conductor thread starts). `None` when there is no
+/// readable, initialised `cnc.dat`.
+#[must_use]
+pub fn read_driver_counters(dir: &Path) -> Option<Vec<DriverCounter>> {
+    let map = map_initialised_cnc(dir)?;
+    let reader = aeron_rs::concurrent::counters::CountersReader::new(
+        cnc_file_descriptor::create_counter_metadata_buffer(&map),
+        cnc_file_descriptor::create_counter_values_buffer(&map),
+    );
+    let mut out = Vec::new();
+    reader.for_each(|id, type_id, _key, label| {
+        out.push(DriverCounter {
+            id,
+            type_id,
+            label: label.to_string_lossy().into_owned(),
+            value: reader.counter_value(id).map_or(0, |v| v as i64),
+        });
+    });
+    Some(out)
 }
 
 /// One of the driver's counters, read from `cnc.dat`.

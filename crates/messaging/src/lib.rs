@@ -58,9 +58,10 @@ mod subscription;
 mod thread;
 
 pub use client::{
-    default_aeron_dir, driver_pid, driver_status, validate_channel, Client, ClientBuilder, DriverCounter,
-    DriverLiveness, DriverStatus, AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID,
-    CONDUCTOR_IDLE, DEFAULT_DRIVER_TIMEOUT, MAX_CHANNEL_LENGTH, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
+    default_aeron_dir, driver_pid, driver_status, read_driver_counters, validate_channel, Client, ClientBuilder,
+    DriverCounter, DriverLiveness, DriverStatus, AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV,
+    CLIENT_HEARTBEAT_COUNTER_TYPE_ID, CONDUCTOR_IDLE, DEFAULT_DRIVER_TIMEOUT, MAX_CHANNEL_LENGTH,
+    SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
 #[cfg(feature = "embedded-driver")]
 pub use driver::{

@@ -95,6 +95,53 @@ fn one_line(rendered: &str, program: &str) -> String {
     out
 }
 
+/// `--out DIR`: the report and its files (latency-sub, latency-probe).
+#[derive(Debug, Clone, Args)]
+pub struct OutDirArgs {
+    /// Write the report and its files into this directory (created if missing): report.json,
+    /// latency.hgrm and latency-actual.hgrm (percentile distributions, µs), latency.hlog (an
+    /// HdrHistogram interval log, one interval per group), groups.csv, spectrum.svg, groups.svg
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+impl OutDirArgs {
+    /// Checks that `--out` is, or can become, a directory.
+    ///
+    /// # Errors
+    /// One line naming the flag and the fix.
+    pub fn validate(&self) -> Result<(), String> {
+        let Some(dir) = &self.out else { return Ok(()) };
+        if dir.exists() && !dir.is_dir() {
+            return Err(format!(
+                "--out {} is a file; give a directory (it is created if missing)",
+                dir.display()
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes the report's directory, if `--out` was given, and says so on stderr; false (after
+    /// a one-line cause) when it could not.
+    pub fn write(&self, program: &str, report: &crate::report::Report) -> bool {
+        let Some(dir) = &self.out else { return true };
+        match crate::results::write_dir(report, dir) {
+            Ok(files) => {
+                let names: Vec<String> = files
+                    .iter()
+                    .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect();
+                eprintln!("{program}: wrote {}/: {}", dir.display(), names.join(" "));
+                true
+            }
+            Err(e) => {
+                eprintln!("{program}: {e}");
+                false
+            }
+        }
+    }
+}
+
 /// Where the report goes.
 #[derive(Debug, Clone, Args)]
 pub struct OutputArgs {

@@ -21,6 +21,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod counters;
 pub mod floor;
 pub mod hiccup;
 pub mod jitter;
@@ -31,6 +32,8 @@ pub mod probe;
 pub mod publisher;
 pub mod recorder;
 pub mod report;
+pub mod results;
+pub mod runs;
 pub mod stats;
 pub mod subscriber;
 

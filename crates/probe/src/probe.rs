@@ -113,6 +113,7 @@ pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_
                 }
             }
             sub.publisher = Some(p);
+            sub.in_flight = sub.littles_law();
         }
         None => {
             sub.complete = false;

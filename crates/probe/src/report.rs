@@ -237,6 +237,31 @@ pub struct Report {
     /// and every percentile as a ratio to it (`latency-probe` only; absent with `--floor 0`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<crate::floor::Floor>,
+    /// The full HdrHistograms, overall and per group (see [`crate::results`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<crate::results::Histograms>,
+    /// `latency-probe --runs N`: every run and the run-to-run variation (this report is the
+    /// last run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<crate::runs::RunsSummary>,
+    /// Little's law (seed 004): achieved rate x mean latency from the intended send time, the
+    /// number of messages in flight on average (one-way: published, not yet handled; rtt: the
+    /// fraction of time the one outstanding message is out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<f64>,
+    /// The media driver's counters over the run (`latency-probe`, read from `cnc.dat` as
+    /// AeronStat does): errors, back-pressure and what else moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_counters: Option<crate::counters::DriverCounters>,
+}
+
+impl Report {
+    /// Little's law: `rate_achieved x mean latency` (see [`Report::in_flight`]).
+    #[must_use]
+    pub fn littles_law(&self) -> Option<f64> {
+        let v = self.rate_achieved * self.latency_ns.mean / 1e9;
+        (self.latency_ns.count > 0 && v.is_finite() && v >= 0.0).then_some(v)
+    }
 }
 
 /// Page faults the hot threads took during the measured phase (`getrusage(RUSAGE_THREAD)` at
@@ -456,6 +481,10 @@ impl Report {
             mode: RunMode::OneWay,
             floor: None,
             faults: Faults::default(),
+            histograms: None,
+            runs: None,
+            in_flight: None,
+            driver_counters: None,
         }
     }
 }
@@ -565,6 +594,19 @@ pub fn render_text(r: &Report) -> String {
         r.rate_target, r.rate_achieved, r.msg_size, r.duration_s
     );
     let _ = writeln!(o, "{}", accounting_line(r));
+    if let Some(n) = r.in_flight {
+        let _ = writeln!(
+            o,
+            "Little's law: {:.0} msg/s x mean latency {} = {n:.3} messages in flight on average{}",
+            r.rate_achieved,
+            format_ns(r.latency_ns.mean.round() as u64),
+            if r.mode == RunMode::Rtt {
+                " (one outstanding at a time: the share of time a message is out)"
+            } else {
+                " (size buffers and concurrency from this, seed 004)"
+            }
+        );
+    }
 
     // Overall table.
     let what = match r.mode {
@@ -632,6 +674,9 @@ pub fn render_text(r: &Report) -> String {
     };
     let _ = writeln!(o, "\noffer outcomes: {offers}");
     let _ = writeln!(o, "{}", r.faults.render());
+    if let Some(c) = &r.driver_counters {
+        o.push_str(&crate::counters::render(c));
+    }
     if let Some(p) = &r.publisher {
         let c = &p.publish_cost_ns;
         let cost = if c.count == 0 {

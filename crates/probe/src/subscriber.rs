@@ -610,6 +610,19 @@ pub fn to_report(out: &SubOutcome, env: crate::report::Env, msg_size: u64) -> cr
         started_at: crate::report::utc_timestamp(std::time::SystemTime::now()),
     };
     let mut r = crate::report::Report::from_recorder(&out.recorder, &acc, run, Default::default(), env);
+    r.in_flight = r.littles_law();
+    if measured > 0 {
+        // The first measured intended send time as Unix time (the histograms' base time).
+        let age_s = (now_ns() - out.intended_span.0).max(0) as f64 / 1e9;
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        r.histograms = Some(crate::results::Histograms::from_recorder(
+            &out.recorder,
+            (now_s - age_s).max(0.0),
+            r.rate_target,
+        ));
+    }
     r.faults.subscriber = out.faults_measured;
     r.faults.prefaulted.clone_from(&out.prefaulted);
     r.notes.extend(out.setup_notes.iter().cloned());

@@ -1,11 +1,12 @@
 //! `latency-probe`: the whole latency experiment in one command. See `latency-probe --help`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
 use latency_probe::cli::{
-    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
+    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutDirArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE,
+    EXIT_SETUP,
 };
 use latency_probe::floor::{FloorRun, DEFAULT_FLOOR_SECONDS};
 use latency_probe::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest};
@@ -19,10 +20,79 @@ use latency_probe::report::{format_ns, render_text, Report, RunMode, DRIVER_EMBE
 /// pinned to different cores, and prints the combined report: one-way by default, round trips
 /// with --mode rtt. Right before and after, it measures the raw cache-line round trip between
 /// the same two cores (the floor) and prints every percentile as a ratio to it. Exits non-zero
-/// when a message was lost or a process failed.
+/// when a message was lost or a process failed. `latency-probe compare A.json B.json` compares
+/// two reports; `latency-probe sweep --rates 10k,50k,100k` runs it at each rate.
 #[derive(Debug, Parser)]
-#[command(name = "latency-probe", version)]
+#[command(name = "latency-probe", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    args: Args,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Cmd {
+    /// Compare two JSON reports per percentile, and say whether each change exceeds the
+    /// run-to-run variation recorded in them (measure both with --runs N)
+    Compare(CompareArgs),
+    /// Run the probe at each rate and draw latency (p50, p99, p99.9) against offered load, with
+    /// the single-queue 1/(1-rho) curve for comparison
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct CompareArgs {
+    /// The report before (latency-probe --json or --out DIR/report.json)
+    a: PathBuf,
+    /// The report after
+    b: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+struct SweepArgs {
+    /// Offered rates, msg/s, comma-separated (k and M suffixes: 10k,50k,1M)
+    #[arg(long, value_delimiter = ',', required = true, value_parser = parse_rate)]
+    rates: Vec<u64>,
+    /// Measured seconds per rate
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// A rate meets its target when it achieves 99% of the offered rate and, with this flag,
+    /// its p99 from the intended send time is at or below this many microseconds
+    #[arg(long = "p99-target-us")]
+    p99_target_us: Option<f64>,
+    /// Directory for sweep.json, sweep.csv, sweep.svg and each rate's report
+    #[arg(long, default_value = "results/sweep")]
+    out: PathBuf,
+    /// More latency-probe flags for every rate, after --, e.g. -- --msg-size 64 --mode rtt
+    #[arg(last = true)]
+    probe_args: Vec<String>,
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1_000.0),
+        Some('m') => (&t[..t.len() - 1], 1_000_000.0),
+        _ => (t.as_str(), 1.0),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a rate: use messages per second, e.g. 10000, 10k or 1M"))?;
+    let r = (v * mult).round();
+    if !(1.0..=100_000_000.0).contains(&r) {
+        return Err(format!("{s}: a rate is 1 to 100,000,000 messages per second"));
+    }
+    Ok(r as u64)
+}
+
+#[derive(Debug, clap::Args)]
 struct Args {
+    /// Repeat the measurement this many times (each with its own floor) and report every run
+    /// and the run-to-run variation per percentile, as JLBH does; the JSON is the last run's
+    /// report with `runs`
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
     #[command(flatten)]
     stream: StreamArgs,
     #[command(flatten)]
@@ -66,13 +136,24 @@ struct Args {
     hiccup: HiccupRequest,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    out_dir: OutDirArgs,
 }
 
 fn main() {
     const ME: &str = "latency-probe";
     // Every flag is checked before anything starts (no driver, no child, no floor); each
     // failure is one line, exit 2.
-    let a: Args = cli::parse_args(ME);
+    let cli: Cli = cli::parse_args(ME);
+    match cli.cmd {
+        Some(Cmd::Compare(c)) => return compare_main(&c),
+        Some(Cmd::Sweep(s)) => return sweep_main(&s),
+        None => {}
+    }
+    let a = cli.args;
+    if !(1..=1000).contains(&a.runs) {
+        cli::fail(ME, format!("--runs {}: give 1 to 1000 runs", a.runs), EXIT_SETUP);
+    }
     let setup = |r: Result<(), String>| r.unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     setup(a.run.validate());
     cli::seconds("--wait", a.wait).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
@@ -153,6 +234,7 @@ fn main() {
         setup(check_embedded(&a, pong.as_ref()));
     }
     setup(a.out.validate());
+    setup(a.out_dir.validate());
 
     if a.diagnostics.diagnostics == jitter::Mode::Perf {
         // Fail before starting anything, with the reason (the children would fail the same way).
@@ -172,10 +254,323 @@ fn main() {
         None => embedded_driver(&a),
     };
 
+    let is_embedded = embedded.is_some();
+    let x = Setup {
+        dir: &dir,
+        is_embedded,
+        driver_version: &driver_version,
+        sub_core,
+        pub_core,
+        pong: pong.as_ref(),
+        available: &available,
+        floor_len,
+        run_s,
+        run: None,
+    };
+    let mut reports = Vec::new();
+    let mut all_ok = true;
+    let mut statuses = (None, None);
+    for run in 1..=a.runs {
+        let x = Setup {
+            run: (a.runs > 1).then_some(run),
+            ..x
+        };
+        let m = match measure(&a, &x) {
+            Ok(m) => m,
+            Err((why, code)) => {
+                drop(embedded);
+                cli::fail(ME, why, code);
+            }
+        };
+        let children_ok = m.pub_status.is_some_and(|s| s.success()) && m.sub_status.is_some_and(|s| s.success());
+        all_ok &= children_ok && m.report.complete && m.report.lost == 0;
+        if a.runs > 1 {
+            let l = &m.report.latency_ns;
+            eprintln!(
+                "{ME}: run {run}/{}: p50 {} p99 {} p99.9 {} max {}{}",
+                a.runs,
+                format_ns(l.p50),
+                format_ns(l.p99),
+                format_ns(l.p999),
+                format_ns(l.max),
+                if m.report.complete && m.report.lost == 0 {
+                    ""
+                } else {
+                    " (incomplete)"
+                }
+            );
+        }
+        statuses = (m.pub_status, m.sub_status);
+        reports.push(m.report);
+    }
+    drop(embedded);
+    let mut report = reports.pop().expect("at least one run");
+    let mut text = render_text(&report);
+    if a.runs > 1 {
+        reports.push(report.clone());
+        let summary = latency_probe::runs::RunsSummary::from_reports(&reports);
+        text.push_str(&summary.render());
+        report.runs = Some(summary);
+    }
+    a.out.emit(ME, &text, &report);
+    let mut out_ok = a.out_dir.write(ME, &report);
+    if let (Some(dir), Some(summary)) = (&a.out_dir.out, &report.runs) {
+        let csv = dir.join("runs.csv");
+        if let Err(e) = std::fs::write(&csv, summary.csv()) {
+            eprintln!("{ME}: --out: could not write {}: {e}", csv.display());
+            out_ok = false;
+        }
+        for (i, r) in reports.iter().enumerate() {
+            let p = dir.join(format!("run-{}.json", i + 1));
+            if let Err(e) = latency_probe::report::write_json(r, &p) {
+                eprintln!("{ME}: --out: could not write {}: {e}", p.display());
+                out_ok = false;
+            }
+        }
+    }
+    let (pub_status, sub_status) = statuses;
+    if !all_ok {
+        eprintln!(
+            "{ME}: {} (latency-pub {}, latency-sub {})",
+            if report.lost > 0 {
+                format!("{} messages lost", report.lost)
+            } else if a.runs > 1 {
+                "a run was incomplete or lost messages".into()
+            } else {
+                "run incomplete".into()
+            },
+            pub_status.map_or("killed".into(), |s| s.to_string()),
+            sub_status.map_or("killed".into(), |s| s.to_string()),
+        );
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+    if !out_ok {
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+}
+
+/// `latency-probe compare A B`.
+fn compare_main(c: &CompareArgs) {
+    const ME: &str = "latency-probe compare";
+    let read = |p: &PathBuf| -> Report {
+        let bytes = std::fs::read(p).unwrap_or_else(|e| cli::fail(ME, format!("{}: {e}", p.display()), EXIT_SETUP));
+        serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            cli::fail(
+                ME,
+                format!(
+                    "{} is not a latency-probe or latency-sub JSON report ({e}); give the files --json or --out wrote",
+                    p.display()
+                ),
+                EXIT_SETUP,
+            )
+        })
+    };
+    let (a, b) = (read(&c.a), read(&c.b));
+    let changes = latency_probe::runs::compare(&a, &b);
+    print!(
+        "{}",
+        latency_probe::runs::render_compare(&c.a.display().to_string(), &c.b.display().to_string(), &a, &b, &changes)
+    );
+}
+
+/// `latency-probe sweep`: this program once per rate, then the table and the plot.
+fn sweep_main(s: &SweepArgs) {
+    use latency_probe::output::{self, SweepPoint};
+    const ME: &str = "latency-probe sweep";
+    if !(s.duration.is_finite() && s.duration > 0.0) {
+        cli::fail(
+            ME,
+            format!("--duration {} must be a positive number of seconds", s.duration),
+            EXIT_SETUP,
+        );
+    }
+    if let Some(t) = s.p99_target_us {
+        if !(t.is_finite() && t > 0.0) {
+            cli::fail(
+                ME,
+                format!("--p99-target-us {t} must be a positive number of microseconds"),
+                EXIT_SETUP,
+            );
+        }
+    }
+    let mut rates = s.rates.clone();
+    rates.sort_unstable();
+    rates.dedup();
+    std::fs::create_dir_all(&s.out)
+        .unwrap_or_else(|e| cli::fail(ME, format!("--out {}: {e}", s.out.display()), EXIT_SETUP));
+    let exe = std::env::current_exe().unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let mut points = Vec::new();
+    let mut reports = Vec::new();
+    println!(
+        "sweep: {} rates, {} s each, latency from the intended send time{}",
+        rates.len(),
+        s.duration,
+        s.p99_target_us
+            .map_or_else(String::new, |t| format!(", target p99 <= {t} us"))
+    );
+    println!(
+        "{:>12} {:>12} {:>10} {:>10} {:>10} {:>6}  met",
+        "offered", "achieved", "p50", "p99", "p99.9", "lost"
+    );
+    for &rate in &rates {
+        let json = s.out.join(format!("rate-{rate}.json"));
+        let _ = std::fs::remove_file(&json);
+        let status = std::process::Command::new(&exe)
+            .args([
+                "--rate",
+                &rate.to_string(),
+                "--duration",
+                &s.duration.to_string(),
+                "--quiet",
+                "--json",
+            ])
+            .arg(&json)
+            .args(&s.probe_args)
+            .status()
+            .unwrap_or_else(|e| cli::fail(ME, format!("could not run {}: {e}", exe.display()), EXIT_SETUP));
+        let report: Option<Report> = std::fs::read(&json).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let Some(r) = report else {
+            if status.code() == Some(EXIT_SETUP) {
+                cli::fail(
+                    ME,
+                    format!("the probe refused the settings at {rate} msg/s (see above)"),
+                    EXIT_SETUP,
+                );
+            }
+            eprintln!("{ME}: no report at {rate} msg/s (exit {status}); skipped");
+            continue;
+        };
+        let l = r.latency_ns;
+        let met = r.lost == 0
+            && r.complete
+            && r.rate_achieved >= 0.99 * rate as f64
+            && s.p99_target_us.is_none_or(|t| l.p99 as f64 <= t * 1000.0);
+        println!(
+            "{:>12} {:>12.0} {:>10} {:>10} {:>10} {:>6}  {}",
+            rate,
+            r.rate_achieved,
+            format_ns(l.p50),
+            format_ns(l.p99),
+            format_ns(l.p999),
+            r.lost,
+            if met { "yes" } else { "no" }
+        );
+        points.push(SweepPoint {
+            rate_target: rate as f64,
+            rate_achieved: r.rate_achieved,
+            p50_ns: l.p50,
+            p99_ns: l.p99,
+            p999_ns: l.p999,
+            met_target: met,
+        });
+        reports.push(r);
+    }
+    if points.is_empty() {
+        cli::fail(ME, "no rate produced a report", EXIT_INCOMPLETE);
+    }
+    let best = points
+        .iter()
+        .filter(|p| p.met_target)
+        .map(|p| p.rate_target)
+        .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+    let target = match s.p99_target_us {
+        Some(t) => format!("achieved >= 99% of offered, nothing lost, p99 <= {t} us"),
+        None => "achieved >= 99% of offered, nothing lost".to_owned(),
+    };
+    match best {
+        Some(b) => println!("highest rate that met its target ({target}): {b:.0} msg/s"),
+        None => println!("no rate met its target ({target})"),
+    }
+    let mut csv = String::from("rate_target,rate_achieved,p50_ns,p99_ns,p999_ns,lost,met_target\n");
+    for (p, r) in points.iter().zip(&reports) {
+        csv.push_str(&format!(
+            "{:.0},{:.1},{},{},{},{},{}\n",
+            p.rate_target, p.rate_achieved, p.p50_ns, p.p99_ns, p.p999_ns, r.lost, p.met_target
+        ));
+    }
+    let csv_path = s.out.join("sweep.csv");
+    let svg = s.out.join("sweep.svg");
+    let json = s.out.join("sweep.json");
+    let summary = serde_json::json!({
+        "target": target,
+        "highest_met_rate": best,
+        "timing_model": latency_probe::clock::TIMING_MODEL,
+        "points": points.iter().zip(&reports).map(|(p, r)| serde_json::json!({
+            "rate_target": p.rate_target, "rate_achieved": p.rate_achieved, "p50_ns": p.p50_ns,
+            "p99_ns": p.p99_ns, "p999_ns": p.p999_ns, "lost": r.lost, "met_target": p.met_target,
+        })).collect::<Vec<_>>(),
+    });
+    let mut ok = true;
+    if let Err(e) = std::fs::write(&csv_path, csv) {
+        eprintln!("{ME}: could not write {}: {e}", csv_path.display());
+        ok = false;
+    }
+    if let Err(e) = latency_probe::report::write_json(&summary, &json) {
+        eprintln!("{ME}: could not write {}: {e}", json.display());
+        ok = false;
+    }
+    let title = format!(
+        "latency against offered load: {} {} B",
+        reports[0].mode.as_str(),
+        reports[0].msg_size
+    );
+    if let Err(e) = output::sweep_svg(&points, Some(&target), &title, &svg) {
+        eprintln!("{ME}: could not draw {}: {e}", svg.display());
+        ok = false;
+    }
+    eprintln!(
+        "{ME}: wrote {}/: sweep.json sweep.csv sweep.svg rate-*.json",
+        s.out.display()
+    );
+    if !ok {
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+}
+
+/// What one measurement needs besides the flags.
+struct Setup<'a> {
+    dir: &'a Path,
+    is_embedded: bool,
+    driver_version: &'a str,
+    sub_core: Option<usize>,
+    pub_core: Option<usize>,
+    pong: Option<&'a cli::PongPath>,
+    available: &'a [usize],
+    floor_len: Duration,
+    run_s: f64,
+    /// The run's number (1-based) when there are several.
+    run: Option<u32>,
+}
+
+/// One run's outcome.
+struct Measured {
+    report: Report,
+    pub_status: Option<std::process::ExitStatus>,
+    sub_status: Option<std::process::ExitStatus>,
+}
+
+/// One measurement: the floor, latency-sub and latency-pub, the floor again, the combined
+/// report. `Err` is (one line, exit code) when it could not run or produced no report.
+#[allow(clippy::too_many_lines, reason = "one run, in the order it happens")]
+fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
+    const ME: &str = "latency-probe";
+    let Setup {
+        dir,
+        is_embedded,
+        driver_version,
+        sub_core,
+        pub_core,
+        pong,
+        available,
+        floor_len,
+        run_s,
+        run,
+    } = *x;
+    let rtt = pong.is_some();
     // The hiccup meter: only on a core no hot thread uses, unless forced (checked above).
     let hot_cores: Vec<usize> = [sub_core, pub_core].into_iter().flatten().collect();
     let mut notes = Vec::new();
-    let meter = match hiccup::choose_core(a.hiccup, &hot_cores, &available) {
+    let meter = match hiccup::choose_core(a.hiccup, &hot_cores, available) {
         Ok(core) => {
             if hot_cores.contains(&core) {
                 notes.push(format!(
@@ -195,7 +590,7 @@ fn main() {
     let diag_on = a.diagnostics.diagnostics != jitter::Mode::Off;
 
     let tmp = std::env::temp_dir().join(format!("latency-probe-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap_or_else(|e| cli::fail(ME, format!("{}: {e}", tmp.display()), EXIT_SETUP));
+    std::fs::create_dir_all(&tmp).map_err(|e| (format!("{}: {e}", tmp.display()), EXIT_SETUP))?;
     let (sub_json, pub_json) = (tmp.join("sub.json"), tmp.join("pub.json"));
     let s = |v: &dyn ToString| v.to_string();
     let mut common = vec![
@@ -278,24 +673,27 @@ fn main() {
     };
 
     eprintln!(
-        "{ME}: {} {:.1} s at {} msg/s, {} B messages, {} warm-up; driver {} at {}; subscriber on core {}, publisher on \
+        "{ME}: {}{} {:.1} s at {} msg/s, {} B messages, {} warm-up; driver {} at {}; subscriber on core {}, publisher on \
          core {}",
+        run.map_or_else(String::new, |r| format!("run {r}/{}: ", a.runs)),
         if rtt { "round trips," } else { "one-way," },
         a.run.duration,
         a.run.rate,
         a.run.msg_size,
         a.run.warmup,
-        if embedded.is_some() { "embedded" } else { "external" },
+        if is_embedded { "embedded" } else { "external" },
         dir.display(),
         sub_core.map_or("any".into(), |c| c.to_string()),
         pub_core.map_or("any".into(), |c| c.to_string()),
     );
-    let mut sub = probe::spawn(&sibling("latency-sub"), &sub_args).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    // The driver's counters around the run, straight from cnc.dat (no client joins).
+    let counters_before = aeron_latency::messaging::read_driver_counters(dir).unwrap_or_default();
+    let mut sub = probe::spawn(&sibling("latency-sub"), &sub_args).map_err(|e| (e, EXIT_SETUP))?;
     let mut publ = match probe::spawn(&sibling("latency-pub"), &common) {
         Ok(p) => p,
         Err(e) => {
             let _ = sub.kill();
-            cli::fail(ME, e, EXIT_SETUP)
+            return Err((e, EXIT_SETUP));
         }
     };
     let pub_status = wait_bounded(&mut publ, Duration::from_secs_f64(run_s + 3.0 * a.wait + 30.0));
@@ -305,22 +703,19 @@ fn main() {
         let _ = sub.kill();
         let _ = sub.wait();
         let _ = std::fs::remove_dir_all(&tmp);
-        drop(embedded);
-        cli::fail(
-            ME,
-            "latency-pub refused the setup (its error is above); nothing was measured",
+        return Err((
+            "latency-pub refused the setup (its error is above); nothing was measured".into(),
             EXIT_SETUP,
-        );
+        ));
     }
     let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(sub_timeout + 10.0));
-    let is_embedded = embedded.is_some();
+    let counters_after = aeron_latency::messaging::read_driver_counters(dir).unwrap_or_default();
     // The floor again, right after the run and under the same conditions (driver and meter up).
     let mut floor = floor;
     if let Some(f) = &mut floor {
         f.after();
     }
     let meter = meter.map(HiccupMeter::stop);
-    drop(embedded);
 
     let read = |p: &PathBuf| -> Option<Vec<u8>> { std::fs::read(p).ok() };
     let sub_report: Option<Report> = read(&sub_json).and_then(|b| serde_json::from_slice(&b).ok());
@@ -342,10 +737,10 @@ fn main() {
                 Some(reason) => format!("latency-pub (ping) stopped before any round trip: {reason}"),
                 None => format!("latency-pub (ping) wrote no report (exit {pub_status:?}); see its error above"),
             };
-            cli::fail(ME, why, EXIT_INCOMPLETE);
+            return Err((why, EXIT_INCOMPLETE));
         };
         report.env.driver_kind = if is_embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
-        report.env.driver_version.clone_from(&driver_version);
+        report.env.driver_version = driver_version.to_owned();
         match &sub_report {
             Some(pong) => {
                 report.faults.subscriber = pong.faults.subscriber;
@@ -387,13 +782,12 @@ fn main() {
         let pub_report: Option<PubReport> = read(&pub_json).and_then(|b| serde_json::from_slice(&b).ok());
         let _ = std::fs::remove_dir_all(&tmp);
         let Some(sub_report) = sub_report else {
-            cli::fail(
-                ME,
+            return Err((
                 format!("latency-sub wrote no report (exit {sub_status:?}); see its error above"),
                 EXIT_INCOMPLETE,
-            );
+            ));
         };
-        let mut report = combine(sub_report, pub_report, is_embedded, &driver_version);
+        let mut report = combine(sub_report, pub_report, is_embedded, driver_version);
         report.notes.extend(notes);
         if let Some(p) = &mut report.publisher {
             p.jitter = None; // analysed together with the subscriber's side below
@@ -419,21 +813,12 @@ fn main() {
         }
         report.floor = Some(f);
     }
-    a.out.emit(ME, &render_text(&report), &report);
-    let children_ok = pub_status.is_some_and(|s| s.success()) && sub_status.is_some_and(|s| s.success());
-    if !report.complete || report.lost > 0 || !children_ok {
-        eprintln!(
-            "{ME}: {} (latency-pub {}, latency-sub {})",
-            if report.lost > 0 {
-                format!("{} messages lost", report.lost)
-            } else {
-                "run incomplete".into()
-            },
-            pub_status.map_or("killed".into(), |s| s.to_string()),
-            sub_status.map_or("killed".into(), |s| s.to_string()),
-        );
-        std::process::exit(EXIT_INCOMPLETE);
-    }
+    report.driver_counters = Some(latency_probe::counters::diff(&counters_before, &counters_after));
+    Ok(Measured {
+        report,
+        pub_status,
+        sub_status,
+    })
 }
 
 /// The embedded driver's flags, checked before it starts: `--term-length`, `--driver-dir`, and

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use latency_probe::cli::{
-    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
+    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutDirArgs, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
 };
 use latency_probe::report::{render_text, Env, DRIVER_EXTERNAL, UNKNOWN};
 use latency_probe::subscriber;
@@ -37,6 +37,8 @@ struct Args {
     diagnostics: DiagnosticsArgs,
     #[command(flatten)]
     out: OutputArgs,
+    #[command(flatten)]
+    out_dir: OutDirArgs,
 }
 
 fn main() {
@@ -64,6 +66,7 @@ fn main() {
     setup(a.stream.validate());
     let echo = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
     setup(a.out.validate());
+    setup(a.out_dir.validate());
     setup(a.stream.check_driver());
     let dir = cli::dir_or_default(a.stream.dir.clone());
     let mut cfg = cli::sub_config(&a.stream, dir, a.total, timeout, a.core, a.idle.clone());
@@ -75,6 +78,7 @@ fn main() {
     a.diagnostics.write_raw(ME, out.raw_jitter().as_ref());
     let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);
     a.out.emit(ME, &render_text(&report), &report);
+    let out_ok = a.out_dir.write(ME, &report);
     if !report.complete || report.lost > 0 {
         if let Some(why) = &report.incomplete_reason {
             eprintln!("{ME}: incomplete: {why}");
@@ -82,6 +86,9 @@ fn main() {
         if report.lost > 0 {
             eprintln!("{ME}: {} messages lost", report.lost);
         }
+        std::process::exit(EXIT_INCOMPLETE);
+    }
+    if !out_ok {
         std::process::exit(EXIT_INCOMPLETE);
     }
 }

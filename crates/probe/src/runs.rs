@@ -1,0 +1,418 @@
+//! Repeated runs (`latency-probe --runs N`) and comparing two reports (`latency-probe compare`).
+//!
+//! Guarantees:
+//! - Every run is a full measurement (floor, both processes, report); the summary lists each
+//!   run's percentiles of the latency from the intended send time and, per percentile, the
+//!   run-to-run variation exactly as JLBH computes it:
+//!   `100 * (max - min) / (max + min / 2)` over the runs, leaving out the first run when there
+//!   are three or more (JLBH's `skipFirstRun`: the first run warms caches, JIT-less as we are,
+//!   and the page cache).
+//! - `compare` calls a change real only when it exceeds the run-to-run variation recorded in
+//!   the two files (the larger of the two, per percentile); without recorded variation it says
+//!   it cannot tell, instead of guessing.
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{format_ns, Report};
+use crate::stats::Stats;
+
+/// The percentiles the summary and `compare` cover, with their JSON names.
+pub const PERCENTILES: [&str; 7] = ["p50", "p90", "p99", "p999", "p9999", "max", "mean"];
+
+/// A percentile's value from [`Stats`] by its JSON name.
+#[must_use]
+pub fn value(s: &Stats, name: &str) -> u64 {
+    match name {
+        "p50" => s.p50,
+        "p90" => s.p90,
+        "p95" => s.p95,
+        "p99" => s.p99,
+        "p999" => s.p999,
+        "p9999" => s.p9999,
+        "max" => s.max,
+        "min" => s.min,
+        "mean" => s.mean.max(0.0).round() as u64,
+        _ => 0,
+    }
+}
+
+/// How a percentile name reads in text.
+#[must_use]
+pub fn label(name: &str) -> &str {
+    match name {
+        "p999" => "p99.9",
+        "p9999" => "p99.99",
+        other => other,
+    }
+}
+
+/// One run of several.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RunPoint {
+    /// 1-based.
+    pub run: u32,
+    /// Latency from the intended send time.
+    pub latency_ns: Stats,
+    /// Whether the run went to plan, nothing lost.
+    pub complete: bool,
+    /// Messages lost.
+    pub lost: u64,
+    /// Achieved rate, msg/s.
+    pub rate_achieved: f64,
+    /// The floor's combined p50 (raw round trip), when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_p50_ns: Option<u64>,
+}
+
+/// One percentile across the runs.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Variation {
+    /// JSON name (`p50`, `p99`, `p999`, ...).
+    pub percentile: String,
+    /// Smallest value over the runs counted.
+    pub min_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+    /// JLBH's variation, percent: `100 * (max - min) / (max + min / 2)`.
+    pub variation_pct: f64,
+}
+
+/// `--runs N`: each run and the run-to-run variation.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RunsSummary {
+    /// Every run, in order.
+    pub runs: Vec<RunPoint>,
+    /// Whether the first run was left out of the variation (three runs or more).
+    pub first_run_skipped: bool,
+    /// Per percentile.
+    pub variation: Vec<Variation>,
+}
+
+/// JLBH's run-to-run variation, percent (operator precedence as in JLBH).
+#[must_use]
+pub fn jlbh_variation(min: f64, max: f64) -> f64 {
+    let d = max + min / 2.0;
+    if d > 0.0 {
+        100.0 * (max - min) / d
+    } else {
+        0.0
+    }
+}
+
+impl RunsSummary {
+    /// From the runs' reports, in order.
+    #[must_use]
+    pub fn from_reports(reports: &[Report]) -> RunsSummary {
+        let runs: Vec<RunPoint> = reports
+            .iter()
+            .enumerate()
+            .map(|(i, r)| RunPoint {
+                run: i as u32 + 1,
+                latency_ns: r.latency_ns,
+                complete: r.complete && r.lost == 0,
+                lost: r.lost,
+                rate_achieved: r.rate_achieved,
+                floor_p50_ns: r.floor.as_ref().map(|f| f.combined_ns.p50),
+            })
+            .collect();
+        let skip = runs.len() >= 3;
+        let counted = &runs[usize::from(skip)..];
+        let variation = PERCENTILES
+            .iter()
+            .map(|p| {
+                let vals: Vec<u64> = counted.iter().map(|r| value(&r.latency_ns, p)).collect();
+                let (min, max) = (
+                    vals.iter().copied().min().unwrap_or(0),
+                    vals.iter().copied().max().unwrap_or(0),
+                );
+                Variation {
+                    percentile: (*p).to_owned(),
+                    min_ns: min,
+                    max_ns: max,
+                    variation_pct: jlbh_variation(min as f64, max as f64),
+                }
+            })
+            .collect();
+        RunsSummary {
+            runs,
+            first_run_skipped: skip,
+            variation,
+        }
+    }
+
+    /// The table JLBH prints: percentiles down, runs across, variation last.
+    #[must_use]
+    pub fn render(&self) -> String {
+        let mut s = format!(
+            "run-to-run ({} runs, latency from the intended send time; variation = 100 x (max - min) / (max + min/2) \
+             as JLBH computes it{}):\n{:>8}",
+            self.runs.len(),
+            if self.first_run_skipped {
+                ", first run left out"
+            } else {
+                ""
+            },
+            "",
+        );
+        for r in &self.runs {
+            s.push_str(&format!("{:>11}", format!("run {}", r.run)));
+        }
+        s.push_str(&format!("{:>12}\n", "variation"));
+        for v in &self.variation {
+            s.push_str(&format!("{:>8}", label(&v.percentile)));
+            for r in &self.runs {
+                s.push_str(&format!("{:>11}", format_ns(value(&r.latency_ns, &v.percentile))));
+            }
+            s.push_str(&format!("{:>11.1}%\n", v.variation_pct));
+        }
+        if self.runs.iter().any(|r| r.floor_p50_ns.is_some()) {
+            s.push_str(&format!("{:>8}", "floor"));
+            for r in &self.runs {
+                s.push_str(&format!(
+                    "{:>11}",
+                    r.floor_p50_ns.map_or_else(|| "-".to_owned(), format_ns)
+                ));
+            }
+            s.push_str("   (raw round trip p50 between the hot cores)\n");
+        }
+        s
+    }
+
+    /// The runs as CSV: one row per run, one column per percentile (ns).
+    #[must_use]
+    pub fn csv(&self) -> String {
+        let mut s = format!(
+            "run,complete,lost,rate_achieved,floor_p50_ns,{}\n",
+            PERCENTILES.join(",")
+        );
+        for r in &self.runs {
+            s.push_str(&format!(
+                "{},{},{},{:.1},{}",
+                r.run,
+                r.complete,
+                r.lost,
+                r.rate_achieved,
+                r.floor_p50_ns.map_or_else(String::new, |v| v.to_string())
+            ));
+            for p in PERCENTILES {
+                s.push_str(&format!(",{}", value(&r.latency_ns, p)));
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// One percentile of a comparison.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Change {
+    /// JSON name.
+    pub percentile: String,
+    /// In A, ns.
+    pub a_ns: u64,
+    /// In B, ns.
+    pub b_ns: u64,
+    /// `100 * (b - a) / a`.
+    pub change_pct: f64,
+    /// The run-to-run variation it is judged against (the larger of A's and B's), percent.
+    pub noise_pct: Option<f64>,
+    /// `Some(true)` when |change| exceeds the noise, `None` when no variation was recorded.
+    pub beyond_noise: Option<bool>,
+}
+
+/// `compare A B`: per percentile, the change from A to B and whether it beats the noise.
+#[must_use]
+pub fn compare(a: &Report, b: &Report) -> Vec<Change> {
+    let noise = |r: &Report, p: &str| {
+        r.runs
+            .as_ref()
+            .and_then(|s| s.variation.iter().find(|v| v.percentile == p))
+            .map(|v| v.variation_pct)
+    };
+    PERCENTILES
+        .iter()
+        .map(|p| {
+            let (av, bv) = (value(&a.latency_ns, p), value(&b.latency_ns, p));
+            let change_pct = if av > 0 {
+                100.0 * (bv as f64 - av as f64) / av as f64
+            } else {
+                0.0
+            };
+            let noise_pct = match (noise(a, p), noise(b, p)) {
+                (Some(x), Some(y)) => Some(x.max(y)),
+                (x, y) => x.or(y),
+            };
+            Change {
+                percentile: (*p).to_owned(),
+                a_ns: av,
+                b_ns: bv,
+                change_pct,
+                noise_pct,
+                beyond_noise: noise_pct.map(|n| change_pct.abs() > n),
+            }
+        })
+        .collect()
+}
+
+/// The comparison as text, with a verdict line.
+#[must_use]
+pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, changes: &[Change]) -> String {
+    let mut s = format!(
+        "compare (latency from the intended send time; B vs A; noise = the larger run-to-run variation recorded \
+         in the two files)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}{})\n  B: {b_name} ({} {}, {:.0} msg/s, {} B, {}{})\n",
+        a.mode.as_str(),
+        a.tool.name,
+        a.rate_target,
+        a.msg_size,
+        a.started_at,
+        a.runs.as_ref().map_or_else(String::new, |r| format!(", {} runs", r.runs.len())),
+        b.mode.as_str(),
+        b.tool.name,
+        b.rate_target,
+        b.msg_size,
+        b.started_at,
+        b.runs.as_ref().map_or_else(String::new, |r| format!(", {} runs", r.runs.len())),
+    );
+    s.push_str(&format!(
+        "{:>8}{:>12}{:>12}{:>10}{:>10}  verdict\n",
+        "", "A", "B", "change", "noise"
+    ));
+    for c in changes {
+        let verdict = match c.beyond_noise {
+            Some(true) if c.change_pct < 0.0 => "better, beyond the noise",
+            Some(true) => "WORSE, beyond the noise",
+            Some(false) => "within the noise",
+            None => "unknown: no run-to-run variation recorded",
+        };
+        s.push_str(&format!(
+            "{:>8}{:>12}{:>12}{:>9.1}%{:>10}  {verdict}\n",
+            label(&c.percentile),
+            format_ns(c.a_ns),
+            format_ns(c.b_ns),
+            c.change_pct,
+            c.noise_pct.map_or_else(|| "-".to_owned(), |n| format!("{n:.1}%")),
+        ));
+    }
+    if changes.iter().all(|c| c.beyond_noise.is_none()) {
+        s.push_str(
+            "neither file records run-to-run variation: measure both with latency-probe --runs 5 (or more) to tell a \
+             change from noise\n",
+        );
+    }
+    for (name, r) in [("A", a), ("B", b)] {
+        if r.mode != a.mode || r.msg_size != a.msg_size || (r.rate_target - a.rate_target).abs() > 0.01 * a.rate_target
+        {
+            s.push_str(&format!(
+                "warning: {name} was measured differently (mode, rate or message size differ): the change mixes \
+                 the setup with whatever you tuned\n"
+            ));
+            break;
+        }
+        if !r.complete {
+            s.push_str(&format!(
+                "warning: {name} is incomplete: {}\n",
+                r.incomplete_reason.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(p50: u64, p99: u64) -> Stats {
+        Stats {
+            count: 1000,
+            min: p50 / 2,
+            mean: p50 as f64,
+            p50,
+            p90: p50 + 10,
+            p95: p50 + 20,
+            p99,
+            p999: p99 * 2,
+            p9999: p99 * 3,
+            max: p99 * 4,
+        }
+    }
+
+    #[test]
+    fn jlbh_variation_keeps_jlbhs_formula() {
+        // 100 * (120 - 100) / (120 + 100 / 2) = 2000 / 170
+        assert!((jlbh_variation(100.0, 120.0) - 2000.0 / 170.0).abs() < 1e-9);
+        assert_eq!(jlbh_variation(0.0, 0.0), 0.0);
+        assert_eq!(jlbh_variation(50.0, 50.0), 0.0);
+    }
+
+    #[test]
+    fn the_summary_skips_the_first_of_three_runs_and_spans_the_rest() {
+        let mk = |p50, p99| {
+            let mut r: Report = serde_json::from_str(include_str!("../tests/data/report-minimal.json")).unwrap();
+            r.latency_ns = stats(p50, p99);
+            r
+        };
+        let s = RunsSummary::from_reports(&[mk(5000, 9000), mk(1000, 2000), mk(1100, 2600)]);
+        assert!(s.first_run_skipped);
+        assert_eq!(s.runs.len(), 3);
+        let p50 = s.variation.iter().find(|v| v.percentile == "p50").unwrap();
+        assert_eq!(
+            (p50.min_ns, p50.max_ns),
+            (1000, 1100),
+            "the first run (5000) is left out"
+        );
+        assert!((p50.variation_pct - jlbh_variation(1000.0, 1100.0)).abs() < 1e-9);
+        let t = s.render();
+        assert!(
+            t.contains("run 3") && t.contains("p99.9") && t.contains("first run left out"),
+            "{t}"
+        );
+        let csv = s.csv();
+        assert_eq!(csv.lines().count(), 4, "{csv}");
+        assert!(csv.lines().nth(2).unwrap().starts_with("2,"), "{csv}");
+
+        let two = RunsSummary::from_reports(&[mk(5000, 9000), mk(1000, 2000)]);
+        assert!(!two.first_run_skipped, "two runs: both count");
+        assert_eq!(two.variation[0].min_ns, 1000);
+        assert_eq!(two.variation[0].max_ns, 5000);
+    }
+
+    #[test]
+    fn compare_calls_a_change_real_only_beyond_the_recorded_noise() {
+        let mk = |p50, p99, runs: Option<Vec<(u64, u64)>>| {
+            let mut r: Report = serde_json::from_str(include_str!("../tests/data/report-minimal.json")).unwrap();
+            r.latency_ns = stats(p50, p99);
+            r.runs = runs.map(|rs| {
+                let reps: Vec<Report> = rs
+                    .iter()
+                    .map(|(a, b)| {
+                        let mut x = r.clone();
+                        x.latency_ns = stats(*a, *b);
+                        x
+                    })
+                    .collect();
+                RunsSummary::from_reports(&reps)
+            });
+            r
+        };
+        // p50 noise ~10% (1000..1100 over runs 2-3); p99 noise ~ (2000..2100) ~3.3%.
+        let a = mk(1000, 2000, Some(vec![(9999, 9999), (1000, 2000), (1100, 2100)]));
+        let b = mk(1050, 3000, Some(vec![(9999, 9999), (1050, 3000), (1060, 3050)]));
+        let c = compare(&a, &b);
+        let p50 = c.iter().find(|x| x.percentile == "p50").unwrap();
+        assert_eq!(p50.beyond_noise, Some(false), "{p50:?}");
+        let p99 = c.iter().find(|x| x.percentile == "p99").unwrap();
+        assert_eq!(p99.beyond_noise, Some(true), "{p99:?}");
+        assert!((p99.change_pct - 50.0).abs() < 1e-9);
+        let t = render_compare("a.json", "b.json", &a, &b, &c);
+        assert!(
+            t.contains("WORSE, beyond the noise") && t.contains("within the noise"),
+            "{t}"
+        );
+
+        let bare = compare(&mk(1000, 2000, None), &mk(900, 2000, None));
+        assert!(bare.iter().all(|x| x.beyond_noise.is_none()));
+        let t = render_compare("a", "b", &mk(1000, 2000, None), &mk(900, 2000, None), &bare);
+        assert!(t.contains("--runs 5"), "{t}");
+    }
+}

@@ -1,0 +1,106 @@
+//! The driver's counters over a small IPC run through a real embedded C media driver: what
+//! [`latency_probe::counters::diff`] makes of two real snapshots. Prints every counter the
+//! driver reports and the rendered section, so the real labels can be checked against the
+//! module's tables (`cargo test -p latency-probe --test counters -- --nocapture`).
+
+use std::time::{Duration, Instant};
+
+use aeron_latency::messaging::{Client, DriverCounter, EmbeddedDriver, MessageHeader, Publisher, Subscriber};
+use latency_probe::counters::{diff, render, POSITION_TYPE_IDS, TIMESTAMP_TYPE_IDS, WATCHED_SYSTEM_COUNTERS};
+
+const MESSAGES: u32 = 1000;
+
+/// Offers `msg`, draining `sub` while back-pressured (one thread plays both sides).
+fn offer(p: &mut Publisher, sub: &mut Subscriber, got: &mut u32, msg: &[u8], deadline: Instant) {
+    loop {
+        match p.offer(msg) {
+            Ok(_) => return,
+            Err(e) if e.is_retryable() && Instant::now() < deadline => {
+                if drain(sub, got) == 0 {
+                    std::thread::yield_now();
+                }
+            }
+            Err(e) => panic!("offer failed: {e}"),
+        }
+    }
+}
+
+fn drain(sub: &mut Subscriber, got: &mut u32) -> usize {
+    sub.poll(&mut |_: &[u8], _: &MessageHeader| *got += 1, 64)
+}
+
+fn print_all(title: &str, counters: &[DriverCounter]) {
+    println!("{title}:");
+    for c in counters {
+        println!("  {:>3} {:>3} {}: {}", c.id, c.type_id, c.label, c.value);
+    }
+}
+
+#[test]
+fn a_real_ipc_run_shows_positions_in_the_note_errors_watched_and_no_timestamps_moved() {
+    let driver = EmbeddedDriver::builder()
+        .ipc_term_length(64 * 1024)
+        .spawn()
+        .expect("driver starts");
+    let client = Client::connect(driver.dir()).expect("client connects");
+    let before = client.counters();
+    assert!(!before.is_empty(), "no counters read from {}", driver.dir().display());
+
+    let mut sub = client.subscription("aeron:ipc", 7001).expect("subscription");
+    let mut publ = client.publication("aeron:ipc", 7001).expect("publication");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !publ.is_connected() {
+        assert!(Instant::now() < deadline, "publication never connected");
+        std::thread::yield_now();
+    }
+    let mut got = 0u32;
+    for i in 0..MESSAGES {
+        offer(&mut publ, &mut sub, &mut got, &[i as u8; 32], deadline);
+    }
+    while got < MESSAGES {
+        assert!(Instant::now() < deadline, "received {got} of {MESSAGES}");
+        if drain(&mut sub, &mut got) == 0 {
+            std::thread::yield_now();
+        }
+    }
+    assert_eq!(got, MESSAGES);
+    let after = client.counters();
+    print_all("every counter after the run", &after);
+
+    let d = diff(&before, &after);
+    println!("{}", render(&d));
+
+    let note = d.note.as_deref().expect("a note");
+    assert!(note.contains("positions: "), "{note}");
+    assert!(
+        d.watched
+            .iter()
+            .any(|w| w.type_id == 0 && w.label.starts_with("Errors: version=") && w.delta == 0),
+        "{:?}",
+        d.watched
+    );
+    for m in &d.moved {
+        assert!(
+            !TIMESTAMP_TYPE_IDS.iter().any(|(t, _)| *t == m.type_id),
+            "timestamp counter in moved: {m:?}"
+        );
+        assert!(
+            !POSITION_TYPE_IDS.iter().any(|(t, _)| *t == m.type_id),
+            "position counter in moved: {m:?}"
+        );
+    }
+    // Every watched system counter exists under the label this driver gives it.
+    let system: Vec<&str> = after
+        .iter()
+        .filter(|c| c.type_id == 0)
+        .map(|c| c.label.as_str())
+        .collect();
+    for (_, name) in WATCHED_SYSTEM_COUNTERS {
+        assert!(
+            d.watched
+                .iter()
+                .any(|w| w.label == name || w.label.starts_with(&format!("{name}: "))),
+            "watched counter {name:?} not found among the driver's system counters {system:?}"
+        );
+    }
+}
