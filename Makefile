@@ -2,6 +2,8 @@
 # Both run an idempotent bootstrap first (scripts/bootstrap.sh) that installs what a fresh
 # Debian/Ubuntu machine lacks: capnproto, libclang-dev, uuid-dev, libbsd-dev, and CMake >= 3.30
 # (from PyPI into .tools/ when the system's is older), passed to the build as CMAKE.
+# `make fuzz` (not part of `make test`) runs each cargo-fuzz target in fuzz/ for FUZZ_SECONDS on
+# the nightly toolchain, installing cargo-fuzz first if it is missing (README "Fuzzing").
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -16,7 +18,14 @@ RESULTS ?= results
 # As root the jitter tests must exercise perf, not skip it (set REQUIRE_PERF=0 to allow skipping).
 REQUIRE_PERF ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
 
-.PHONY: bootstrap build probe jitter-overhead test lint bench fmt clean
+# `make fuzz` settings: seconds per target (libFuzzer -max_total_time), which targets
+# (fuzz/fuzz_targets/*.rs), and the toolchain cargo-fuzz needs (libFuzzer and ASan need nightly).
+# E.g. make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=wire_decode
+FUZZ_SECONDS ?= 600
+FUZZ_TARGETS ?= wire_decode wire_round_trip report_json
+FUZZ_TOOLCHAIN ?= +nightly
+
+.PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -33,6 +42,12 @@ probe: build
 jitter-overhead: build
 	scripts/jitter-overhead.py
 
+# Soak (not part of `make test`): 10^8 messages through IPC at the highest rate this machine
+# sustains, then checks none was lost, duplicated, reordered or undecodable (README "Reliability").
+# E.g. make soak SOAK_ARGS="--messages 10000000 --rate 1000000"
+soak: build
+	scripts/soak.py $(SOAK_ARGS)
+
 test: bootstrap
 	$(CARGO) fmt --all -- --check
 	$(WITH_CMAKE) $(CARGO) clippy --workspace --all-targets -- -D warnings
@@ -41,6 +56,19 @@ test: bootstrap
 
 bench: bootstrap
 	$(WITH_CMAKE) $(CARGO) bench --workspace
+
+# Seeds (valid samples and reports) are written into fuzz/corpus/<target> first; libFuzzer adds
+# what it finds there and writes crashing inputs to fuzz/artifacts/<target> (both git-ignored).
+# Every target runs even when one fails; the exit status is non-zero if any found a crash.
+fuzz: bootstrap
+	@$(CARGO) fuzz --version >/dev/null 2>&1 || { echo "installing cargo-fuzz"; $(CARGO) install cargo-fuzz --locked; }
+	$(CARGO) $(FUZZ_TOOLCHAIN) run --quiet --manifest-path fuzz/Cargo.toml --example seed_corpus -- fuzz/corpus
+	@status=0; for t in $(FUZZ_TARGETS); do \
+		echo "== fuzz $$t for $(FUZZ_SECONDS) s"; \
+		$(CARGO) $(FUZZ_TOOLCHAIN) fuzz run $$t fuzz/corpus/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 || status=1; \
+		echo "== $$t: corpus $$(ls fuzz/corpus/$$t | wc -l) files, crashes $$(ls fuzz/artifacts/$$t 2>/dev/null | wc -l) in fuzz/artifacts/$$t"; \
+	done; exit $$status
 
 fmt:
 	$(CARGO) fmt --all

@@ -453,6 +453,7 @@ pub fn sub_config(
         hot_path_lock: false,
         diagnostics: crate::jitter::Mode::Auto,
         echo: None,
+        live: false,
     }
 }
 

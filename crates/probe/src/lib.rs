@@ -25,6 +25,7 @@ pub mod counters;
 pub mod floor;
 pub mod hiccup;
 pub mod jitter;
+pub mod live;
 pub mod output;
 pub mod pacing;
 pub mod plant;

@@ -87,6 +87,8 @@ pub struct SubConfig {
     /// Round-trip mode (pong): echo every message, unchanged, on this channel and stream before
     /// measuring it.
     pub echo: Option<crate::cli::PongPath>,
+    /// Print the live line on stderr once a second ([`crate::live`]).
+    pub live: bool,
 }
 
 /// What pong's echoing did (`--mode rtt`).
@@ -212,6 +214,14 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     let lock = plant.as_ref().map(crate::plant::LockPlant::lock);
     let driver = driver_pid(&cfg.dir);
     let live = client.liveness();
+    let line = cfg.live.then(|| Arc::new(crate::live::Live::new()));
+    let printer = match &line {
+        Some(l) => Some(
+            crate::live::Printer::spawn(l.clone(), "latency-sub", Duration::from_secs(1))
+                .map_err(|e| SetupError(format!("--live: could not start its thread: {e}")))?,
+        ),
+        None => None,
+    };
     let (total, timeout, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
     let sleeps = matches!(idle.alias(), "backoff" | "sleep-ns");
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
@@ -267,7 +277,8 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                 .spawn(move || {
                     let mut subscriber = subscriber;
                     let monitor = ready_rx.recv().ok();
-                    let st = State::new(monitor, lock, true);
+                    let mut st = State::new(monitor, lock, true);
+                    st.live = line;
                     let ends = Ends { total, timeout, live };
                     let mut out = hot_loop(&mut subscriber, st, &ends, &mut idle, sleeps, echo.as_mut());
                     out.echo = echo.map(Echo::into_stats);
@@ -296,7 +307,8 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
                 .affinity_opt(cfg.core)
                 .spawn(move || {
                     let monitor = ready_rx.recv().ok();
-                    let st = State::new(monitor, lock, false);
+                    let mut st = State::new(monitor, lock, false);
+                    st.live = line;
                     consume_loop(&rx, st, &Ends { total, timeout, live })
                 })
                 .map_err(|e| SetupError(format!("--core: {e}")))?;
@@ -312,6 +324,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
             out
         }
     };
+    drop(printer);
     drop(plant);
     drop(client);
     out.idle = cfg.idle.to_string();
@@ -345,6 +358,8 @@ pub(crate) struct State {
     lock_waits: Option<(StallLog, Option<i64>, u64)>,
     slow: SlowSamples,
     lock: Option<Arc<Mutex<u64>>>,
+    /// The live line's shared counters, when it is on.
+    pub(crate) live: Option<Arc<crate::live::Live>>,
 }
 
 impl State {
@@ -365,6 +380,7 @@ impl State {
             lock_waits: (on && stalls).then(|| (StallLog::new(jitter::LOCK_WAIT_THRESHOLD_NS, STALLS_LOGGED), None, 0)),
             slow: SlowSamples::new(SLOW_SAMPLES_KEPT),
             lock,
+            live: None,
         }
     }
 
@@ -403,6 +419,9 @@ impl State {
             }
             self.intended_span.1 = s.intended_ns;
             self.receive_span.1 = now;
+            if let Some(l) = &self.live {
+                l.record(s.seq, (now - s.intended_ns).max(0) as u64);
+            }
             self.slow.offer(SlowSample {
                 latency_ns: (now - s.intended_ns).max(0) as u64,
                 seq: s.seq,

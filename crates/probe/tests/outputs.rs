@@ -71,12 +71,14 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     let d = dir.to_str().unwrap();
     let mut args = vec![
         "--duration",
-        "1",
+        "1.5",
         "--runs",
         "2",
         "--stream",
         "4001",
         "--quiet",
+        "--live",
+        "on",
         "--out",
         d,
     ];
@@ -85,7 +87,7 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Report = serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
     let l = report.latency_ns;
-    assert_eq!(l.count, 10_000);
+    assert_eq!(l.count, 15_000);
 
     // The report carries the histograms; they give its percentiles.
     let h = report.histograms.as_ref().expect("histograms in the report");
@@ -192,6 +194,10 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     assert!(report.driver_counters.is_some(), "driver counters");
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("run 2/2"), "{text}");
+    assert!(
+        text.contains("latency-sub: 1 s: received") && text.contains("p99 of the last"),
+        "--live on: a line a second from latency-sub: {text}"
+    );
 
     // compare: run 1 against the report (2 runs recorded in B: the verdicts are judged).
     let c = probe(&[

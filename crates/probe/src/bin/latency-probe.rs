@@ -88,6 +88,10 @@ fn parse_rate(s: &str) -> Result<u64, String> {
 
 #[derive(Debug, clap::Args)]
 struct Args {
+    /// A line on stderr once a second during the run (from latency-sub: messages so far, the
+    /// highest sequence, the p99 of the last 4,096): auto (when stdout is a terminal), on, off
+    #[arg(long, default_value = "auto")]
+    live: latency_probe::live::LiveMode,
     /// Repeat the measurement this many times (each with its own floor) and report every run
     /// and the run-to-run variation per percentile, as JLBH does; the JSON is the last run's
     /// report with `runs`
@@ -628,6 +632,8 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
         s(&sub_raw.display()),
         "--delivery".into(),
         s(&a.delivery.delivery),
+        "--live".into(),
+        if a.live.enabled() { "on" } else { "off" }.into(),
     ]);
     if a.delivery.hot_path_lock {
         sub_args.push("--hot-path-lock".into());

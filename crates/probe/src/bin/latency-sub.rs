@@ -35,6 +35,10 @@ struct Args {
     delivery: DeliveryArgs,
     #[command(flatten)]
     diagnostics: DiagnosticsArgs,
+    /// A line on stderr once a second while receiving: messages so far, the highest sequence,
+    /// the p99 of the last 4,096: auto (when stdout is a terminal), on, off
+    #[arg(long, default_value = "auto")]
+    live: latency_probe::live::LiveMode,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]
@@ -71,6 +75,7 @@ fn main() {
     let dir = cli::dir_or_default(a.stream.dir.clone());
     let mut cfg = cli::sub_config(&a.stream, dir, a.total, timeout, a.core, a.idle.clone());
     cfg.delivery = a.delivery.delivery;
+    cfg.live = a.live.enabled();
     cfg.hot_path_lock = a.delivery.hot_path_lock;
     cfg.diagnostics = a.diagnostics.diagnostics;
     cfg.echo = echo;
