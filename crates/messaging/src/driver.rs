@@ -58,6 +58,7 @@ pub struct EmbeddedDriverBuilder {
     idle: Option<String>,
     driver_timeout: Option<Duration>,
     sparse: Option<bool>,
+    remove_stale: bool,
 }
 
 impl EmbeddedDriverBuilder {
@@ -117,6 +118,16 @@ impl EmbeddedDriverBuilder {
         self
     }
 
+    /// Before starting, remove the `aeron-latency-<pid>-<n>` directories beside this driver's
+    /// own whose process no longer exists and whose driver is dead (a stale heartbeat, or no
+    /// `cnc.dat` for over a minute): what runs killed with SIGKILL leave behind, with their
+    /// non-sparse term buffers. Off by default; see [`EmbeddedDriver::stale_dirs_removed`].
+    #[must_use]
+    pub fn remove_stale_dirs(mut self, on: bool) -> Self {
+        self.remove_stale = on;
+        self
+    }
+
     /// The IPC term length the driver will use (builder, else `AERON_IPC_TERM_BUFFER_LENGTH`,
     /// else Aeron's 64 MiB).
     #[must_use]
@@ -128,9 +139,8 @@ impl EmbeddedDriverBuilder {
 
     /// Starts the driver on its own thread and waits until its directory is ready.
     ///
-    /// First it removes, beside its own directory, the `aeron-latency-<pid>-<n>` directories of
-    /// embedded drivers whose process no longer exists and whose heartbeat is stale (left by
-    /// runs that were killed); see [`EmbeddedDriver::stale_dirs_removed`].
+    /// With [`remove_stale_dirs`](Self::remove_stale_dirs) it first removes what killed runs
+    /// left beside its directory.
     ///
     /// Nothing it creates is world-writable: this adds `0o002` to the process's umask, for
     /// good (the driver creates log files for as long as it runs).
@@ -158,7 +168,11 @@ impl EmbeddedDriverBuilder {
         let parent = dir.parent().unwrap_or(Path::new("/dev/shm"));
         // Directories of embedded drivers whose process was killed (SIGKILL skips our Drop)
         // hold their full, non-sparse term buffers until removed: remove them first.
-        let stale_removed = remove_stale_dirs(parent);
+        let stale_removed = if self.remove_stale {
+            remove_stale_dirs(parent)
+        } else {
+            Vec::new()
+        };
         if let Some(available) = free_bytes(parent) {
             if available < needed {
                 return Err(DriverLaunchError::NoSpace {
@@ -180,10 +194,7 @@ impl EmbeddedDriverBuilder {
         // make sure "others" never get write access (cnc.dat and the term buffers would let
         // any local user inject messages). The umask is per process and stays set: the driver
         // keeps creating log files for as long as it runs.
-        // SAFETY: umask only swaps the process's file-creation mask; it cannot fail.
-        let old_mask = unsafe { libc::umask(0o022) };
-        // SAFETY: as above.
-        unsafe { libc::umask(old_mask | 0o002) };
+        deny_world_write();
         let ctx = AeronDriverContext::new().map_err(cfg("context"))?;
         let dir_c = CString::new(dir.to_string_lossy().as_bytes()).map_err(|_| DriverLaunchError::Config {
             setting: "dir",
@@ -308,8 +319,36 @@ pub fn check_term_length(len: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Adds `0o002` to the process umask, once, without ever lowering or briefly changing it
+/// otherwise: the current mask is read from `/proc/self/status`, and the change is made under
+/// a lock (the read-and-set `umask` call is not atomic between threads).
+fn deny_world_write() {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let current = std::fs::read_to_string("/proc/self/status").ok().and_then(|st| {
+        st.lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .and_then(|v| libc::mode_t::from_str_radix(v.trim(), 8).ok())
+    });
+    match current {
+        Some(m) if m & 0o002 != 0 => {}
+        Some(m) => {
+            // SAFETY: umask only sets the process's file-creation mask; it cannot fail.
+            unsafe { libc::umask(m | 0o002) };
+        }
+        None => {
+            // No /proc: read by setting (briefly a stricter mask, never a looser one).
+            // SAFETY: as above.
+            let old = unsafe { libc::umask(0o077) };
+            // SAFETY: as above.
+            unsafe { libc::umask(old | 0o002) };
+        }
+    }
+}
+
 /// Removes the `aeron-latency-<pid>-<n>` directories under `parent` whose process is gone
-/// (`kill(pid, 0)` says ESRCH) and whose driver heartbeat is stale; returns what it removed.
+/// (`kill(pid, 0)` says ESRCH) and whose driver is dead (stale heartbeat, or no readable
+/// `cnc.dat` and untouched for a minute); returns what it removed.
 fn remove_stale_dirs(parent: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return Vec::new();
@@ -335,10 +374,15 @@ fn remove_stale_dirs(parent: &Path) -> Vec<PathBuf> {
         let gone =
             unsafe { libc::kill(pid, 0) } == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
         let path = e.path();
-        let dead = !matches!(
-            crate::client::driver_status(&path, crate::DEFAULT_DRIVER_TIMEOUT),
-            crate::DriverStatus::Alive { .. }
-        );
+        let dead = match crate::client::driver_status(&path, crate::DEFAULT_DRIVER_TIMEOUT) {
+            crate::DriverStatus::Dead { .. } => true,
+            crate::DriverStatus::Alive { .. } => false,
+            // No (readable) cnc.dat: a driver that died while starting, or one starting now in
+            // another pid namespace; only the former is old.
+            _ => std::fs::metadata(&path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > Duration::from_secs(60))),
+        };
         if gone && dead && std::fs::remove_dir_all(&path).is_ok() {
             removed.push(path);
         }

@@ -297,20 +297,41 @@ fn a_new_embedded_driver_removes_the_directories_killed_runs_left_and_nothing_el
     let ours = parent.join(format!("aeron-latency-{}-9", std::process::id()));
     let alive = parent.join("aeron-latency-1-0"); // pid 1 always exists
     let foreign = parent.join("aeron-latency-notapid-0");
-    for d in [&stale, &ours, &alive, &foreign] {
+    // A dead pid but no cnc.dat and fresh: a driver starting in another pid namespace.
+    let starting = parent.join(format!("aeron-latency-{gone}-2"));
+    for d in [&stale, &ours, &alive, &foreign, &starting] {
         std::fs::create_dir_all(d.join("publications")).unwrap();
         std::fs::write(d.join("publications").join("1.logbuffer"), [0u8; 4096]).unwrap();
     }
+    // The stale one: untouched for two minutes (no cnc.dat).
+    let old = std::time::SystemTime::now() - Duration::from_secs(120);
+    std::fs::File::open(&stale).unwrap().set_modified(old).unwrap();
+    // A dead pid in the name but a live heartbeat (this process runs it): kept.
+    let live = EmbeddedDriver::builder()
+        .dir(parent.join(format!("aeron-latency-{gone}-1")))
+        .ipc_term_length(64 * 1024)
+        .spawn()
+        .expect("driver with a live heartbeat");
+    // Off by default.
+    let plain = EmbeddedDriver::builder()
+        .dir(parent.join("plain"))
+        .ipc_term_length(64 * 1024)
+        .spawn()
+        .expect("driver");
+    assert!(plain.stale_dirs_removed().is_empty() && stale.exists());
+    drop(plain);
     let driver = EmbeddedDriver::builder()
         .dir(parent.join("driver"))
         .ipc_term_length(64 * 1024)
+        .remove_stale_dirs(true)
         .spawn()
         .expect("driver");
     assert_eq!(driver.stale_dirs_removed(), std::slice::from_ref(&stale));
     assert!(!stale.exists());
-    for kept in [&ours, &alive, &foreign] {
+    for kept in [&ours, &alive, &foreign, &starting, &live.dir().to_path_buf()] {
         assert!(kept.exists(), "{} must be kept", kept.display());
     }
     drop(driver);
+    drop(live);
     std::fs::remove_dir_all(&parent).unwrap();
 }

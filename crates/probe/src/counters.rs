@@ -1,5 +1,7 @@
 //! The media driver's counters over a run, as AeronStat shows them: two snapshots of every
-//! counter in `cnc.dat` (read through aeron-rs's `CountersReader` by
+//! counter in `cnc.dat` (read through aeron-rs's `CountersReader`, by
+//! [`read_driver_counters`](aeron_latency::messaging::read_driver_counters) without joining the
+//! driver, as latency-probe does, or by a connected
 //! [`Client::counters`](aeron_latency::messaging::Client::counters)), taken before and after
 //! the measurement, and what changed between them.
 //!

@@ -11,7 +11,7 @@
 //! - Off by default when stdout is not a terminal (`--live auto`).
 
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -72,10 +72,17 @@ impl Live {
     /// Empty, its ring written once (no page fault on the hot thread later).
     #[must_use]
     pub fn new() -> Live {
+        let ring: Box<[AtomicU64]> = (0..WINDOW).map(|_| AtomicU64::new(0)).collect();
+        // The collect becomes a zeroed allocation the kernel maps lazily (malloc + zeroing ->
+        // calloc): hide that it is zero and write every slot now.
+        let ring = std::hint::black_box(ring);
+        for slot in ring.iter() {
+            slot.store(0, Ordering::Relaxed);
+        }
         Live {
             received: AtomicU64::new(0),
             highest: AtomicU64::new(0),
-            ring: (0..WINDOW).map(|_| AtomicU64::new(0)).collect(),
+            ring,
         }
     }
 
@@ -118,10 +125,10 @@ impl Live {
     }
 }
 
-/// The printing thread; stops (and prints nothing more) when dropped.
+/// The printing thread; stops (and prints nothing more) when dropped. It wakes once per line.
 #[derive(Debug)]
 pub struct Printer {
-    stop: Arc<AtomicBool>,
+    stop: Option<crossbeam_channel::Sender<()>>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -131,22 +138,20 @@ impl Printer {
     /// # Errors
     /// The thread could not be started.
     pub fn spawn(live: Arc<Live>, program: &'static str, every: Duration) -> std::io::Result<Printer> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
+        // Dropping the sender ends the wait at once.
+        let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
         let handle = std::thread::Builder::new().name("live-line".into()).spawn(move || {
             let started = Instant::now();
             let mut next = started + every;
-            while !stop2.load(Ordering::Acquire) {
-                let now = Instant::now();
-                if now >= next {
-                    let _ = writeln!(std::io::stderr().lock(), "{}", live.line(program, now - started));
-                    next += every;
-                }
-                std::thread::sleep(Duration::from_millis(50).min(next.saturating_duration_since(now)));
+            while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
+                stopped.recv_timeout(next.saturating_duration_since(Instant::now()))
+            {
+                let _ = writeln!(std::io::stderr().lock(), "{}", live.line(program, started.elapsed()));
+                next += every;
             }
         })?;
         Ok(Printer {
-            stop,
+            stop: Some(stop),
             handle: Some(handle),
         })
     }
@@ -154,7 +159,7 @@ impl Printer {
 
 impl Drop for Printer {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
+        drop(self.stop.take());
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }

@@ -321,10 +321,13 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     );
     let live_hot = live.clone();
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
+    // Dropped by the hot thread when it ends (also on a panic): wakes the sampling loop below.
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
     let hot = ThreadBuilder::new()
         .name("latency-pub")
         .affinity_opt(cfg.core)
         .spawn(move || {
+            let _done = done_tx;
             let monitor = ready_rx.recv().ok();
             let echo = pong.as_mut().map(|sub| {
                 let mut st = State::new(None, None, false);
@@ -354,12 +357,15 @@ pub fn run(cfg: &PubConfig) -> Result<PubReport, SetupError> {
     let (core, hot_tid) = (hot.core(), hot.tid());
     // While the hot thread runs: the subscribers' positions every 250 ms (one counters scan;
     // off the hot threads).
+    // One wake-up per sample: the hot thread's end disconnects the channel.
     let mut readers = ReaderWatch::default();
-    while !hot.is_finished() {
+    loop {
         readers.sample(&client.subscriber_positions(session, cfg.stream), Instant::now());
-        let t = Instant::now();
-        while !hot.is_finished() && t.elapsed() < Duration::from_millis(250) {
-            std::thread::sleep(Duration::from_millis(5));
+        if !matches!(
+            done_rx.recv_timeout(Duration::from_millis(250)),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout)
+        ) {
+            break;
         }
     }
     let ended = Instant::now();
@@ -775,7 +781,8 @@ fn hot_loop(
         planned: measured as u32,
     };
     let deadline = Instant::now() + wait;
-    while !r.driver_lost && Instant::now() < deadline {
+    // Not when the driver or the subscriber is gone: nobody would read it.
+    while !r.driver_lost && !r.subscriber_lost && Instant::now() < deadline {
         match publisher.try_claim(len) {
             Ok(mut claim) => {
                 if wire::encode_into(claim.buffer_mut(), &end, padding).is_ok() {
@@ -863,5 +870,32 @@ fn await_echo(
                 s.restart(now_ns());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::messages_between;
+
+    #[test]
+    fn messages_between_counts_whole_frames_and_skips_the_padding_at_each_term_end() {
+        // 1,000-byte terms, 160-byte frames: 6 per term (960 B), 40 B of padding.
+        let (t, f) = (1_000, 160);
+        assert_eq!(messages_between(0, 0, t, f), 0);
+        assert_eq!(messages_between(0, 159, t, f), 0, "a frame not yet whole");
+        assert_eq!(messages_between(0, 160, t, f), 1);
+        assert_eq!(messages_between(0, 960, t, f), 6);
+        assert_eq!(messages_between(0, 1_000, t, f), 6, "the padding holds no message");
+        assert_eq!(messages_between(0, 1_160, t, f), 7, "the next term starts with a frame");
+        assert_eq!(messages_between(0, 3_000, t, f), 18, "three whole terms");
+        // Starting mid-term (a publication joined at 480): 3 more fit in the first term.
+        assert_eq!(messages_between(480, 1_000, t, f), 3);
+        assert_eq!(messages_between(480, 1_320, t, f), 5);
+        // Nothing for a position at or before the start, or a nonsense geometry.
+        assert_eq!(messages_between(500, 400, t, f), 0);
+        assert_eq!(messages_between(0, 1_000, 0, f), 0);
+        assert_eq!(messages_between(0, 1_000, t, 0), 0);
+        // A frame that divides the term: no padding.
+        assert_eq!(messages_between(0, 4_096, 1_024, 32), 128);
     }
 }

@@ -4,12 +4,14 @@
 //! - Every run is a full measurement (floor, both processes, report); the summary lists each
 //!   run's percentiles of the latency from the intended send time and, per percentile, the
 //!   run-to-run variation exactly as JLBH computes it:
-//!   `100 * (max - min) / (max + min / 2)` over the runs, leaving out the first run when there
-//!   are three or more (JLBH's `skipFirstRun`: the first run warms caches, JIT-less as we are,
-//!   and the page cache).
-//! - `compare` calls a change real only when it exceeds the run-to-run variation recorded in
-//!   the two files (the larger of the two, per percentile); without recorded variation it says
-//!   it cannot tell, instead of guessing.
+//!   `100 * (max - min) / (max + min / 2)` over the runs counted. Counted: the complete runs,
+//!   leaving out the first when there are three or more (JLBH's `skipFirstRun` option; when to
+//!   use it is our rule: the first run warms caches and the page cache).
+//! - `compare` compares the median of the counted runs when a file has runs (else its one
+//!   report), and calls a change real only when it exceeds the run-to-run spread recorded in
+//!   the two files, `100 * (max - min) / min` of the counted runs (the larger of the two, per
+//!   percentile: wider than JLBH's figure, so a value inside a file's own range is never called
+//!   a change); without recorded runs it says it cannot tell, instead of guessing.
 
 use serde::{Deserialize, Serialize};
 
@@ -75,6 +77,12 @@ pub struct Variation {
     pub max_ns: u64,
     /// JLBH's variation, percent: `100 * (max - min) / (max + min / 2)`.
     pub variation_pct: f64,
+    /// The spread `compare` judges changes against, percent: `100 * (max - min) / min`.
+    #[serde(default)]
+    pub spread_pct: f64,
+    /// Median over the runs counted.
+    #[serde(default)]
+    pub median_ns: u64,
 }
 
 /// `--runs N`: each run and the run-to-run variation.
@@ -116,20 +124,28 @@ impl RunsSummary {
             })
             .collect();
         let skip = runs.len() >= 3;
-        let counted = &runs[usize::from(skip)..];
+        let mut counted: Vec<&RunPoint> = runs[usize::from(skip)..].iter().filter(|r| r.complete).collect();
+        if counted.is_empty() {
+            // Nothing complete: say what there is rather than nothing.
+            counted = runs[usize::from(skip)..].iter().collect();
+        }
         let variation = PERCENTILES
             .iter()
             .map(|p| {
-                let vals: Vec<u64> = counted.iter().map(|r| value(&r.latency_ns, p)).collect();
-                let (min, max) = (
-                    vals.iter().copied().min().unwrap_or(0),
-                    vals.iter().copied().max().unwrap_or(0),
-                );
+                let mut vals: Vec<u64> = counted.iter().map(|r| value(&r.latency_ns, p)).collect();
+                vals.sort_unstable();
+                let (min, max) = (vals.first().copied().unwrap_or(0), vals.last().copied().unwrap_or(0));
                 Variation {
                     percentile: (*p).to_owned(),
                     min_ns: min,
                     max_ns: max,
                     variation_pct: jlbh_variation(min as f64, max as f64),
+                    spread_pct: if min > 0 {
+                        100.0 * (max - min) as f64 / min as f64
+                    } else {
+                        0.0
+                    },
+                    median_ns: vals.get(vals.len() / 2).copied().unwrap_or(0),
                 }
             })
             .collect();
@@ -214,7 +230,7 @@ pub struct Change {
     pub b_ns: u64,
     /// `100 * (b - a) / a`.
     pub change_pct: f64,
-    /// The run-to-run variation it is judged against (the larger of A's and B's), percent.
+    /// The run-to-run spread it is judged against (the larger of A's and B's), percent.
     pub noise_pct: Option<f64>,
     /// `Some(true)` when |change| exceeds the noise, `None` when no variation was recorded.
     pub beyond_noise: Option<bool>,
@@ -223,16 +239,19 @@ pub struct Change {
 /// `compare A B`: per percentile, the change from A to B and whether it beats the noise.
 #[must_use]
 pub fn compare(a: &Report, b: &Report) -> Vec<Change> {
-    let noise = |r: &Report, p: &str| {
+    let runs = |r: &Report, p: &str| -> Option<Variation> {
         r.runs
             .as_ref()
             .and_then(|s| s.variation.iter().find(|v| v.percentile == p))
-            .map(|v| v.variation_pct)
+            .cloned()
     };
+    let noise = |r: &Report, p: &str| runs(r, p).map(|v| v.spread_pct);
+    // The median of the counted runs when there are runs, else the report's own value.
+    let typical = |r: &Report, p: &str| runs(r, p).map_or_else(|| value(&r.latency_ns, p), |v| v.median_ns);
     PERCENTILES
         .iter()
         .map(|p| {
-            let (av, bv) = (value(&a.latency_ns, p), value(&b.latency_ns, p));
+            let (av, bv) = (typical(a, p), typical(b, p));
             let change_pct = if av > 0 {
                 100.0 * (bv as f64 - av as f64) / av as f64
             } else {
@@ -258,8 +277,8 @@ pub fn compare(a: &Report, b: &Report) -> Vec<Change> {
 #[must_use]
 pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, changes: &[Change]) -> String {
     let mut s = format!(
-        "compare (latency from the intended send time; B vs A; noise = the larger run-to-run variation recorded \
-         in the two files)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}{})\n  B: {b_name} ({} {}, {:.0} msg/s, {} B, {}{})\n",
+        "compare (latency from the intended send time, the median of each file's runs when it has runs; B vs A; \
+         noise = the larger run-to-run spread, (max - min) / min, recorded in the two files)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}{})\n  B: {b_name} ({} {}, {:.0} msg/s, {} B, {}{})\n",
         a.mode.as_str(),
         a.tool.name,
         a.rate_target,
@@ -299,15 +318,13 @@ pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, change
              change from noise\n",
         );
     }
+    if b.mode != a.mode || b.msg_size != a.msg_size || (b.rate_target - a.rate_target).abs() > 0.01 * a.rate_target {
+        s.push_str(
+            "warning: A and B were measured differently (mode, rate or message size differ): the change mixes the \
+             setup with whatever you tuned\n",
+        );
+    }
     for (name, r) in [("A", a), ("B", b)] {
-        if r.mode != a.mode || r.msg_size != a.msg_size || (r.rate_target - a.rate_target).abs() > 0.01 * a.rate_target
-        {
-            s.push_str(&format!(
-                "warning: {name} was measured differently (mode, rate or message size differ): the change mixes \
-                 the setup with whatever you tuned\n"
-            ));
-            break;
-        }
         if !r.complete {
             s.push_str(&format!(
                 "warning: {name} is incomplete: {}\n",
@@ -395,15 +412,27 @@ mod tests {
             });
             r
         };
-        // p50 noise ~10% (1000..1100 over runs 2-3); p99 noise ~ (2000..2100) ~3.3%.
+        // Counted runs (the first of three is left out): A p50 1000, 1100 (spread 10%), p99
+        // 2000, 2100 (5%); B p50 1050, 1060, p99 3000, 3050. Medians (the upper of two): A p50
+        // 1100, p99 2100; B p50 1060, p99 3050.
         let a = mk(1000, 2000, Some(vec![(9999, 9999), (1000, 2000), (1100, 2100)]));
         let b = mk(1050, 3000, Some(vec![(9999, 9999), (1050, 3000), (1060, 3050)]));
         let c = compare(&a, &b);
         let p50 = c.iter().find(|x| x.percentile == "p50").unwrap();
-        assert_eq!(p50.beyond_noise, Some(false), "{p50:?}");
+        assert_eq!((p50.a_ns, p50.b_ns), (1100, 1060), "medians of the counted runs");
+        assert_eq!(p50.beyond_noise, Some(false), "-3.6% inside A's 10% spread: {p50:?}");
         let p99 = c.iter().find(|x| x.percentile == "p99").unwrap();
         assert_eq!(p99.beyond_noise, Some(true), "{p99:?}");
-        assert!((p99.change_pct - 50.0).abs() < 1e-9);
+        assert!((p99.change_pct - 100.0 * 950.0 / 2100.0).abs() < 1e-9);
+        assert!((p99.noise_pct.unwrap() - 5.0).abs() < 1e-9);
+        // A value inside A's own range is never a change (JLBH's 6.25% would call +8% one).
+        let inside = mk(1080, 2000, Some(vec![(9999, 9999), (1080, 2000), (1080, 2000)]));
+        let lo = mk(1000, 2000, Some(vec![(9999, 9999), (1000, 2000), (1100, 2000)]));
+        let p50 = compare(&lo, &inside)
+            .into_iter()
+            .find(|x| x.percentile == "p50")
+            .unwrap();
+        assert_eq!(p50.beyond_noise, Some(false), "{p50:?}");
         let t = render_compare("a.json", "b.json", &a, &b, &c);
         assert!(
             t.contains("WORSE, beyond the noise") && t.contains("within the noise"),

@@ -172,6 +172,8 @@ pub struct SubOutcome {
     pub stopped_early: Option<String>,
     /// Intended send times of the first and last measured message (for the target rate).
     pub intended_span: (i64, i64),
+    /// Sequence numbers of the first and last measured message (those of `intended_span`).
+    pub seq_span: (u64, u64),
     /// Receive times of the first and last measured message.
     pub receive_span: (i64, i64),
     /// Core of the hot thread, if pinned.
@@ -218,7 +220,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     let printer = match &line {
         Some(l) => Some(
             crate::live::Printer::spawn(l.clone(), "latency-sub", Duration::from_secs(1))
-                .map_err(|e| SetupError(format!("--live: could not start its thread: {e}")))?,
+                .map_err(|e| SetupError(format!("--live: could not start its thread: {e}; run with --live off")))?,
         ),
         None => None,
     };
@@ -349,6 +351,8 @@ pub(crate) struct State {
     end: Option<u64>,
     fragments: u64,
     intended_span: (i64, i64),
+    /// Sequence numbers of the messages `intended_span` was read from.
+    seq_span: (u64, u64),
     receive_span: (i64, i64),
     monitor: Option<Monitor>,
     /// Group boundary reached inside a poll; counters are read after the poll returns.
@@ -373,6 +377,7 @@ impl State {
             end: None,
             fragments: 0,
             intended_span: (0, 0),
+            seq_span: (0, 0),
             receive_span: (0, 0),
             monitor,
             pending: None,
@@ -415,9 +420,11 @@ impl State {
                     self.faults_at_start = jitter::thread_faults();
                 }
                 self.intended_span.0 = s.intended_ns;
+                self.seq_span.0 = s.seq;
                 self.receive_span.0 = now;
             }
             self.intended_span.1 = s.intended_ns;
+            self.seq_span.1 = s.seq;
             self.receive_span.1 = now;
             if let Some(l) = &self.live {
                 l.record(s.seq, (now - s.intended_ns).max(0) as u64);
@@ -469,6 +476,7 @@ impl State {
             end: self.end,
             stopped_early,
             intended_span: self.intended_span,
+            seq_span: self.seq_span,
             receive_span: self.receive_span,
             core: None,
             hot_tid: 0,
@@ -571,7 +579,7 @@ fn hot_loop(
         polls = polls.wrapping_add(1);
         // Look at the clock and the driver every 4,096 polls only (every poll when the idle
         // strategy sleeps anyway): cheap (vDSO, one atomic load), but not free.
-        if sleeps || polls.is_multiple_of(4096) {
+        if (sleeps && n == 0) || polls.is_multiple_of(4096) {
             if let Some(why) = ends.reached(started) {
                 stopped_early = Some(why);
                 break;
@@ -631,15 +639,30 @@ pub fn to_report(out: &SubOutcome, env: crate::report::Env, msg_size: u64) -> cr
     let mut r = crate::report::Report::from_recorder(&out.recorder, &acc, run, Default::default(), env);
     r.in_flight = r.littles_law();
     if measured > 0 {
-        // The first measured intended send time as Unix time (the histograms' base time).
-        let age_s = (now_ns() - out.intended_span.0).max(0) as f64 / 1e9;
+        // The schedule from the sequence numbers and intended times of the first and last
+        // measured message (lost messages do not stretch it), and the intended time of the
+        // first planned measured message (seq = warm-up) as Unix time: the histograms' base.
+        let (t0, t1) = out.intended_span;
+        let (s0, s1) = out.seq_span;
+        let rate = if t1 > t0 && s1 > s0 {
+            (s1 - s0) as f64 * 1e9 / (t1 - t0) as f64
+        } else {
+            r.rate_target
+        };
+        let warmup = out.recorder.plan().map_or(0, |(w, _)| u64::from(w));
+        let ahead_s = if rate > 0.0 {
+            s0.saturating_sub(warmup) as f64 / rate
+        } else {
+            0.0
+        };
+        let age_s = (now_ns() - t0) as f64 / 1e9;
         let now_s = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64());
         r.histograms = Some(crate::results::Histograms::from_recorder(
             &out.recorder,
-            (now_s - age_s).max(0.0),
-            r.rate_target,
+            (now_s - age_s - ahead_s).max(0.0),
+            rate,
         ));
     }
     r.faults.subscriber = out.faults_measured;

@@ -66,6 +66,18 @@ fn a_real_ipc_run_shows_positions_in_the_note_errors_watched_and_no_timestamps_m
     assert_eq!(got, MESSAGES);
     let after = client.counters();
     print_all("every counter after the run", &after);
+    // latency-probe reads them from cnc.dat without a client: the same counters, same labels.
+    let direct = aeron_latency::messaging::read_driver_counters(driver.dir()).expect("cnc.dat readable");
+    let labels = |v: &[aeron_latency::messaging::DriverCounter]| -> Vec<(i32, i32, String)> {
+        v.iter().map(|c| (c.id, c.type_id, c.label.clone())).collect()
+    };
+    assert_eq!(
+        labels(&direct),
+        labels(&after),
+        "cnc.dat read directly = through the client"
+    );
+    assert!(direct.iter().any(|c| c.type_id == 0 && c.label.starts_with("Errors")));
+    assert!(aeron_latency::messaging::read_driver_counters(std::path::Path::new("/nonexistent")).is_none());
 
     let d = diff(&before, &after);
     println!("{}", render(&d));

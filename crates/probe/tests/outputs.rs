@@ -135,7 +135,11 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     // adding up to the overall histogram.
     let hlog = std::fs::read(dir.join("latency.hlog")).unwrap();
     let mut merged: Option<Histogram<u64>> = None;
-    let (mut untagged, mut tagged, mut last_start) = (0, 0, -1.0);
+    let (mut untagged, mut tagged, mut last_start, mut covered) = (0, 0, -1.0, 0.0);
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
     let mut de = Deserializer::new();
     for entry in IntervalLogIterator::new(&hlog) {
         if let LogEntry::Interval(iv) = entry.expect("a valid interval log line") {
@@ -149,7 +153,16 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
                 untagged += 1;
                 let start = iv.start_timestamp().as_secs_f64();
                 assert!(start >= last_start, "intervals in time order");
+                assert!(
+                    start < 2.0,
+                    "interval starts are relative to the log's StartTime: {start}"
+                );
+                if last_start >= 0.0 {
+                    // Each group starts where the previous ended: 1,500 messages at 10,000/s.
+                    assert!((start - last_start - 0.075).abs() < 1e-3, "{start} after {last_start}");
+                }
                 last_start = start;
+                covered += iv.duration().as_secs_f64();
                 match &mut merged {
                     Some(m) => m.add(&hist).unwrap(),
                     None => merged = Some(hist),
@@ -158,6 +171,21 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
         }
     }
     assert_eq!((untagged, tagged), (20, 20));
+    assert!(
+        (covered - 1.5).abs() < 1e-3,
+        "the intervals tile the 1.5 s schedule: {covered}"
+    );
+    let text = String::from_utf8_lossy(&hlog);
+    let start_time: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("#[StartTime: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("a #[StartTime: line");
+    assert!(
+        (now_s - 120.0..now_s).contains(&start_time),
+        "StartTime is the Unix time of this run's first intended send: {start_time} (now {now_s})"
+    );
     let merged = merged.unwrap();
     assert_eq!(merged.len(), l.count, "the groups add up to the run");
     assert_eq!(merged.value_at_quantile(0.5), l.p50);

@@ -281,9 +281,19 @@ fn main() {
         };
         let m = match measure(&a, &x) {
             Ok(m) => m,
-            Err((why, code)) => {
+            Err((why, code)) if reports.is_empty() => {
                 drop(embedded);
                 cli::fail(ME, why, code);
+            }
+            Err((why, _)) => {
+                // Keep what the earlier runs measured: report them, marked incomplete.
+                eprintln!(
+                    "{ME}: run {run}/{} failed, reporting the {} before it: {why}",
+                    a.runs,
+                    reports.len()
+                );
+                all_ok = false;
+                break;
             }
         };
         let children_ok = m.pub_status.is_some_and(|s| s.success()) && m.sub_status.is_some_and(|s| s.success());
@@ -309,6 +319,14 @@ fn main() {
     }
     drop(embedded);
     let mut report = reports.pop().expect("at least one run");
+    if reports.len() + 1 < a.runs as usize {
+        report.complete = false;
+        report.notes.push(format!(
+            "only {} of the {} runs finished (see the error above)",
+            reports.len() + 1,
+            a.runs
+        ));
+    }
     let mut text = render_text(&report);
     if a.runs > 1 {
         reports.push(report.clone());
@@ -357,7 +375,16 @@ fn main() {
 fn compare_main(c: &CompareArgs) {
     const ME: &str = "latency-probe compare";
     let read = |p: &PathBuf| -> Report {
-        let bytes = std::fs::read(p).unwrap_or_else(|e| cli::fail(ME, format!("{}: {e}", p.display()), EXIT_SETUP));
+        let bytes = std::fs::read(p).unwrap_or_else(|e| {
+            cli::fail(
+                ME,
+                format!(
+                    "could not read {}: {e}; give the report --json or --out DIR/report.json wrote",
+                    p.display()
+                ),
+                EXIT_SETUP,
+            )
+        });
         serde_json::from_slice(&bytes).unwrap_or_else(|e| {
             cli::fail(
                 ME,
@@ -431,7 +458,16 @@ fn sweep_main(s: &SweepArgs) {
             .arg(&json)
             .args(&s.probe_args)
             .status()
-            .unwrap_or_else(|e| cli::fail(ME, format!("could not run {}: {e}", exe.display()), EXIT_SETUP));
+            .unwrap_or_else(|e| {
+                cli::fail(
+                    ME,
+                    format!(
+                        "could not run {}: {e}; run sweep from the latency-probe binary itself",
+                        exe.display()
+                    ),
+                    EXIT_SETUP,
+                )
+            });
         let report: Option<Report> = std::fs::read(&json).ok().and_then(|b| serde_json::from_slice(&b).ok());
         let Some(r) = report else {
             if status.code() == Some(EXIT_SETUP) {
@@ -470,7 +506,11 @@ fn sweep_main(s: &SweepArgs) {
         reports.push(r);
     }
     if points.is_empty() {
-        cli::fail(ME, "no rate produced a report", EXIT_INCOMPLETE);
+        cli::fail(
+            ME,
+            "no rate produced a report (see the errors above); try lower --rates or a longer --duration",
+            EXIT_INCOMPLETE,
+        );
     }
     let best = points
         .iter()
@@ -526,7 +566,14 @@ fn sweep_main(s: &SweepArgs) {
         "{ME}: wrote {}/: sweep.json sweep.csv sweep.svg rate-*.json",
         s.out.display()
     );
-    if !ok {
+    let incomplete = reports.iter().filter(|r| !r.complete || r.lost > 0).count();
+    if incomplete > 0 {
+        eprintln!(
+            "{ME}: {incomplete} of {} rates were incomplete or lost messages (see their reports)",
+            reports.len()
+        );
+    }
+    if !ok || incomplete > 0 || points.len() < rates.len() {
         std::process::exit(EXIT_INCOMPLETE);
     }
 }
@@ -878,7 +925,9 @@ fn embedded_driver(a: &Args) -> (Option<aeron_latency::messaging::EmbeddedDriver
     // Non-sparse log files: the driver maps in every page when it creates a log, so its own
     // thread takes no page fault while the run measures (each client pre-faults its mapping).
     // --term-length and --driver-dir were checked before anything started (check_embedded).
-    let mut b = aeron_latency::messaging::EmbeddedDriver::builder().term_buffer_sparse_file(false);
+    let mut b = aeron_latency::messaging::EmbeddedDriver::builder()
+        .term_buffer_sparse_file(false)
+        .remove_stale_dirs(true);
     if let Some(t) = a.term_length {
         b = b.ipc_term_length(t);
     }
