@@ -280,18 +280,20 @@ fn a_killed_subscriber_is_noticed_and_the_publisher_says_what_was_sent_before_an
         lost["sent_after"].as_u64().unwrap(),
     );
     assert_eq!(before + after, sent, "{p}");
-    // Killed ~2.5 s after the start: it had read the 100 warm-up messages and ~1-2.5 s of
-    // 5,000 msg/s (the publisher waits for it, then starts 1 ms ahead).
+    // Killed 2.5 s after latency-pub started: it had read the 100 warm-up messages and up to
+    // 2.5 s of 5,000 msg/s (measured here: 12,411 and 12,417); a slow start or a late kill on
+    // a loaded machine moves that by a second either way.
     assert!(
-        (5_000..=13_000).contains(&before),
-        "it read for ~1-2.5 s at 5,000 msg/s before it was killed: {p}"
+        (5_000..=17_600).contains(&before),
+        "it read for ~1-3.5 s at 5,000 msg/s before it was killed: {p}"
     );
     // After that the publisher can only fill the window ahead of the dead subscriber's position:
-    // at most half the 1 MiB term (the IPC publication window) in 160-byte frames (128 B
-    // messages + the 32 B header), 3,276; measured here 2,923-2,953 (the limit the driver last
-    // published trails the subscriber's final position a little).
+    // half the 1 MiB term (the IPC publication window, 524,288 B) in 160-byte frames (128 B
+    // messages + the 32 B header); a claim may start anywhere below the limit, so at most
+    // ceil(524,288 / 160) = 3,277. Measured here 2,923 to 3,277 (the limit the driver last
+    // published can trail the subscriber's final position a little).
     assert!(
-        (2_500..=3_276).contains(&after),
+        (2_500..=3_277).contains(&after),
         "sent after it vanished: up to one publication window of frames: {p}"
     );
     assert!(
