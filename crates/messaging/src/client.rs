@@ -213,6 +213,11 @@ pub fn read_driver_counters(dir: &Path) -> Option<Vec<DriverCounter>> {
         cnc_file_descriptor::create_counter_metadata_buffer(&map),
         cnc_file_descriptor::create_counter_values_buffer(&map),
     );
+    Some(list_counters(&reader))
+}
+
+/// Every allocated counter of `reader`, with its value.
+fn list_counters(reader: &aeron_rs::concurrent::counters::CountersReader) -> Vec<DriverCounter> {
     let mut out = Vec::new();
     reader.for_each(|id, type_id, _key, label| {
         out.push(DriverCounter {
@@ -222,7 +227,7 @@ pub fn read_driver_counters(dir: &Path) -> Option<Vec<DriverCounter>> {
             value: reader.counter_value(id).map_or(0, |v| v as i64),
         });
     });
-    Some(out)
+    out
 }
 
 /// One of the driver's counters, read from `cnc.dat`.
@@ -689,16 +694,7 @@ impl Client {
         let Ok(Ok(reader)) = self.inner.with_aeron(|a| a.counters_reader()) else {
             return Vec::new();
         };
-        let mut out = Vec::new();
-        reader.for_each(|id, type_id, _key, label| {
-            out.push(DriverCounter {
-                id,
-                type_id,
-                label: label.to_string_lossy().into_owned(),
-                value: reader.counter_value(id).map_or(0, |v| v as i64),
-            });
-        });
-        out
+        list_counters(&reader)
     }
 
     /// Adds a publication and waits until the driver has created it.
