@@ -1448,33 +1448,19 @@ mod tests {
     }
 
     /// splitmix64: deterministic test data.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        fn unit(&mut self) -> f64 {
-            (self.next() >> 11) as f64 / (1_u64 << 53) as f64
-        }
-    }
+    use crate::stats::test_rng::SplitMix as Rng;
 
     /// A latency, ns: a body around 1 µs, 1% at 2-10 µs, 0.1% at 10-100 µs, 0.001% at
     /// 0.1-1 ms. `tail_scale` shrinks the tail (actual-time latency hides part of it).
     fn latency(rng: &mut Rng, tail_scale: f64) -> u64 {
-        let u = rng.unit();
-        let body = 700.0 - 300.0 * (1.0 - rng.unit()).ln();
+        let u = rng.unit_from_zero();
+        let body = 700.0 - 300.0 * (1.0 - rng.unit_from_zero()).ln();
         let tail = if u < 1e-5 {
-            100_000.0 + 900_000.0 * rng.unit()
+            100_000.0 + 900_000.0 * rng.unit_from_zero()
         } else if u < 1e-3 {
-            10_000.0 * (1.0 + 9.0 * rng.unit())
+            10_000.0 * (1.0 + 9.0 * rng.unit_from_zero())
         } else if u < 1e-2 {
-            2_000.0 + 8_000.0 * rng.unit()
+            2_000.0 + 8_000.0 * rng.unit_from_zero()
         } else {
             0.0
         };
@@ -2176,7 +2162,7 @@ mod tests {
         let mut rng = Rng(5);
         for _ in 0..100_000 {
             narrow
-                .record(900 + (600.0 * rng.unit() * rng.unit()) as u64)
+                .record(900 + (600.0 * rng.unit_from_zero() * rng.unit_from_zero()) as u64)
                 .expect("in range");
         }
         spectrum_svg(

@@ -219,7 +219,11 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
         3
     );
     assert!(report.in_flight.is_some(), "Little's law figure");
-    assert!(report.driver_counters.is_some(), "driver counters");
+    let counters = report.driver_counters.as_ref().expect("driver counters");
+    assert!(
+        counters.watched.iter().any(|w| w.label.starts_with("Errors")),
+        "the driver's Errors counter is watched: {counters:?}"
+    );
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("run 2/2"), "{text}");
     assert!(
