@@ -374,7 +374,7 @@ fn remove_stale_dirs(parent: &Path) -> Vec<PathBuf> {
         let gone =
             unsafe { libc::kill(pid, 0) } == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
         let path = e.path();
-        let dead = match crate::client::driver_status(&path, crate::DEFAULT_DRIVER_TIMEOUT) {
+        let dead = match crate::cnc::driver_status(&path, crate::DEFAULT_DRIVER_TIMEOUT) {
             crate::DriverStatus::Dead { .. } => true,
             crate::DriverStatus::Alive { .. } => false,
             // No (readable) cnc.dat: a driver that died while starting, or one starting now in

@@ -46,7 +46,10 @@
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod channel;
 mod client;
+mod cnc;
+mod conductor;
 #[cfg(feature = "embedded-driver")]
 mod driver;
 mod error;
@@ -57,12 +60,14 @@ mod publication;
 mod subscription;
 mod thread;
 
-pub use client::{
-    default_aeron_dir, driver_pid, driver_status, read_driver_counters, validate_channel, Client, ClientBuilder,
-    DriverCounter, DriverLiveness, DriverStatus, AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV,
-    CLIENT_HEARTBEAT_COUNTER_TYPE_ID, CONDUCTOR_IDLE, DEFAULT_DRIVER_TIMEOUT, MAX_CHANNEL_LENGTH,
+pub use channel::{validate_channel, MAX_CHANNEL_LENGTH};
+pub use client::{Client, ClientBuilder, DriverLiveness};
+pub use cnc::{
+    default_aeron_dir, driver_pid, driver_status, read_driver_counters, DriverCounter, DriverStatus, AERON_DIR_ENV,
+    AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, DEFAULT_DRIVER_TIMEOUT,
     SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
+pub use conductor::CONDUCTOR_IDLE;
 #[cfg(feature = "embedded-driver")]
 pub use driver::{
     check_term_length, driver_version, free_bytes, EmbeddedDriver, EmbeddedDriverBuilder, DEFAULT_DRIVER_IDLE,

@@ -30,7 +30,7 @@ use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::logbuffer::buffer_claim::BufferClaim;
 use aeron_rs::publication::Publication;
 
-use crate::client::Inner;
+use crate::conductor::Inner;
 use crate::error::{OfferError, PrefaultError};
 use crate::prefault::{self, PrefaultStats};
 #[cfg(doc)]

@@ -38,7 +38,8 @@ use aeron_rs::subscription::Subscription;
 use aeron_rs::utils::log_buffers::LogBuffers;
 use aeron_rs::utils::types::Index;
 
-use crate::client::{Client, Inner};
+use crate::client::Client;
+use crate::conductor::Inner;
 use crate::error::{AddError, PrefaultError, SpawnError};
 use crate::idle::IdleStrategy;
 use crate::prefault::{self, PrefaultStats};

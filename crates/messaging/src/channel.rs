@@ -1,0 +1,254 @@
+//! Channel URIs: checked as Aeron's own parsers check them, before they reach the driver.
+
+use std::ffi::CString;
+
+use crate::error::AddError;
+#[cfg(doc)]
+use crate::Client;
+
+pub(crate) fn check_channel(channel: &str) -> Result<CString, AddError> {
+    validate_channel(channel)?;
+    CString::new(channel).map_err(|_| AddError::InvalidChannel {
+        channel: channel.to_owned(),
+        reason: "it contains a NUL byte".to_owned(),
+    })
+}
+
+/// The longest channel URI Aeron takes, in bytes (`AERON_URI_MAX_LENGTH`, 4096 with the NUL).
+pub const MAX_CHANNEL_LENGTH: usize = 4095;
+
+/// Checks that `channel` is a well-formed Aeron channel URI, by the rules of Aeron's own
+/// parsers (C `aeron_uri_parse` and `aeron_udp_channel_parse`, Java `ChannelUri.parse`), without
+/// a media driver. [`Client::publication`] and [`Client::subscription`] call it first; programs
+/// call it to reject a bad URI before they start anything.
+///
+/// - `aeron:ipc` or `aeron:udp`, then `?key=value|key=value…` (optional for `ipc`, required for
+///   `udp`);
+/// - every parameter is `key=value` with a non-empty key and value (so no bare `?`, no `||`, no
+///   trailing `|`); a value may contain `=`; the last of repeated keys counts, as in Aeron;
+/// - `udp` names `endpoint`, `control` or `tags`, or says `control-mode=manual` (or
+///   `response`); `control-mode` is `manual`, `dynamic` (which needs `control`) or `response`;
+/// - `endpoint` and `control` are `host:port` or `[ipv6]:port`, with a decimal port from 0 to
+///   65535 (0: any free port);
+/// - no whitespace, no NUL, at most [`MAX_CHANNEL_LENGTH`] bytes.
+///
+/// What only the driver can judge (whether a host resolves, a port is free, the value of other
+/// parameters such as `mtu` or `term-length`) is left to it.
+///
+/// # Errors
+/// [`AddError::InvalidChannel`], whose message gives the reason and a valid example.
+///
+/// ```
+/// assert!(messaging::validate_channel("aeron:udp?endpoint=localhost:40123|mtu=8k").is_ok());
+/// let e = messaging::validate_channel("aeron:udp?endpoint=localhost").unwrap_err();
+/// assert!(e.to_string().contains("has no port"), "{e}");
+/// ```
+pub fn validate_channel(channel: &str) -> Result<(), AddError> {
+    channel_syntax(channel).map_err(|reason| AddError::InvalidChannel {
+        channel: channel.to_owned(),
+        reason,
+    })
+}
+
+fn channel_syntax(channel: &str) -> Result<(), String> {
+    if channel.is_empty() {
+        return Err("it is empty".into());
+    }
+    if channel.contains('\0') {
+        return Err("it contains a NUL byte".into());
+    }
+    if channel.contains(char::is_whitespace) {
+        return Err("it contains whitespace".into());
+    }
+    if channel.len() > MAX_CHANNEL_LENGTH {
+        return Err(format!(
+            "it is {} bytes long, Aeron takes at most {MAX_CHANNEL_LENGTH}",
+            channel.len()
+        ));
+    }
+    let Some(rest) = channel.strip_prefix("aeron:") else {
+        return Err("it must start with \"aeron:\"".into());
+    };
+    let (media, params) = match rest.split_once('?') {
+        Some((media, params)) => (media, Some(params)),
+        None => (rest, None),
+    };
+    match (media, params) {
+        ("ipc", _) | ("udp", Some(_)) => {}
+        ("udp", None) => {
+            return Err("aeron:udp needs parameters, at least ?endpoint=<host>:<port> or ?control=<host>:<port>".into())
+        }
+        _ => return Err(format!("the media {media:?} is neither ipc nor udp")),
+    }
+    let mut pairs: Vec<(&str, &str)> = Vec::new();
+    if let Some(params) = params {
+        if params.is_empty() {
+            return Err("nothing follows '?': add key=value parameters or drop the '?'".into());
+        }
+        for param in params.split('|') {
+            let Some((key, value)) = param.split_once('=') else {
+                return Err(if param.is_empty() {
+                    "it has an empty parameter (\"||\", or a '|' at the end)".into()
+                } else {
+                    format!("parameter {param:?} has no '=': parameters are key=value, separated by '|'")
+                });
+            };
+            if key.is_empty() {
+                return Err(format!("parameter {param:?} has an empty key"));
+            }
+            if value.is_empty() {
+                return Err(format!("parameter {key:?} has an empty value"));
+            }
+            pairs.push((key, value));
+        }
+    }
+    let get = |key: &str| pairs.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| *v);
+    let control_mode = get("control-mode");
+    if let Some(mode) = control_mode {
+        if !matches!(mode, "manual" | "dynamic" | "response") {
+            return Err(format!(
+                "control-mode={mode} is not one of Aeron's: manual, dynamic or response"
+            ));
+        }
+    }
+    if media == "udp" {
+        let (endpoint, control) = (get("endpoint"), get("control"));
+        // In the order Aeron checks them.
+        if control_mode == Some("dynamic") && control.is_none() {
+            return Err("control-mode=dynamic needs control=<host>:<port>".into());
+        }
+        if endpoint.is_none()
+            && control.is_none()
+            && get("tags").is_none()
+            && !matches!(control_mode, Some("manual" | "response"))
+        {
+            return Err(
+                "a udp channel needs endpoint=<host>:<port> (or control=<host>:<port>, tags, control-mode=manual)"
+                    .into(),
+            );
+        }
+        for (key, value) in [("endpoint", endpoint), ("control", control)] {
+            if let Some(value) = value {
+                check_host_port(key, value)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `host:port` or `[ipv6]:port`, as Aeron's `aeron_address_split` reads it (port required).
+fn check_host_port(key: &str, value: &str) -> Result<(), String> {
+    let (host, port) = if let Some(rest) = value.strip_prefix('[') {
+        let Some((host, after)) = rest.split_once(']') else {
+            return Err(format!("{key}={value}: the IPv6 address has no closing ']'"));
+        };
+        let Some(port) = after.strip_prefix(':') else {
+            return Err(format!("{key}={value} has no port: write {key}=[{host}]:<port>"));
+        };
+        (host, port)
+    } else {
+        let Some((host, port)) = value.rsplit_once(':') else {
+            return Err(format!("{key}={value} has no port: write {key}={value}:<port>"));
+        };
+        if host.contains(':') {
+            return Err(format!(
+                "{key}={value}: an IPv6 address goes in brackets, e.g. {key}=[::1]:40123"
+            ));
+        }
+        (host, port)
+    };
+    if host.is_empty() {
+        return Err(format!("{key}={value} has no host: write {key}=<host>:{port}"));
+    }
+    if port.is_empty() {
+        return Err(format!("{key}={value} has no port: write {key}={host}:<port>"));
+    }
+    if !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("{key}={value}: the port {port:?} is not a number"));
+    }
+    if port.len() > 5 || port.parse::<u32>().map_or(true, |p| p > 65_535) {
+        return Err(format!("{key}={value}: the port {port} is out of range (0 to 65535)"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_are_checked_before_reaching_the_driver() {
+        assert!(check_channel("aeron:ipc").is_ok());
+        assert!(check_channel("aeron:udp?endpoint=localhost:40123").is_ok());
+        for bad in ["ipc", "aeron:tcp", "aeron:ipc?x= 1", ""] {
+            let e = check_channel(bad).unwrap_err().to_string();
+            assert!(e.contains("aeron:ipc"), "{e}");
+        }
+    }
+
+    #[test]
+    fn well_formed_channels_pass_validate_channel() {
+        for good in [
+            "aeron:ipc",
+            "aeron:ipc?term-length=64k",
+            "aeron:ipc?term-length=64k|mtu=8192|alias=a=b",
+            "aeron:udp?endpoint=localhost:40123",
+            "aeron:udp?endpoint=192.168.0.1:0",
+            "aeron:udp?endpoint=[::1]:65535|interface=eth0",
+            "aeron:udp?endpoint=[fe80::1%eth0]:40123",
+            "aeron:udp?control=host-a:40124|control-mode=dynamic",
+            "aeron:udp?control-mode=manual",
+            "aeron:udp?control-mode=response|control=localhost:40125",
+            "aeron:udp?tags=1001",
+            "aeron:udp?endpoint=x:1|endpoint=localhost:40123",
+        ] {
+            assert!(validate_channel(good).is_ok(), "{good}: {:?}", validate_channel(good));
+        }
+    }
+
+    #[test]
+    fn malformed_channels_fail_validate_channel_with_the_reason_and_an_example() {
+        let long = format!("aeron:ipc?alias={}", "a".repeat(MAX_CHANNEL_LENGTH));
+        for (bad, reason) in [
+            ("", "empty"),
+            ("aeron:ipc\0", "NUL"),
+            ("aeron:ipc?alias=a b", "whitespace"),
+            (long.as_str(), "at most 4095"),
+            ("aeron-spy:aeron:ipc", "must start with \"aeron:\""),
+            ("Aeron:ipc", "must start with \"aeron:\""),
+            ("aeron:tcp?endpoint=localhost:1", "\"tcp\" is neither ipc nor udp"),
+            ("aeron:ipcx", "\"ipcx\" is neither ipc nor udp"),
+            ("aeron:", "\"\" is neither ipc nor udp"),
+            ("aeron:udp", "needs parameters"),
+            ("aeron:ipc?", "nothing follows '?'"),
+            ("aeron:ipc?term-length", "has no '='"),
+            ("aeron:ipc?=64k", "empty key"),
+            ("aeron:ipc?term-length=", "\"term-length\" has an empty value"),
+            ("aeron:ipc?mtu=8192|", "empty parameter"),
+            ("aeron:ipc?mtu=8192||alias=x", "empty parameter"),
+            ("aeron:ipc?control-mode=manul", "control-mode=manul is not one of"),
+            ("aeron:udp?interface=eth0", "needs endpoint=<host>:<port>"),
+            ("aeron:udp?control-mode=dynamic|endpoint=localhost:1", "needs control="),
+            ("aeron:udp?endpoint=localhost", "has no port"),
+            ("aeron:udp?endpoint=localhost:", "has no port"),
+            ("aeron:udp?endpoint=:40123", "has no host"),
+            ("aeron:udp?endpoint=localhost:4o123", "is not a number"),
+            ("aeron:udp?endpoint=localhost:65536", "out of range"),
+            ("aeron:udp?endpoint=localhost:99999999999", "out of range"),
+            ("aeron:udp?endpoint=localhost:-1", "is not a number"),
+            ("aeron:udp?control=::1:40123", "in brackets"),
+            ("aeron:udp?endpoint=[::1:40123", "no closing ']'"),
+            ("aeron:udp?endpoint=[::1]", "has no port"),
+        ] {
+            let e = validate_channel(bad).expect_err(bad);
+            assert!(matches!(e, AddError::InvalidChannel { .. }), "{bad}: {e:?}");
+            let msg = e.to_string();
+            assert!(msg.contains(reason), "{bad:?}: {msg}");
+            assert!(
+                msg.contains("aeron:udp?endpoint=localhost:40123"),
+                "an example of a valid URI: {msg}"
+            );
+            assert_eq!(msg.lines().count(), 1, "{msg}");
+        }
+    }
+}
