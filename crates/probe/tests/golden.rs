@@ -1,0 +1,72 @@
+//! A report kept from a real run (`tests/data/report-full.json`: one-way, embedded driver, perf
+//! diagnostics, floor, driver counters, histograms) renders byte for byte as it did when it was
+//! recorded: the text report, and every file `--out` writes. Refactors of the model or of the
+//! renderers must leave these files unchanged; a deliberate change to an output format updates
+//! the golden files with `LATENCY_PROBE_BLESS=1 cargo test -p latency-probe --test golden`.
+
+use std::path::{Path, PathBuf};
+
+const REPORT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report-full.json");
+const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden");
+
+fn report() -> latency_probe::report::Report {
+    serde_json::from_str(&std::fs::read_to_string(REPORT).unwrap()).expect("the kept report parses")
+}
+
+fn bless() -> bool {
+    std::env::var_os("LATENCY_PROBE_BLESS").is_some()
+}
+
+/// Compares `got` with the golden file `name` (or writes it when blessing).
+fn check(name: &str, got: &[u8]) {
+    let path = Path::new(GOLDEN).join(name);
+    if bless() {
+        std::fs::create_dir_all(GOLDEN).unwrap();
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (bless it first)", path.display()));
+    if want != got {
+        let first = want.iter().zip(got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+        panic!(
+            "{name} differs from {} at byte {first} (want {} bytes, got {}):\n--- want\n{}\n--- got\n{}",
+            path.display(),
+            want.len(),
+            got.len(),
+            String::from_utf8_lossy(&want[first.saturating_sub(200)..(first + 200).min(want.len())]),
+            String::from_utf8_lossy(&got[first.saturating_sub(200)..(first + 200).min(got.len())]),
+        );
+    }
+}
+
+#[test]
+fn the_kept_report_renders_as_text_exactly_as_recorded() {
+    check("report.txt", latency_probe::report::render_text(&report()).as_bytes());
+}
+
+#[test]
+fn every_file_of_the_out_directory_is_written_exactly_as_recorded() {
+    let dir: PathBuf = std::env::temp_dir().join(format!("latency-probe-golden-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let written = latency_probe::results::write_dir(&report(), &dir).expect("writes the out directory");
+    let names: Vec<String> = written
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "report.json",
+            "groups.csv",
+            "latency.hgrm",
+            "latency-actual.hgrm",
+            "latency.hlog",
+            "spectrum.svg",
+            "groups.svg"
+        ]
+    );
+    for (name, path) in names.iter().zip(&written) {
+        check(name, &std::fs::read(path).unwrap());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
