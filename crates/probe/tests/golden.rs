@@ -70,3 +70,20 @@ fn every_file_of_the_out_directory_is_written_exactly_as_recorded() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn every_help_text_reads_exactly_as_recorded() {
+    let cases: [(&str, &str, &[&str]); 6] = [
+        ("latency-pub", env!("CARGO_BIN_EXE_latency-pub"), &["--help"]),
+        ("latency-sub", env!("CARGO_BIN_EXE_latency-sub"), &["--help"]),
+        ("latency-probe", env!("CARGO_BIN_EXE_latency-probe"), &["--help"]),
+        ("latency-probe-compare", env!("CARGO_BIN_EXE_latency-probe"), &["compare", "--help"]),
+        ("latency-probe-sweep", env!("CARGO_BIN_EXE_latency-probe"), &["sweep", "--help"]),
+        ("latency-probe-help", env!("CARGO_BIN_EXE_latency-probe"), &["help"]),
+    ];
+    for (name, bin, args) in cases {
+        let out = std::process::Command::new(bin).args(args).output().expect("runs");
+        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        check(&format!("{name}.help.txt"), &out.stdout);
+    }
+}
