@@ -11,8 +11,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use aeron_latency::wire::{self, Kind, Sample};
-use latency_probe::recorder::{Recorder, SampleKind};
-use latency_probe::report::{Env, Report, RunInfo, Tool, DRIVER_EMBEDDED};
+use latency_probe::measure::recorder::Recorder;
+use latency_probe::measure::recorder::SampleKind;
+use latency_probe::model::Env;
+use latency_probe::model::Report;
+use latency_probe::model::RunInfo;
+use latency_probe::model::Tool;
+use latency_probe::model::DRIVER_EMBEDDED;
 
 /// Encoded sizes for `wire_decode`: the smallest, the probe's defaults and a few pages.
 const SIZES: [usize; 6] = [64, 72, 128, 256, 1024, 4096];

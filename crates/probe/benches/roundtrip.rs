@@ -3,7 +3,7 @@
 //!
 //! | criterion id | one operation |
 //! |---|---|
-//! | `roundtrip/raw` | one cache-line ping-pong: the bench thread stores a counter, a pinned responder spins until it sees it and stores it + 1, the bench thread spins until it sees that (the floor: `latency_probe::floor`) |
+//! | `roundtrip/raw` | one cache-line ping-pong: the bench thread stores a counter, a pinned responder spins until it sees it and stores it + 1, the bench thread spins until it sees that (the floor: `latency_probe::measure::floor`) |
 //! | `roundtrip/crossbeam` | one 8-byte value through a `crossbeam_channel::bounded(1)` pair and back, `try_send` / `try_recv` spinning on both sides |
 //! | `roundtrip/messaging` | ping: `try_claim` + write + commit of a 32-byte message on `aeron:ipc` stream 1002; a pinned pong thread polls it and echoes it with `try_claim` on stream 1003; the bench thread polls until the echo arrives |
 //! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
@@ -14,9 +14,9 @@
 //! - each round-trip case's p50 / p99 / p99.9 / max / mean from a fixed-count run of
 //!   individually timed operations, each percentile as a ratio to the raw floor at the same
 //!   percentile, next to criterion's batch median and its ratio to `raw`'s. The floor
-//!   (`latency_probe::floor::measure`) is measured right before and right after each case
+//!   (`latency_probe::measure::floor::measure`) is measured right before and right after each case
 //!   (its ratios use the two merged) and before and after everything else; a case whose own
-//!   floor moved by more than `floor::MOVED_FACTOR` (1.5x) is marked `!` and a warning is printed,
+//!   floor moved by more than `latency_probe::model::MOVED_FACTOR` (1.5x) is marked `!` and a warning is printed,
 //!   as it is when the global floor moved: this VM's inter-core round trip changes regime
 //!   (between ~130 ns and ~500 ns) for seconds at a time, so a ratio is only worth something
 //!   when the floor held still around it;
@@ -39,14 +39,14 @@
 //!   first publish of a batch until the subscriber thread has counted its last message. Retries
 //!   of retryable `try_claim` / `offer` failures (back pressure, admin action, aeron-rs's
 //!   per-call lock held by its conductor) are inside the timed region.
-//! - **Clock:** `std::time::Instant` / `latency_probe::clock::now_ns`, both `CLOCK_MONOTONIC`
+//! - **Clock:** `std::time::Instant` / `latency_probe::sys::clock::now_ns`, both `CLOCK_MONOTONIC`
 //!   through the vDSO (no syscall). Criterion (`iter_custom`) reads it once before and once
 //!   after a batch of `iters` operations: its figure is the mean per operation within a batch
 //!   (the clock's cost amortised away), the summary's "batch median" is the median of those
 //!   per-batch means. The percentiles come from a separate fixed-count run that reads
 //!   `now_ns` right before and right after every single operation and records the difference in
 //!   an HdrHistogram: the same clock and the same two readings per round trip as
-//!   `latency_probe::floor::measure` and the probe's round trips, so a ratio to the floor divides
+//!   `latency_probe::measure::floor::measure` and the probe's round trips, so a ratio to the floor divides
 //!   out the machine's inter-core distance. Both sides of that ratio include the timing itself
 //!   (two readings, printed as "timing itself"; ~30-40 ns here), so it is
 //!   (operation + timing) / (floor + timing): it understates the operation's own ratio a little.
@@ -71,9 +71,11 @@ use aeron_latency::messaging::{
 use criterion::{Criterion, Throughput};
 use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
 use hdrhistogram::Histogram;
-use latency_probe::clock::now_ns;
-use latency_probe::floor;
-use latency_probe::stats::{new_latency_histogram, record_saturating, Stats};
+use latency_probe::measure::floor;
+use latency_probe::measure::histogram::new_latency_histogram;
+use latency_probe::measure::histogram::record_saturating;
+use latency_probe::model::Stats;
+use latency_probe::sys::clock::now_ns;
 
 /// Message size of every messaging case (Aeron's Ping sample's).
 const MSG_LEN: usize = 32;
@@ -354,7 +356,7 @@ fn set_affinity(cores: &[usize]) -> bool {
 }
 
 fn connect(dir: &Path) -> Client {
-    latency_probe::connect(dir).unwrap_or_else(|e| panic!("connecting to the driver in {}: {e}", dir.display()))
+    latency_probe::run::connect(dir).unwrap_or_else(|e| panic!("connecting to the driver in {}: {e}", dir.display()))
 }
 
 fn big_term_channel() -> String {
@@ -416,7 +418,7 @@ fn percentiles(case: &mut impl Op, plan: &Plan) -> Histogram<u64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// raw: the cache-line ping-pong of `latency_probe::floor`, as an `Op`.
+// raw: the cache-line ping-pong of `latency_probe::measure::floor`, as an `Op`.
 
 struct Raw {
     line: Arc<floor::Line>,
@@ -1792,7 +1794,7 @@ fn print_summary(s: &Summary) {
     );
     println!(
         "percentiles: {} individually timed operations per case after {} warm-up. Floor = raw cache-line round trip \
-         (latency_probe::floor::measure), {:.2} s right before and right after each case; each case's percentiles \
+         (latency_probe::measure::floor::measure), {:.2} s right before and right after each case; each case's percentiles \
          are divided by its own floor (before + after merged) at the same percentile. The global floor, {:.2} s \
          before and after everything, is in the first two rows (ratios to the two merged).",
         s.plan.measured_ops,
@@ -1817,9 +1819,9 @@ fn print_summary(s: &Summary) {
         "p99.9/fl"
     );
     let line = |name: &str, batch: Option<f64>, st: &Stats, fl: &Stats, fl_pair: (u64, u64)| {
-        let r = floor::ratios(st, fl);
+        let r = latency_probe::model::ratios(st, fl);
         let at = |label: &str| r.iter().find(|(n, _)| n == label).map_or(f64::NAN, |(_, x)| *x);
-        let moved = if floor::regime_moved(fl_pair.0, fl_pair.1) {
+        let moved = if latency_probe::model::regime_moved(fl_pair.0, fl_pair.1) {
             "!"
         } else {
             " "
@@ -1853,7 +1855,7 @@ fn print_summary(s: &Summary) {
         let mut merged = b.clone();
         let _ = merged.add(a);
         let pair = (b.value_at_quantile(0.5), a.value_at_quantile(0.5));
-        any_moved |= floor::regime_moved(pair.0, pair.1);
+        any_moved |= latency_probe::model::regime_moved(pair.0, pair.1);
         line(
             &r.name,
             r.batch_median_ns,
@@ -1865,7 +1867,7 @@ fn print_summary(s: &Summary) {
     println!(
         "(ns; batch med = median of criterion's per-batch means, ns per operation; floor p50 b/a = the case's floor \
          before / after it, '!' = moved more than {}x: that row's ratios are not trustworthy)",
-        floor::MOVED_FACTOR
+        latency_probe::model::MOVED_FACTOR
     );
     println!(
         "(every percentile, the floor's included, contains the timing itself: two now_ns readings, median {} ns \
@@ -1878,13 +1880,13 @@ fn print_summary(s: &Summary) {
     for r in s.rows.iter().filter(|r| !r.notes.is_empty()) {
         println!("  {}: {}", r.name, r.notes);
     }
-    if floor::regime_moved(before.p50, after.p50) {
+    if latency_probe::model::regime_moved(before.p50, after.p50) {
         println!(
             "WARNING: the floor moved during the run (p50 {} ns before, {} ns after, more than {}x apart): this \
              machine's inter-core latency changed regime, so no ratio from this run is trustworthy; run again",
             before.p50,
             after.p50,
-            floor::MOVED_FACTOR
+            latency_probe::model::MOVED_FACTOR
         );
     }
 

@@ -1,12 +1,16 @@
 //! The driver's counters over a small IPC run through a real embedded C media driver: what
-//! [`latency_probe::counters::diff`] makes of two real snapshots. Prints every counter the
+//! [`latency_probe::measure::counters::diff`] makes of two real snapshots. Prints every counter the
 //! driver reports and the rendered section, so the real labels can be checked against the
 //! module's tables (`cargo test -p latency-probe --test counters -- --nocapture`).
 
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{Client, DriverCounter, EmbeddedDriver, MessageHeader, Publisher, Subscriber};
-use latency_probe::counters::{diff, render, POSITION_TYPE_IDS, TIMESTAMP_TYPE_IDS, WATCHED_SYSTEM_COUNTERS};
+use latency_probe::measure::counters::diff;
+use latency_probe::measure::counters::POSITION_TYPE_IDS;
+use latency_probe::measure::counters::TIMESTAMP_TYPE_IDS;
+use latency_probe::measure::counters::WATCHED_SYSTEM_COUNTERS;
+use latency_probe::render::counters::render;
 
 const MESSAGES: u32 = 1000;
 

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 const REPORT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report-full.json");
 const GOLDEN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/golden");
 
-fn report() -> latency_probe::report::Report {
+fn report() -> latency_probe::model::Report {
     serde_json::from_str(&std::fs::read_to_string(REPORT).unwrap()).expect("the kept report parses")
 }
 
@@ -27,7 +27,11 @@ fn check(name: &str, got: &[u8]) {
     }
     let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (bless it first)", path.display()));
     if want != got {
-        let first = want.iter().zip(got).position(|(a, b)| a != b).unwrap_or(want.len().min(got.len()));
+        let first = want
+            .iter()
+            .zip(got)
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.len().min(got.len()));
         panic!(
             "{name} differs from {} at byte {first} (want {} bytes, got {}):\n--- want\n{}\n--- got\n{}",
             path.display(),
@@ -41,14 +45,17 @@ fn check(name: &str, got: &[u8]) {
 
 #[test]
 fn the_kept_report_renders_as_text_exactly_as_recorded() {
-    check("report.txt", latency_probe::report::render_text(&report()).as_bytes());
+    check(
+        "report.txt",
+        latency_probe::render::text::render_text(&report()).as_bytes(),
+    );
 }
 
 #[test]
 fn every_file_of_the_out_directory_is_written_exactly_as_recorded() {
     let dir: PathBuf = std::env::temp_dir().join(format!("latency-probe-golden-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let written = latency_probe::results::write_dir(&report(), &dir).expect("writes the out directory");
+    let written = latency_probe::render::out_dir::write_dir(&report(), &dir).expect("writes the out directory");
     let names: Vec<String> = written
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -77,8 +84,16 @@ fn every_help_text_reads_exactly_as_recorded() {
         ("latency-pub", env!("CARGO_BIN_EXE_latency-pub"), &["--help"]),
         ("latency-sub", env!("CARGO_BIN_EXE_latency-sub"), &["--help"]),
         ("latency-probe", env!("CARGO_BIN_EXE_latency-probe"), &["--help"]),
-        ("latency-probe-compare", env!("CARGO_BIN_EXE_latency-probe"), &["compare", "--help"]),
-        ("latency-probe-sweep", env!("CARGO_BIN_EXE_latency-probe"), &["sweep", "--help"]),
+        (
+            "latency-probe-compare",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["compare", "--help"],
+        ),
+        (
+            "latency-probe-sweep",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["sweep", "--help"],
+        ),
         ("latency-probe-help", env!("CARGO_BIN_EXE_latency-probe"), &["help"]),
     ];
     for (name, bin, args) in cases {

@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Mutex;
 
-use latency_probe::jitter::{Mode, Monitor};
+use latency_probe::model::Mode;
+
+use latency_probe::measure::monitor::Monitor;
 use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -132,7 +134,7 @@ fn clean_inline(mode: &str) {
         } else {
             // A spinning hot thread does not block (a stray wait on a page may happen).
             let vol = t["total"]["voluntary"].as_u64().unwrap();
-            assert!(vol < latency_probe::jitter::verdict::PROC_BLOCKS_MIN, "{t}");
+            assert!(vol < latency_probe::analysis::verdict::PROC_BLOCKS_MIN, "{t}");
         }
     }
     assert!(findings(&v, "futex").is_empty());

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use latency_probe::report::Report;
+use latency_probe::model::Report;
 
 fn probe(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_latency-probe"))
@@ -91,7 +91,7 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
 
     // The report carries the histograms; they give its percentiles.
     let h = report.histograms.as_ref().expect("histograms in the report");
-    let overall = latency_probe::results::decode(&h.intended).unwrap();
+    let overall = latency_probe::model::decode(&h.intended).unwrap();
     assert_eq!(overall.len(), l.count);
     assert_eq!(overall.value_at_quantile(0.99), l.p99);
     assert_eq!(h.groups.len(), 20);

@@ -4,16 +4,34 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Parser;
-use latency_probe::cli::{
-    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutDirArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE,
-    EXIT_SETUP,
-};
-use latency_probe::floor::{FloorRun, DEFAULT_FLOOR_SECONDS};
-use latency_probe::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest};
-use latency_probe::jitter::{self, RawJitter};
-use latency_probe::probe::{self, combine, default_cores, sibling, wait_bounded};
-use latency_probe::publisher::PubReport;
-use latency_probe::report::{format_ns, render_text, Report, RunMode, DRIVER_EMBEDDED, DRIVER_EXTERNAL};
+use latency_probe::cli;
+use latency_probe::cli::DeliveryArgs;
+use latency_probe::cli::DiagnosticsArgs;
+use latency_probe::cli::ModeArgs;
+use latency_probe::cli::OutDirArgs;
+use latency_probe::cli::OutputArgs;
+use latency_probe::cli::RunArgs;
+use latency_probe::cli::StreamArgs;
+use latency_probe::cli::EXIT_INCOMPLETE;
+use latency_probe::cli::EXIT_SETUP;
+use latency_probe::measure::floor::FloorRun;
+use latency_probe::measure::floor::DEFAULT_FLOOR_SECONDS;
+use latency_probe::measure::hiccup;
+use latency_probe::measure::hiccup::HiccupConfig;
+use latency_probe::measure::hiccup::HiccupMeter;
+use latency_probe::measure::hiccup::HiccupRequest;
+use latency_probe::model::PubReport;
+use latency_probe::model::RawJitter;
+use latency_probe::model::Report;
+use latency_probe::model::RunMode;
+use latency_probe::model::DRIVER_EMBEDDED;
+use latency_probe::model::DRIVER_EXTERNAL;
+use latency_probe::render::text::render_text;
+use latency_probe::report::build::combine;
+use latency_probe::run::experiment::default_cores;
+use latency_probe::run::experiment::sibling;
+use latency_probe::run::experiment::wait_bounded;
+use latency_probe::units::format_ns;
 
 /// Measure latency over Aeron IPC in one command: starts an embedded Aeron C media driver (or
 /// uses --dir), runs latency-sub and latency-pub as separate processes with their hot threads
@@ -91,7 +109,7 @@ struct Args {
     /// A line on stderr once a second during the run (from latency-sub: messages so far, the
     /// highest sequence, the p99 of the last 4,096): auto (when stdout is a terminal), on, off
     #[arg(long, default_value = "auto")]
-    live: latency_probe::live::LiveMode,
+    live: latency_probe::run::live::LiveMode,
     /// Repeat the measurement this many times (each with its own floor) and report every run
     /// and the run-to-run variation per percentile, as JLBH does; the JSON is the last run's
     /// report with `runs`
@@ -185,7 +203,7 @@ fn main() {
     setup(a.stream.validate());
     let rtt = a.mode.mode == RunMode::Rtt;
     let pong = a.mode.pong(&a.stream).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
-    if rtt && a.delivery.delivery != latency_probe::subscriber::Delivery::Inline {
+    if rtt && a.delivery.delivery != latency_probe::run::Delivery::Inline {
         cli::fail(
             ME,
             "--mode rtt echoes from latency-sub's poll loop: use --delivery inline (the default)",
@@ -240,9 +258,9 @@ fn main() {
     setup(a.out.validate());
     setup(a.out_dir.validate());
 
-    if a.diagnostics.diagnostics == jitter::Mode::Perf {
+    if a.diagnostics.diagnostics == latency_probe::model::Mode::Perf {
         // Fail before starting anything, with the reason (the children would fail the same way).
-        if let Err(why) = jitter::Monitor::new(jitter::Mode::Perf) {
+        if let Err(why) = latency_probe::measure::monitor::Monitor::new(latency_probe::model::Mode::Perf) {
             cli::fail(ME, why, EXIT_SETUP);
         }
     }
@@ -330,7 +348,7 @@ fn main() {
     let mut text = render_text(&report);
     if a.runs > 1 {
         reports.push(report.clone());
-        let summary = latency_probe::runs::RunsSummary::from_reports(&reports);
+        let summary = latency_probe::model::RunsSummary::from_reports(&reports);
         text.push_str(&summary.render());
         report.runs = Some(summary);
     }
@@ -344,7 +362,7 @@ fn main() {
         }
         for (i, r) in reports.iter().enumerate() {
             let p = dir.join(format!("run-{}.json", i + 1));
-            if let Err(e) = latency_probe::report::write_json(r, &p) {
+            if let Err(e) = latency_probe::render::files::write_json(r, &p) {
                 eprintln!("{ME}: --out: could not write {}: {e}", p.display());
                 out_ok = false;
             }
@@ -397,16 +415,23 @@ fn compare_main(c: &CompareArgs) {
         })
     };
     let (a, b) = (read(&c.a), read(&c.b));
-    let changes = latency_probe::runs::compare(&a, &b);
+    let changes = latency_probe::analysis::runs::compare(&a, &b);
     print!(
         "{}",
-        latency_probe::runs::render_compare(&c.a.display().to_string(), &c.b.display().to_string(), &a, &b, &changes)
+        latency_probe::render::runs::render_compare(
+            &c.a.display().to_string(),
+            &c.b.display().to_string(),
+            &a,
+            &b,
+            &changes
+        )
     );
 }
 
 /// `latency-probe sweep`: this program once per rate, then the table and the plot.
 fn sweep_main(s: &SweepArgs) {
-    use latency_probe::output::{self, SweepPoint};
+    use latency_probe::render::output;
+    use latency_probe::render::output::SweepPoint;
     const ME: &str = "latency-probe sweep";
     if !(s.duration.is_finite() && s.duration > 0.0) {
         cli::fail(
@@ -538,7 +563,7 @@ fn sweep_main(s: &SweepArgs) {
     let summary = serde_json::json!({
         "target": target,
         "highest_met_rate": best,
-        "timing_model": latency_probe::clock::TIMING_MODEL,
+        "timing_model": latency_probe::sys::clock::TIMING_MODEL,
         "points": points.iter().zip(&reports).map(|(p, r)| serde_json::json!({
             "rate_target": p.rate_target, "rate_achieved": p.rate_achieved, "p50_ns": p.p50_ns,
             "p99_ns": p.p99_ns, "p999_ns": p.p999_ns, "lost": r.lost, "met_target": p.met_target,
@@ -549,7 +574,7 @@ fn sweep_main(s: &SweepArgs) {
         eprintln!("{ME}: could not write {}: {e}", csv_path.display());
         ok = false;
     }
-    if let Err(e) = latency_probe::report::write_json(&summary, &json) {
+    if let Err(e) = latency_probe::render::files::write_json(&summary, &json) {
         eprintln!("{ME}: could not write {}: {e}", json.display());
         ok = false;
     }
@@ -585,7 +610,7 @@ struct Setup<'a> {
     driver_version: &'a str,
     sub_core: Option<usize>,
     pub_core: Option<usize>,
-    pong: Option<&'a cli::PongPath>,
+    pong: Option<&'a latency_probe::run::PongPath>,
     available: &'a [usize],
     floor_len: Duration,
     run_s: f64,
@@ -638,7 +663,7 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
         }
         Err(why) => Err(why),
     };
-    let diag_on = a.diagnostics.diagnostics != jitter::Mode::Off;
+    let diag_on = a.diagnostics.diagnostics != latency_probe::model::Mode::Off;
 
     let tmp = std::env::temp_dir().join(format!("latency-probe-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|e| (format!("{}: {e}", tmp.display()), EXIT_SETUP))?;
@@ -741,8 +766,9 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
     );
     // The driver's counters around the run, straight from cnc.dat (no client joins).
     let counters_before = aeron_latency::messaging::read_driver_counters(dir).unwrap_or_default();
-    let mut sub = probe::spawn(&sibling("latency-sub"), &sub_args).map_err(|e| (e, EXIT_SETUP))?;
-    let mut publ = match probe::spawn(&sibling("latency-pub"), &common) {
+    let mut sub =
+        latency_probe::run::experiment::spawn(&sibling("latency-sub"), &sub_args).map_err(|e| (e, EXIT_SETUP))?;
+    let mut publ = match latency_probe::run::experiment::spawn(&sibling("latency-pub"), &common) {
         Ok(p) => p,
         Err(e) => {
             let _ = sub.kill();
@@ -775,8 +801,8 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
     let read_raw = |p: &PathBuf| -> Option<RawJitter> { serde_json::from_slice(&read(p)?).ok() };
     let (sub_jitter, pub_jitter) = (read_raw(&sub_raw), read_raw(&pub_raw));
     let h = match &meter {
-        Ok(log) => jitter::Hiccup::Ran(log),
-        Err(why) => jitter::Hiccup::Skipped(why.clone()),
+        Ok(log) => latency_probe::analysis::jitter::Hiccup::Ran(log),
+        Err(why) => latency_probe::analysis::jitter::Hiccup::Skipped(why.clone()),
     };
     let mut report = if rtt {
         // Ping's report is the result; pong's is its one-way view of the same messages.
@@ -824,7 +850,7 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
         }
         report.notes.extend(notes);
         match (&pub_jitter, diag_on) {
-            (Some(pj), _) => jitter::attach(&mut report, pj, sub_jitter.as_ref(), &h),
+            (Some(pj), _) => latency_probe::report::build::attach(&mut report, pj, sub_jitter.as_ref(), &h),
             (None, true) => report
                 .notes
                 .push("latency-pub wrote no jitter material; the jitter section covers nothing".into()),
@@ -846,7 +872,7 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
             p.jitter = None; // analysed together with the subscriber's side below
         }
         match (&sub_jitter, diag_on) {
-            (Some(sj), _) => jitter::attach(&mut report, sj, pub_jitter.as_ref(), &h),
+            (Some(sj), _) => latency_probe::report::build::attach(&mut report, sj, pub_jitter.as_ref(), &h),
             (None, true) => report
                 .notes
                 .push("latency-sub wrote no jitter material; the jitter section covers nothing".into()),
@@ -866,7 +892,10 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
         }
         report.floor = Some(f);
     }
-    report.driver_counters = Some(latency_probe::counters::diff(&counters_before, &counters_after));
+    report.driver_counters = Some(latency_probe::measure::counters::diff(
+        &counters_before,
+        &counters_after,
+    ));
     Ok(Measured {
         report,
         pub_status,
@@ -877,7 +906,7 @@ fn measure(a: &Args, x: &Setup<'_>) -> Result<Measured, (String, i32)> {
 /// The embedded driver's flags, checked before it starts: `--term-length`, `--driver-dir`, and
 /// `--msg-size` against what its publications take (one frame through try_claim).
 #[cfg(feature = "embedded-driver")]
-fn check_embedded(a: &Args, pong: Option<&cli::PongPath>) -> Result<(), String> {
+fn check_embedded(a: &Args, pong: Option<&latency_probe::run::PongPath>) -> Result<(), String> {
     if let Some(t) = a.term_length {
         aeron_latency::messaging::check_term_length(t).map_err(|e| format!("--term-length {t}: {e}"))?;
     }
@@ -916,7 +945,7 @@ fn check_embedded(a: &Args, pong: Option<&cli::PongPath>) -> Result<(), String> 
 }
 
 #[cfg(not(feature = "embedded-driver"))]
-fn check_embedded(_: &Args, _: Option<&cli::PongPath>) -> Result<(), String> {
+fn check_embedded(_: &Args, _: Option<&latency_probe::run::PongPath>) -> Result<(), String> {
     Ok(())
 }
 

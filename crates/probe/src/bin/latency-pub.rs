@@ -1,11 +1,21 @@
 //! `latency-pub`: publishes timestamped messages on a schedule. See `latency-pub --help`.
 
 use clap::Parser;
-use latency_probe::cli::{
-    self, DiagnosticsArgs, ModeArgs, OutputArgs, RunArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
-};
-use latency_probe::publisher::{self, PubReport};
-use latency_probe::report::{format_ns, render_text, Env, DRIVER_EXTERNAL, UNKNOWN};
+use latency_probe::cli;
+use latency_probe::cli::DiagnosticsArgs;
+use latency_probe::cli::ModeArgs;
+use latency_probe::cli::OutputArgs;
+use latency_probe::cli::RunArgs;
+use latency_probe::cli::StreamArgs;
+use latency_probe::cli::EXIT_INCOMPLETE;
+use latency_probe::cli::EXIT_SETUP;
+use latency_probe::model::Env;
+use latency_probe::model::PubReport;
+use latency_probe::model::DRIVER_EXTERNAL;
+use latency_probe::model::UNKNOWN;
+use latency_probe::render::text::render_text;
+use latency_probe::run::publisher;
+use latency_probe::units::format_ns;
 
 /// Publish Cap'n Proto timestamped messages over Aeron at a fixed rate, busy-spinning on
 /// CLOCK_MONOTONIC; every message carries its intended and actual send time. Ends with an
@@ -69,7 +79,7 @@ fn summary(r: &PubReport) -> String {
         s.push_str(&format!("warning: {n}\n"));
     }
     if let Some(j) = &r.jitter {
-        s.push_str(&latency_probe::jitter::report::render(j, &[]));
+        s.push_str(&latency_probe::render::jitter::render(j, &[]));
     }
     s
 }
@@ -90,9 +100,10 @@ fn main() {
     let mut cfg = cli::pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     cfg.diagnostics = a.diagnostics.diagnostics;
     cfg.pong = pong;
-    let r = publisher::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let run = publisher::run(&cfg).unwrap_or_else(|e| cli::fail(ME, e, EXIT_SETUP));
+    let r = &run.report;
     a.diagnostics.write_raw(ME, r.raw_jitter.as_ref());
-    if let Some(report) = publisher::rtt_report(&r, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN)) {
+    if let Some(report) = publisher::rtt_report(&run, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN)) {
         a.out.emit(ME, &render_text(&report), &report);
         if !report.complete || report.lost > 0 {
             eprintln!(
@@ -103,7 +114,7 @@ fn main() {
         }
         return;
     }
-    a.out.emit(ME, &summary(&r), &r);
+    a.out.emit(ME, &summary(r), r);
     if !r.complete {
         eprintln!(
             "{ME}: incomplete: {}",

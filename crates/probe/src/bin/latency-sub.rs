@@ -2,11 +2,20 @@
 //! time-ordered groups. See `latency-sub --help`.
 
 use clap::Parser;
-use latency_probe::cli::{
-    self, DeliveryArgs, DiagnosticsArgs, ModeArgs, OutDirArgs, OutputArgs, StreamArgs, EXIT_INCOMPLETE, EXIT_SETUP,
-};
-use latency_probe::report::{render_text, Env, DRIVER_EXTERNAL, UNKNOWN};
-use latency_probe::subscriber;
+use latency_probe::cli;
+use latency_probe::cli::DeliveryArgs;
+use latency_probe::cli::DiagnosticsArgs;
+use latency_probe::cli::ModeArgs;
+use latency_probe::cli::OutDirArgs;
+use latency_probe::cli::OutputArgs;
+use latency_probe::cli::StreamArgs;
+use latency_probe::cli::EXIT_INCOMPLETE;
+use latency_probe::cli::EXIT_SETUP;
+use latency_probe::model::Env;
+use latency_probe::model::DRIVER_EXTERNAL;
+use latency_probe::model::UNKNOWN;
+use latency_probe::render::text::render_text;
+use latency_probe::run::subscriber;
 
 /// Receive latency-pub's messages over Aeron and report the latency distribution
 /// (CLOCK_MONOTONIC, from the intended and from the actual send time) overall and in 20
@@ -38,7 +47,7 @@ struct Args {
     /// A line on stderr once a second while receiving: messages so far, the highest sequence,
     /// the p99 of the last 4,096: auto (when stdout is a terminal), on, off
     #[arg(long, default_value = "auto")]
-    live: latency_probe::live::LiveMode,
+    live: latency_probe::run::live::LiveMode,
     #[command(flatten)]
     out: OutputArgs,
     #[command(flatten)]

@@ -1,0 +1,194 @@
+//! The `jitter` section of a report, built from both sides' raw material: per-thread and
+//! per-group summaries, the tail, and the verdict.
+
+use crate::analysis::verdict::analyse;
+use crate::analysis::verdict::Context;
+use crate::model::process_name;
+use crate::model::run_end;
+use crate::model::GroupJitter;
+use crate::model::GroupThread;
+use crate::model::HiccupLog;
+use crate::model::HiccupSection;
+use crate::model::JitterReport;
+use crate::model::JitterSide;
+use crate::model::OffCpuKind;
+use crate::model::OffCpuSummary;
+use crate::model::ReadCost;
+use crate::model::SlowSample;
+use crate::model::SourceInfo;
+use crate::model::StallSummary;
+use crate::model::TailSummary;
+use crate::model::ThreadJitter;
+use crate::model::ThreadSummary;
+use crate::model::GROUPS;
+
+/// The meter's outcome for a run.
+#[derive(Debug, Clone)]
+pub enum Hiccup<'a> {
+    /// It ran.
+    Ran(&'a HiccupLog),
+    /// It did not, and why.
+    Skipped(String),
+}
+
+/// Builds the section and the per-group rows from the sides of a run (subscriber first).
+#[must_use]
+pub fn build(
+    sides: &[&JitterSide],
+    slow: &[SlowSample],
+    hiccup: &Hiccup<'_>,
+    ctx: &Context,
+) -> (JitterReport, Vec<Option<GroupJitter>>) {
+    let log = match hiccup {
+        Hiccup::Ran(l) => Some(*l),
+        Hiccup::Skipped(_) => None,
+    };
+    let a = analyse(sides, slow, log, ctx);
+    let mut source = sides.first().map(|s| s.source.clone()).unwrap_or(SourceInfo {
+        name: "off".into(),
+        reason: None,
+    });
+    for s in sides.iter().skip(1) {
+        if s.source != source {
+            source.reason = Some(format!(
+                "sides differ: {} ({}) and {} ({})",
+                source.name,
+                source.reason.clone().unwrap_or_default(),
+                s.source.name,
+                s.source.reason.clone().unwrap_or_default()
+            ));
+        }
+    }
+    let run_end = run_end(sides);
+    let all: Vec<&ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
+    let process_of = |pid: u32| process_name(&all, pid);
+    let threads = all
+        .iter()
+        .map(|t| ThreadSummary {
+            process: process_of(t.pid),
+            pid: t.pid,
+            tid: t.tid,
+            name: t.name.clone(),
+            role: t.role,
+            total: t.total,
+            stalls: t.stalls.as_ref().map(|l| StallSummary {
+                threshold_ns: l.threshold_ns,
+                count: l.count,
+                total_ns: l.total_ns,
+                max_ns: l.max_ns,
+            }),
+            off_cpu: (t.role.is_hot() && sides.iter().all(|s| s.source.name == "perf")).then(|| {
+                let mut o = OffCpuSummary {
+                    lost_records: t.off_cpu_lost,
+                    ..OffCpuSummary::default()
+                };
+                for e in &t.off_cpu {
+                    match e.kind {
+                        OffCpuKind::Preempted => o.preempted += 1,
+                        OffCpuKind::Blocked => o.blocked += 1,
+                    }
+                    let (x, y) = e.span(run_end);
+                    o.total_ns += (y - x).max(0) as u64;
+                }
+                o
+            }),
+        })
+        .collect();
+    let probe_cost = sides.iter().fold(ReadCost::default(), |acc, s| ReadCost {
+        reads: acc.reads + s.read_cost.reads,
+        max_ns: acc.max_ns.max(s.read_cost.max_ns),
+        total_ns: acc.total_ns + s.read_cost.total_ns,
+    });
+    let hiccup_section = match hiccup {
+        Hiccup::Ran(l) => HiccupSection {
+            status: match l.core {
+                Some(c) => format!("ran on core {c}"),
+                None => "ran unpinned".into(),
+            },
+            iterations: Some(l.iterations),
+            gaps: Some(l.all_gaps),
+            threshold_ns: Some(l.threshold_ns),
+        },
+        Hiccup::Skipped(why) => HiccupSection {
+            status: why.clone(),
+            iterations: None,
+            gaps: None,
+            threshold_ns: None,
+        },
+    };
+    let mut notes: Vec<String> = sides.iter().flat_map(|s| s.notes.iter().cloned()).collect();
+    for t in sides
+        .iter()
+        .flat_map(|s| s.threads.iter())
+        .filter(|t| t.off_cpu_lost > 0)
+    {
+        notes.push(format!(
+            "perf dropped {} switch records of {} (ring buffer full): counts are exact, per-sample causes partial",
+            t.off_cpu_lost, t.name
+        ));
+    }
+
+    // Per-group rows: the subscriber's boundaries define the windows.
+    let bounds: Vec<Option<i64>> = sides.first().map(|s| s.boundaries.clone()).unwrap_or_default();
+    let windows: Vec<Option<(i64, i64)>> = (0..GROUPS)
+        .map(|g| {
+            let a = (*bounds.get(g)?)?;
+            let b = bounds.get(g + 1..)?.iter().flatten().next().copied()?;
+            Some((a, b))
+        })
+        .collect();
+    let rows = (0..GROUPS)
+        .map(|g| {
+            let threads: Vec<GroupThread> = sides
+                .iter()
+                .flat_map(|s| s.threads.iter())
+                .filter_map(|t| {
+                    Some(GroupThread {
+                        name: t.name.clone(),
+                        tid: t.tid,
+                        role: t.role,
+                        counts: (*t.groups.get(g)?)?,
+                    })
+                })
+                .collect();
+            if threads.is_empty() {
+                return None;
+            }
+            let stalls = windows[g].map_or(0, |(a, b)| {
+                sides
+                    .iter()
+                    .flat_map(|s| s.threads.iter())
+                    .filter_map(|t| t.stalls.as_ref())
+                    .map(|l| l.stalls.iter().filter(|(s, _)| *s >= a && *s < b).count() as u64)
+                    .sum()
+            });
+            let hiccup = log
+                .zip(windows[g])
+                .and_then(|(l, (a, b))| l.windows(&[a, b]).first().copied());
+            let steal_ns = sides.first().and_then(|s| s.steal_ns.get(g).copied().flatten());
+            Some(GroupJitter {
+                threads,
+                stalls,
+                steal_ns,
+                hiccup,
+            })
+        })
+        .collect();
+    (
+        JitterReport {
+            source,
+            verdict: a.verdict,
+            tail: TailSummary {
+                threshold_ns: a.tail_threshold_ns,
+                samples: a.tail_samples,
+                by_cause: a.tail_by_cause,
+            },
+            outliers: a.outliers,
+            threads,
+            hiccup: hiccup_section,
+            probe_cost,
+            notes,
+        },
+        rows,
+    )
+}

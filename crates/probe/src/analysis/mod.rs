@@ -1,0 +1,8 @@
+//! Conclusions drawn from the model: the jitter summary and verdict, run-to-run variation and
+//! the comparison of two reports.
+//!
+//! Names only the model and units.
+
+pub mod jitter;
+pub mod runs;
+pub mod verdict;

@@ -1,0 +1,29 @@
+//! The report as plain data: what every report, raw jitter file and sweep holds, with serde
+//! derives, and the small pure helpers that belong to the data (percentile lookups, the floor
+//! ratios). Every other layer may name it; it names only units.
+
+mod accounting;
+mod counters;
+mod diagnosis;
+mod env;
+mod floor;
+mod hiccup;
+mod histograms;
+mod jitter;
+mod publisher;
+mod report;
+mod runs;
+mod stats;
+
+pub use accounting::*;
+pub use counters::*;
+pub use diagnosis::*;
+pub use env::*;
+pub use floor::*;
+pub use hiccup::*;
+pub use histograms::*;
+pub use jitter::*;
+pub use publisher::*;
+pub use report::*;
+pub use runs::*;
+pub use stats::*;

@@ -1,0 +1,87 @@
+//! What `latency-pub` reports: its sends, offer outcomes, publish-only cost and how it ended.
+
+use crate::model::Env;
+use crate::model::Stats;
+use crate::model::Tool;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The publisher's own report (`latency-pub --json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PubReport {
+    /// Messages sent, warm-up included (the count the end marker carries).
+    pub sent: u64,
+    /// Warm-up messages sent.
+    pub warmup_sent: u64,
+    /// Measured messages sent.
+    pub measured_sent: u64,
+    /// Messages planned (warm-up + measured).
+    pub planned: u64,
+    /// Whether the end marker was published.
+    pub end_marker_sent: bool,
+    /// Target rate, msg/s.
+    pub rate_target: f64,
+    /// Achieved rate over the measured messages, msg/s.
+    pub rate_achieved: f64,
+    /// Offer/try_claim outcome -> count (`ok` counts successes; the others count failed attempts).
+    pub offer: BTreeMap<String, u64>,
+    /// Messages sent before any subscriber was connected (always 0: we wait for one).
+    pub sent_before_connected: u64,
+    /// When the run stopped because the subscriber went away: how many of the sent messages
+    /// it had read when its position stopped moving (Aeron's `sub-pos` counter, sampled
+    /// every 250 ms), and how many were sent after that and never read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscriber_lost: Option<SubscriberLost>,
+    /// Whether the run stopped because the media driver stopped responding.
+    #[serde(default)]
+    pub driver_lost: bool,
+    /// Largest delay of an actual send behind its intended time, ns.
+    pub max_lag_ns: u64,
+    /// Publish-only cost (claim + encode + commit), ns.
+    pub publish_cost_ns: Stats,
+    /// Message size, bytes.
+    pub msg_size: u64,
+    /// Measured duration, seconds.
+    pub duration_s: f64,
+    /// Whether the run went to plan.
+    pub complete: bool,
+    /// Why not.
+    pub incomplete_reason: Option<String>,
+    /// Warnings.
+    pub notes: Vec<String>,
+    /// Core of the hot thread, if pinned.
+    pub core: Option<usize>,
+    /// Linux thread id of the hot thread.
+    pub hot_tid: i32,
+    /// The machine.
+    pub env: Env,
+    /// [`TIMING_MODEL`](crate::sys::clock::TIMING_MODEL).
+    pub timing_model: String,
+    /// This program.
+    pub tool: Tool,
+    /// Start, UTC.
+    pub started_at: String,
+    /// Jitter diagnosis of the publisher's process alone (latency-probe analyses both sides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<crate::model::JitterReport>,
+    /// The raw jitter material (for `--jitter-raw`); not part of the JSON report.
+    #[serde(skip)]
+    pub raw_jitter: Option<crate::model::RawJitter>,
+    /// Page faults of the hot thread during the measured phase.
+    #[serde(default)]
+    pub faults_measured: Option<u64>,
+    /// What was pre-faulted before measuring.
+    #[serde(default)]
+    pub prefaulted: Vec<String>,
+}
+
+/// What the publisher knows about a subscriber that went away mid-run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SubscriberLost {
+    /// Messages (warm-up included) the subscriber had read when its position last moved.
+    pub read_before: u64,
+    /// Messages sent after that, never read.
+    pub sent_after: u64,
+    /// Seconds between the subscriber's last progress and the end of the run.
+    pub silent_s: f64,
+}

@@ -1,0 +1,48 @@
+//! The driver's counters over a run as text, AeronStat-like.
+
+use crate::model::CounterDelta;
+use crate::model::DriverCounters;
+use std::fmt::Write as _;
+
+fn line(out: &mut String, d: &CounterDelta) {
+    let _ = writeln!(
+        out,
+        "  {:>3} {:>3} {}: {} -> {} ({:+})",
+        d.id, d.type_id, d.label, d.before, d.after, d.delta
+    );
+}
+
+/// The text section for the report, AeronStat-like: a heading, the watched counters, the
+/// counters that moved, then the note, one counter per line as
+/// `  id type label: before -> after (+delta)`.
+#[must_use]
+pub fn render(c: &DriverCounters) -> String {
+    let mut out = String::from("driver counters over the run (id type label: before -> after (delta)):\n");
+    if !c.watched.is_empty() {
+        out.push_str(" watched (errors, back-pressure, loss, stalls):\n");
+        let zero = c.watched.iter().filter(|d| d.before == 0 && d.after == 0).count();
+        for d in c.watched.iter().filter(|d| d.before != 0 || d.after != 0) {
+            line(&mut out, d);
+        }
+        if zero > 0 {
+            let _ = writeln!(
+                out,
+                "  the other {zero} stayed at 0 (Errors, NAKs, back-pressure, liveness timeouts, ...)"
+            );
+        }
+    }
+    if c.moved.is_empty() {
+        out.push_str(" moved: nothing else\n");
+    } else {
+        out.push_str(" moved:\n");
+        for d in &c.moved {
+            line(&mut out, d);
+        }
+    }
+    if let Some(note) = &c.note {
+        for l in note.lines() {
+            let _ = writeln!(out, " {l}");
+        }
+    }
+    out
+}

@@ -1,0 +1,177 @@
+//! The `jitter` section as text: per-group counters, threads, slowest samples, the verdict.
+
+use crate::model::GroupJitter;
+use crate::model::JitterReport;
+use crate::model::Role;
+use crate::model::ThreadSummary;
+use crate::units::format_ns;
+use std::fmt::Write as _;
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or("-".into(), |v| v.to_string())
+}
+
+/// The text form: per-group counters, threads, slowest samples, the verdict last.
+#[must_use]
+pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let source = match &j.source.reason {
+        Some(r) if j.source.name != "perf" => format!("{} (not perf: {r})", j.source.name),
+        _ => j.source.name.clone(),
+    };
+    let _ = writeln!(o, "\njitter diagnosis (counters: {source})");
+    // Columns: hot threads as futex/voluntary/involuntary/faults, helpers as wake-ups.
+    let cols: Vec<&ThreadSummary> = j
+        .threads
+        .iter()
+        .filter(|t| t.role.is_hot() || matches!(t.role, Role::Conductor | Role::Driver | Role::LockHelper))
+        .collect();
+    if rows.iter().any(Option::is_some) {
+        let _ = writeln!(
+            o,
+            "per group: hot threads futex/voluntary/involuntary switches/page faults; helpers wake-ups"
+        );
+        let mut head = format!("{:>5}", "group");
+        for t in &cols {
+            let name = if t.role.is_hot() {
+                t.name.clone()
+            } else {
+                format!("{}/{}", t.process.trim_start_matches("latency-"), t.name)
+            };
+            let _ = write!(head, " {:>20}", truncate(&name, 20));
+        }
+        let _ = write!(head, " {:>7} {:>9}", "stalls", "steal");
+        if rows.iter().flatten().any(|r| r.hiccup.is_some()) {
+            let _ = write!(head, " {:>12}", "meter gaps");
+        }
+        let _ = writeln!(o, "{head}");
+        for (g, row) in rows.iter().enumerate() {
+            let Some(r) = row else { continue };
+            let mut line = format!("{g:>5}");
+            for t in &cols {
+                let cell = match r.threads.iter().find(|x| x.tid == t.tid) {
+                    Some(x) if x.role.is_hot() => format!(
+                        "{}/{}/{}/{}",
+                        opt(x.counts.futex),
+                        opt(x.counts.voluntary),
+                        opt(x.counts.involuntary),
+                        x.counts.faults()
+                    ),
+                    Some(x) => x.counts.wakeups.to_string(),
+                    None => "-".into(),
+                };
+                let _ = write!(line, " {cell:>20}");
+            }
+            let _ = write!(line, " {:>7} {:>9}", r.stalls, r.steal_ns.map_or("-".into(), format_ns));
+            if let Some(h) = r.hiccup {
+                let _ = write!(line, " {:>12}", format!("{} (max {})", h.gaps, format_ns(h.max_ns)));
+            }
+            let _ = writeln!(o, "{line}");
+        }
+    }
+    let _ = writeln!(o, "threads over the measured period:");
+    for t in &j.threads {
+        let c = &t.total;
+        let mut line = format!(
+            "  {}: {} ({}, tid {}): futex {}, voluntary {}, involuntary {}, migrations {}, page faults {}/{} \
+             (minor/major), wake-ups {}, on CPU {}, run-queue wait {}",
+            t.process,
+            t.name,
+            t.role.describe(),
+            t.tid,
+            opt(c.futex),
+            opt(c.voluntary),
+            opt(c.involuntary),
+            opt(c.migrations),
+            c.minor_faults,
+            c.major_faults,
+            c.wakeups,
+            format_ns(c.run_ns),
+            format_ns(c.runqueue_wait_ns)
+        );
+        if let Some(s) = t.off_cpu {
+            let _ = write!(
+                line,
+                "; off CPU {} times ({} preempted, {} blocked), {} in all",
+                s.preempted + s.blocked,
+                s.preempted,
+                s.blocked,
+                format_ns(s.total_ns)
+            );
+        }
+        if let Some(s) = t.stalls {
+            let _ = write!(
+                line,
+                "; {} stalls >= {} (max {})",
+                s.count,
+                format_ns(s.threshold_ns),
+                format_ns(s.max_ns)
+            );
+        }
+        let _ = writeln!(o, "{line}");
+    }
+    if !j.outliers.is_empty() {
+        let _ = writeln!(o, "slowest samples (latency from intended send; what overlapped them):");
+        for s in j.outliers.iter().take(10) {
+            let causes = if s.causes.is_empty() {
+                "nothing on the watched threads".to_owned()
+            } else {
+                s.causes.join("; ")
+            };
+            let _ = writeln!(
+                o,
+                "  seq {:>10} at {:>9.1} ms {:>10}  {causes}",
+                s.seq,
+                s.at_ms,
+                format_ns(s.latency_ns)
+            );
+        }
+    }
+    let causes: Vec<String> = j.tail.by_cause.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let _ = writeln!(
+        o,
+        "tail: {} samples >= p99.9 ({}): {}",
+        j.tail.samples,
+        format_ns(j.tail.threshold_ns),
+        if causes.is_empty() {
+            "-".into()
+        } else {
+            causes.join(", ")
+        }
+    );
+    let _ = writeln!(o, "hiccup meter: {}", j.hiccup.status);
+    if let (Some(n), Some(g)) = (j.hiccup.iterations, j.hiccup.gaps) {
+        let _ = writeln!(
+            o,
+            "  {n} iterations, gap p50 {} p99.9 {} max {}",
+            format_ns(g.p50),
+            format_ns(g.p999),
+            format_ns(g.max)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "probe cost: {} counter reads at group boundaries, longest {}, {} in all",
+        j.probe_cost.reads,
+        format_ns(j.probe_cost.max_ns),
+        format_ns(j.probe_cost.total_ns)
+    );
+    for n in &j.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    let _ = writeln!(o, "\nVERDICT: {}", j.verdict.headline);
+    let _ = writeln!(o, "  futex: {}", j.verdict.futex);
+    for f in &j.verdict.findings {
+        let _ = writeln!(o, "  - [{}] {}", f.cause, f.evidence);
+        let _ = writeln!(o, "    fix: {}", f.fix);
+    }
+    out
+}
+
+fn truncate(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}

@@ -1,0 +1,162 @@
+//! The `--out DIR` result directory: `report.json` and the files made from it.
+
+use crate::model::decode;
+use crate::model::Report;
+use crate::model::GROUPS;
+use crate::render::output;
+use crate::render::output::GroupPoint;
+use crate::render::output::Interval;
+use crate::render::output::TaggedIntervals;
+use std::path::{Path, PathBuf};
+
+/// The groups of `report` as plot and CSV rows: times from its histograms (else 0), counters
+/// summed over the hot threads from its jitter section when present.
+#[must_use]
+pub fn group_points(report: &Report) -> Vec<GroupPoint> {
+    let times = report.histograms.as_ref().map(|h| &h.groups);
+    report
+        .groups
+        .iter()
+        .map(|g| {
+            let (start_s, end_s) = times
+                .and_then(|t| t.get(g.index))
+                .map_or((0.0, 0.0), |t| (t.start_s, t.end_s));
+            let mut counters = Vec::new();
+            if let Some(j) = &g.jitter {
+                let hot = j.threads.iter().filter(|t| {
+                    use crate::model::Role;
+                    matches!(
+                        t.role,
+                        Role::Publisher | Role::Subscriber | Role::Consumer | Role::Handoff
+                    )
+                });
+                let sum = |f: &dyn Fn(&crate::model::Counts) -> Option<u64>| -> Option<u64> {
+                    hot.clone().filter_map(|t| f(&t.counts)).reduce(|a, b| a + b)
+                };
+                for (name, v) in [
+                    ("futex calls (hot threads)", sum(&|c| c.futex)),
+                    ("involuntary switches (hot threads)", sum(&|c| c.involuntary)),
+                    ("voluntary switches (hot threads)", sum(&|c| c.voluntary)),
+                    (
+                        "page faults (hot threads)",
+                        sum(&|c| Some(c.minor_faults + c.major_faults)),
+                    ),
+                    ("stalls >= 5 us (hot loops)", Some(j.stalls)),
+                ] {
+                    if let Some(v) = v {
+                        counters.push((name.to_owned(), v));
+                    }
+                }
+            }
+            GroupPoint {
+                index: g.index,
+                start_s,
+                end_s,
+                count: g.latency.count,
+                p50_ns: g.latency.p50,
+                p99_ns: g.latency.p99,
+                p999_ns: g.latency.p999,
+                max_ns: g.latency.max,
+                actual_p50_ns: g.actual.p50,
+                actual_p99_ns: g.actual.p99,
+                actual_p999_ns: g.actual.p999,
+                actual_max_ns: g.actual.max,
+                counters,
+            }
+        })
+        .collect()
+}
+
+/// Writes `report` and its files into `dir` (created if missing); returns the paths written.
+/// A report without histograms (an older report, or a run that measured nothing) gets
+/// `report.json` and `groups.csv` only.
+///
+/// # Errors
+/// One line naming the file that could not be written and why.
+pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let io = |p: &Path, e: &dyn std::fmt::Display| format!("--out: could not write {}: {e}", p.display());
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, &e))?;
+    let mut written = Vec::new();
+    let json = dir.join("report.json");
+    crate::render::files::write_json(report, &json).map_err(|e| io(&json, &e))?;
+    written.push(json);
+
+    let rows = group_points(report);
+    let csv = dir.join("groups.csv");
+    let f = std::fs::File::create(&csv).map_err(|e| io(&csv, &e))?;
+    output::write_groups_csv(&rows, std::io::BufWriter::new(f)).map_err(|e| io(&csv, &e))?;
+    written.push(csv);
+
+    let Some(h) = &report.histograms else {
+        return Ok(written);
+    };
+    let intended = decode(&h.intended).map_err(|e| io(&dir.join("latency.hgrm"), &e))?;
+    let actual = decode(&h.actual).map_err(|e| io(&dir.join("latency-actual.hgrm"), &e))?;
+    for (name, hist) in [("latency.hgrm", &intended), ("latency-actual.hgrm", &actual)] {
+        let p = dir.join(name);
+        let f = std::fs::File::create(&p).map_err(|e| io(&p, &e))?;
+        output::write_hgrm(hist, std::io::BufWriter::new(f), output::NS_PER_US).map_err(|e| io(&p, &e))?;
+        written.push(p);
+    }
+
+    let hlog = dir.join("latency.hlog");
+    let mut decoded = Vec::with_capacity(GROUPS);
+    for g in &h.groups {
+        decoded.push((
+            g.start_s,
+            (g.end_s - g.start_s).max(0.0),
+            decode(&g.intended).map_err(|e| io(&hlog, &e))?,
+            decode(&g.actual).map_err(|e| io(&hlog, &e))?,
+        ));
+    }
+    let iv = |actual: bool| -> Vec<Interval<'_>> {
+        decoded
+            .iter()
+            .map(|(start_s, duration_s, i, a)| Interval {
+                start_s: *start_s,
+                duration_s: *duration_s,
+                histogram: if actual { a } else { i },
+            })
+            .collect()
+    };
+    let (iv_intended, iv_actual) = (iv(false), iv(true));
+    let sets = [
+        TaggedIntervals {
+            tag: None,
+            intervals: &iv_intended,
+        },
+        TaggedIntervals {
+            tag: Some("actual"),
+            intervals: &iv_actual,
+        },
+    ];
+    let f = std::fs::File::create(&hlog).map_err(|e| io(&hlog, &e))?;
+    output::write_hlog(&sets, h.start_epoch_s.max(0.0), std::io::BufWriter::new(f)).map_err(|e| io(&hlog, &e))?;
+    written.push(hlog);
+
+    let what = format!(
+        "{} {} at {:.0} msg/s, {} B, {}",
+        crate::model::RunMode::as_str(report.mode),
+        report.tool.name,
+        report.rate_target,
+        report.msg_size,
+        report.started_at
+    );
+    if !intended.is_empty() {
+        let p = dir.join("spectrum.svg");
+        output::spectrum_svg(
+            &[
+                ("from the intended send time", &intended),
+                ("from the actual send time", &actual),
+            ],
+            &format!("latency by percentile: {what}"),
+            &p,
+        )
+        .map_err(|e| io(&p, &e))?;
+        written.push(p);
+        let p = dir.join("groups.svg");
+        output::groups_svg(&rows, &format!("latency over the run, 20 groups: {what}"), &p).map_err(|e| io(&p, &e))?;
+        written.push(p);
+    }
+    Ok(written)
+}

@@ -1,0 +1,257 @@
+//! Building a report from what a run measured: from the subscriber's recorder, the histograms
+//! it carries, the jitter section from both sides' raw material, and one report out of the
+//! subscriber's and the publisher's.
+
+use crate::analysis::jitter::Hiccup;
+use crate::analysis::verdict::Context;
+use crate::measure::recorder::Recorder;
+use crate::model::encode;
+use crate::model::Accounting;
+use crate::model::Env;
+use crate::model::Faults;
+use crate::model::GroupHistograms;
+use crate::model::GroupReport;
+use crate::model::Histograms;
+use crate::model::PubReport;
+use crate::model::RawJitter;
+use crate::model::Report;
+use crate::model::RunInfo;
+use crate::model::RunMode;
+use crate::model::Stats;
+use crate::model::Tool;
+use crate::model::DRIVER_EMBEDDED;
+use crate::model::DRIVER_EXTERNAL;
+use crate::model::ENCODING;
+use crate::model::GROUPS;
+use crate::model::UNKNOWN;
+use crate::sys::clock::TIMING_MODEL;
+use std::collections::BTreeMap;
+
+/// Analyses a run and attaches the `jitter` section and per-group rows to `report`: the
+/// subscriber's side first, the publisher's when there is one. The tail is everything at or above
+/// the report's p99.9 from the intended send time.
+pub fn attach(report: &mut crate::model::Report, sub: &RawJitter, publ: Option<&RawJitter>, hiccup: &Hiccup<'_>) {
+    let ctx = Context {
+        sub_idle: sub.idle.clone(),
+        pub_idle: publ.map(|p| p.idle.clone()),
+        delivery_channel: sub.delivery_channel,
+        hot_path_lock: sub.hot_path_lock,
+        tail_threshold_ns: report.latency_ns.p999.max(1),
+        cores: aeron_latency::messaging::available_cores().len(),
+    };
+    let mut sides = vec![&sub.side];
+    sides.extend(publ.map(|p| &p.side));
+    let (j, rows) = crate::analysis::jitter::build(&sides, &sub.slow, hiccup, &ctx);
+    report.attach_jitter(j, rows);
+}
+
+impl Histograms {
+    /// From a recorder: `start_epoch_s` is the Unix time of the first measured intended send,
+    /// `rate` the schedule (messages per second) that places each group in time.
+    #[must_use]
+    pub fn from_recorder(rec: &Recorder, start_epoch_s: f64, rate: f64) -> Histograms {
+        let warmup = rec.plan().map_or(0, |(w, _)| u64::from(w));
+        let at = |seq: u64| {
+            if rate > 0.0 && rate.is_finite() {
+                seq.saturating_sub(warmup) as f64 / rate
+            } else {
+                0.0
+            }
+        };
+        let groups = rec
+            .groups()
+            .iter()
+            .map(|g| GroupHistograms {
+                start_s: at(g.first_seq),
+                end_s: at(if g.planned == 0 { g.first_seq } else { g.last_seq + 1 }),
+                intended: encode(rec.group_intended(g.index)),
+                actual: encode(rec.group_actual(g.index)),
+            })
+            .collect();
+        Histograms {
+            start_epoch_s,
+            encoding: ENCODING.to_owned(),
+            intended: encode(rec.overall_intended()),
+            actual: encode(rec.overall_actual()),
+            groups,
+        }
+    }
+}
+
+fn finite_or_zero(x: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        0.0
+    }
+}
+
+impl Report {
+    /// Builds the report from the subscriber's recorder and accounting, adding notes for every
+    /// anomaly. `complete` is false when the publisher vanished or no measured message arrived.
+    /// Non-finite rates or durations are written as 0 (JSON has no NaN).
+    pub fn from_recorder(
+        rec: &Recorder,
+        acc: &Accounting,
+        run: RunInfo,
+        offer: BTreeMap<String, u64>,
+        env: Env,
+    ) -> Report {
+        let mut notes = Vec::new();
+        let mut incomplete_reason = None;
+        if acc.publisher_vanished {
+            incomplete_reason = Some(
+                "no end marker from the publisher (it stopped or died mid-run): \
+                 sent is unknown and lost counts only gaps below the highest sequence seen"
+                    .to_string(),
+            );
+        } else if acc.received_measured == 0 {
+            incomplete_reason = Some(
+                "no measured message arrived: check that the publisher runs on the same \
+                 channel, stream and Aeron dir"
+                    .to_string(),
+            );
+        }
+        if !acc.adds_up() {
+            notes.push(format!(
+                "accounting does not add up: received {} + lost {} != sent {} (fragments {}, \
+                 duplicates {}, decode errors {}); messages beyond the end marker arrived \
+                 (another publisher on this stream?) or duplicates beyond the plan went undetected",
+                acc.received,
+                acc.lost,
+                acc.sent.map_or_else(|| "unknown".to_string(), |s| s.to_string()),
+                acc.fragments,
+                acc.duplicates,
+                acc.decode_errors
+            ));
+        }
+        if acc.negative_latency > 0 {
+            notes.push(format!(
+                "{} samples had a negative latency (clock anomaly: publisher and subscriber on \
+                 different hosts or clocks?); recorded as 0",
+                acc.negative_latency
+            ));
+        }
+        if acc.clamped > 0 {
+            notes.push(format!(
+                "{} samples exceeded the histogram range (3,600 s) and were recorded as 3,600 s",
+                acc.clamped
+            ));
+        }
+        if acc.out_of_range > 0 {
+            notes.push(format!(
+                "{} messages had sequence numbers beyond warm-up + planned (publisher sent more \
+                 than it announced?); counted as received, not checked for duplicates, measured \
+                 ones are in the last group",
+                acc.out_of_range
+            ));
+        }
+        if acc.decode_errors > 0 {
+            notes.push(format!(
+                "{} fragments were not our message schema (another publisher on this stream, \
+                 or a schema mismatch); counted, not measured",
+                acc.decode_errors
+            ));
+        }
+        if let Some((_, planned)) = rec.plan() {
+            if (planned as usize) < GROUPS {
+                notes.push(format!(
+                    "only {planned} measured messages planned for {GROUPS} groups: some groups \
+                     are empty"
+                ));
+            }
+        }
+        if env.governor != UNKNOWN && env.governor != "performance" {
+            notes.push(format!(
+                "CPU frequency governor is '{}': latency varies with clock ramp-up; set \
+                 'performance' for stable results",
+                env.governor
+            ));
+        }
+        Report {
+            sent: acc.sent,
+            received: acc.received,
+            lost: acc.lost,
+            duplicates: acc.duplicates,
+            reordered: acc.reordered,
+            decode_errors: acc.decode_errors,
+            rate_target: finite_or_zero(run.rate_target),
+            rate_achieved: finite_or_zero(run.rate_achieved),
+            latency_ns: Stats::from_histogram(rec.overall_intended()),
+            latency_actual_ns: Stats::from_histogram(rec.overall_actual()),
+            groups: rec.groups().iter().map(GroupReport::from).collect(),
+            offer,
+            env,
+            timing_model: TIMING_MODEL.to_string(),
+            complete: incomplete_reason.is_none(),
+            incomplete_reason,
+            publisher_vanished: acc.publisher_vanished,
+            out_of_range: acc.out_of_range,
+            warmup_received: acc.received_warmup,
+            msg_size: run.msg_size,
+            duration_s: finite_or_zero(run.duration_s),
+            tool: Tool::this(),
+            started_at: run.started_at,
+            notes,
+            publisher: None,
+            jitter: None,
+            mode: RunMode::OneWay,
+            floor: None,
+            faults: Faults::default(),
+            histograms: None,
+            runs: None,
+            in_flight: None,
+            driver_counters: None,
+        }
+    }
+}
+
+/// Merges the publisher's report into the subscriber's: offer outcomes, target and achieved
+/// rate, message size and the publisher's notes; the run is complete only if both were.
+pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_version: &str) -> Report {
+    sub.env.driver_kind = if embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
+    sub.env.driver_version = driver_version.to_owned();
+    match publ {
+        Some(p) => {
+            sub.offer = p.offer.clone();
+            sub.rate_target = p.rate_target;
+            sub.rate_achieved = p.rate_achieved;
+            sub.msg_size = p.msg_size;
+            sub.faults.publisher = p.faults_measured;
+            let mut pre = p.prefaulted.clone();
+            pre.append(&mut sub.faults.prefaulted);
+            sub.faults.prefaulted = pre;
+            if sub.sent.is_none() && p.sent > 0 {
+                sub.notes.push(format!(
+                    "the publisher reports {} sent but its end marker never arrived",
+                    p.sent
+                ));
+            }
+            if !p.complete {
+                sub.complete = false;
+                let why = p
+                    .incomplete_reason
+                    .clone()
+                    .unwrap_or_else(|| "publisher stopped early".into());
+                sub.incomplete_reason = Some(match sub.incomplete_reason.take() {
+                    Some(s) => format!("{why}; {s}"),
+                    None => why,
+                });
+            }
+            for n in &p.notes {
+                // Both sides warn about the same driver directory: say it once.
+                if !sub.notes.contains(n) {
+                    sub.notes.push(n.clone());
+                }
+            }
+            sub.publisher = Some(p);
+            sub.in_flight = sub.littles_law();
+        }
+        None => {
+            sub.complete = false;
+            sub.notes
+                .push("latency-pub wrote no report (it failed; see its error above)".into());
+        }
+    }
+    sub
+}

@@ -1,0 +1,84 @@
+//! The runs: the publisher and subscriber sides with their hot loops, what a receiving side
+//! records per message, the live line, and the experiment `latency-probe` runs over both.
+//!
+//! Names `report`, `measure`, `sys`, `render`, the model and units; nothing below names it.
+
+pub mod experiment;
+pub mod live;
+pub mod publisher;
+pub mod receive;
+pub mod subscriber;
+
+use serde::{Deserialize, Serialize};
+
+/// Where pong's echoes go in round-trip mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PongPath {
+    /// Channel URI.
+    pub channel: String,
+    /// Stream id.
+    pub stream: i32,
+}
+
+impl std::fmt::Display for PongPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} stream {}", self.channel, self.stream)
+    }
+}
+
+/// How received messages reach the code that measures them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Delivery {
+    /// Handled inside the poll loop (the fast path).
+    Inline,
+    /// Copied into a crossbeam channel by the messaging crate's hand-off thread
+    /// ([`Client::subscribe`](aeron_latency::messaging::Client::subscribe)) and consumed by a second thread with `recv_timeout`: seed 002's
+    /// shape, which parks on a futex per message.
+    Channel,
+}
+
+impl std::str::FromStr for Delivery {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "inline" => Ok(Delivery::Inline),
+            "channel" => Ok(Delivery::Channel),
+            _ => Err(format!("'{s}' is not a delivery; use inline or channel")),
+        }
+    }
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Delivery::Inline => "inline",
+            Delivery::Channel => "channel",
+        })
+    }
+}
+
+/// Why a run could not start (bad driver dir, channel, size, core…); the message says how to
+/// fix it. Nothing was measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError(pub String);
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// The client both run sides use: connected to the driver at `dir`, its mapped files pre-touched.
+///
+/// # Errors
+/// The driver is missing, dead or unreadable (the message names the directory and the fix).
+pub fn connect(dir: &std::path::Path) -> Result<aeron_latency::messaging::Client, SetupError> {
+    aeron_latency::messaging::Client::builder()
+        .dir(dir)
+        .pre_touch_mapped_memory(true)
+        .build()
+        .map_err(|e| SetupError(e.to_string()))
+}

@@ -1,0 +1,255 @@
+//! What a receiving hot loop records per message (latency, accounting, stalls, the slowest
+//! samples), shared by the subscriber and by ping's echo receive in round-trip mode.
+
+use crate::measure::monitor::Monitor;
+use crate::measure::recorder::Recorder;
+use crate::measure::recorder::SampleKind;
+use crate::measure::slow::SlowSamples;
+use crate::model::JitterSide;
+use crate::model::RawJitter;
+use crate::model::SlowSample;
+use crate::model::StallLog;
+use crate::model::GROUPS;
+use crate::model::SLOW_SAMPLES_KEPT;
+use crate::model::STALLS_LOGGED;
+use crate::run::Delivery;
+use crate::sys::clock::now_ns;
+use aeron_latency::wire::{self, Kind};
+use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex};
+
+/// What a measuring poll loop keeps: the recorder, spans, stalls and slowest samples. The
+/// subscriber uses it, and so does ping (`--mode rtt`) for the echoes.
+pub(crate) struct State {
+    pub(crate) rec: Recorder,
+    /// Sequence number and receive time of the last warm-up or measured message.
+    pub(crate) last: Option<(u64, i64)>,
+    /// Page faults of this thread when the first measured message arrived.
+    pub(crate) faults_at_start: Option<u64>,
+    /// Whether to read them (ping's sending side counts its own thread's faults).
+    pub(crate) count_faults: bool,
+    pub(crate) end: Option<u64>,
+    pub(crate) fragments: u64,
+    pub(crate) intended_span: (i64, i64),
+    /// Sequence numbers of the messages `intended_span` was read from.
+    pub(crate) seq_span: (u64, u64),
+    pub(crate) receive_span: (i64, i64),
+    pub(crate) monitor: Option<Monitor>,
+    /// Group boundary reached inside a poll; counters are read after the poll returns.
+    pub(crate) pending: Option<usize>,
+    pub(crate) stalls: Option<StallLog>,
+    /// Runs of polls that found aeron-rs's subscription lock held: (log, start of the run, busy count).
+    pub(crate) lock_waits: Option<(StallLog, Option<i64>, u64)>,
+    pub(crate) slow: SlowSamples,
+    pub(crate) lock: Option<Arc<Mutex<u64>>>,
+    /// The live line's shared counters, when it is on.
+    pub(crate) live: Option<Arc<crate::run::live::Live>>,
+}
+
+impl State {
+    pub(crate) fn new(monitor: Option<Monitor>, lock: Option<Arc<Mutex<u64>>>, stalls: bool) -> State {
+        let on = monitor.as_ref().is_some_and(Monitor::is_on);
+        State {
+            rec: Recorder::new(),
+            last: None,
+            faults_at_start: None,
+            count_faults: true,
+            end: None,
+            fragments: 0,
+            intended_span: (0, 0),
+            seq_span: (0, 0),
+            receive_span: (0, 0),
+            monitor,
+            pending: None,
+            stalls: (on && stalls).then(|| StallLog::new(crate::measure::monitor::STALL_THRESHOLD_NS, STALLS_LOGGED)),
+            lock_waits: (on && stalls).then(|| {
+                (
+                    StallLog::new(crate::measure::monitor::LOCK_WAIT_THRESHOLD_NS, STALLS_LOGGED),
+                    None,
+                    0,
+                )
+            }),
+            slow: SlowSamples::new(SLOW_SAMPLES_KEPT),
+            lock,
+            live: None,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn on_message(&mut self, bytes: &[u8]) {
+        self.fragments += 1;
+        let s = match wire::decode(bytes) {
+            Ok(s) => s,
+            Err(_) => return self.rec.record_decode_error(),
+        };
+        let kind = match s.kind {
+            Kind::End => {
+                self.end = Some(s.seq);
+                return;
+            }
+            Kind::Warmup => SampleKind::Warmup,
+            Kind::Measured => SampleKind::Measured,
+        };
+        if let Some(l) = &self.lock {
+            // The planted hot-path lock: once per message, as a real shared lock would be.
+            *l.lock().unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        }
+        let now = now_ns();
+        self.last = Some((s.seq, now));
+        let boundary = self
+            .rec
+            .record(s.seq, kind, s.warmup, s.planned, now - s.intended_ns, now - s.sent_ns);
+        if kind == SampleKind::Measured {
+            if self.intended_span.0 == 0 {
+                if self.count_faults {
+                    // Once per run: one getrusage syscall.
+                    self.faults_at_start = crate::sys::thread::thread_faults();
+                }
+                self.intended_span.0 = s.intended_ns;
+                self.seq_span.0 = s.seq;
+                self.receive_span.0 = now;
+            }
+            self.intended_span.1 = s.intended_ns;
+            self.seq_span.1 = s.seq;
+            self.receive_span.1 = now;
+            if let Some(l) = &self.live {
+                l.record(s.seq, (now - s.intended_ns).max(0) as u64);
+            }
+            self.slow.offer(SlowSample {
+                latency_ns: (now - s.intended_ns).max(0) as u64,
+                seq: s.seq,
+                intended_ns: s.intended_ns,
+                sent_ns: s.sent_ns,
+                received_ns: now,
+            });
+            if boundary.is_some() {
+                self.pending = boundary;
+            }
+        }
+    }
+
+    /// Reads the counters if a group boundary was crossed (outside the poll, so no Aeron lock
+    /// is held while reading).
+    #[inline]
+    pub(crate) fn after_poll(&mut self) {
+        if let Some(g) = self.pending.take() {
+            if let Some(m) = &mut self.monitor {
+                m.snapshot(g);
+            }
+            if let Some(s) = &mut self.stalls {
+                s.restart(now_ns());
+            }
+        }
+    }
+
+    pub(crate) fn finish(mut self, stopped_early: Option<String>) -> SubOutcome {
+        // First: what follows (draining the monitor, sorting) allocates and is not measuring.
+        let faults_measured = self
+            .faults_at_start
+            .and_then(|a| Some(crate::sys::thread::thread_faults()?.saturating_sub(a)));
+        let jitter = self.monitor.take().map(|mut m| {
+            m.snapshot(GROUPS);
+            if let Some(s) = self.stalls.take() {
+                m.set_stalls(crate::sys::thread::current_tid(), s);
+            }
+            if let Some((l, _, _)) = self.lock_waits.take() {
+                m.set_lock_waits(crate::sys::thread::current_tid(), l);
+            }
+            m.finish()
+        });
+        SubOutcome {
+            recorder: self.rec,
+            end: self.end,
+            stopped_early,
+            intended_span: self.intended_span,
+            seq_span: self.seq_span,
+            receive_span: self.receive_span,
+            core: None,
+            hot_tid: 0,
+            jitter: jitter.filter(|j| j.source.name != "off"),
+            slow: self.slow.into_sorted(),
+            idle: String::new(),
+            delivery: Delivery::Inline,
+            hot_path_lock: false,
+            echo: None,
+            faults_measured,
+            prefaulted: Vec::new(),
+            setup_notes: Vec::new(),
+        }
+    }
+
+    /// Sets the count the end marker would carry (ping knows it without an echo).
+    pub(crate) fn set_end(&mut self, sent: u64) {
+        self.end = Some(sent);
+    }
+
+    pub(crate) fn done(&self, total: Option<u64>) -> bool {
+        self.end.is_some() || total.is_some_and(|t| self.fragments >= t)
+    }
+}
+
+/// What pong's echoing did (`--mode rtt`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct EchoStats {
+    /// Stream the echoes went out on.
+    pub stream: i32,
+    /// Messages echoed (end marker included).
+    pub echoed: u64,
+    /// Failed claim attempts by outcome name (retried).
+    pub retries: std::collections::BTreeMap<String, u64>,
+    /// Why echoing stopped, if it did.
+    pub failure: Option<String>,
+}
+
+/// What the subscriber collected.
+#[derive(Debug)]
+pub struct SubOutcome {
+    /// Latencies and sequence accounting.
+    pub recorder: Recorder,
+    /// The count the end marker carried, if it came.
+    pub end: Option<u64>,
+    /// Why the run stopped early, if it did.
+    pub stopped_early: Option<String>,
+    /// Intended send times of the first and last measured message (for the target rate).
+    pub intended_span: (i64, i64),
+    /// Sequence numbers of the first and last measured message (those of `intended_span`).
+    pub seq_span: (u64, u64),
+    /// Receive times of the first and last measured message.
+    pub receive_span: (i64, i64),
+    /// Core of the hot thread, if pinned.
+    pub core: Option<usize>,
+    /// Linux thread id of the hot thread.
+    pub hot_tid: i32,
+    /// The jitter counters of this process's threads (and the driver's), if diagnostics ran.
+    pub jitter: Option<JitterSide>,
+    /// The slowest samples, slowest first.
+    pub slow: Vec<SlowSample>,
+    /// How it ran (for the analysis).
+    pub idle: String,
+    /// Delivery used.
+    pub delivery: Delivery,
+    /// Whether the lock plant ran.
+    pub hot_path_lock: bool,
+    /// Round-trip mode: what the echoing did.
+    pub echo: Option<EchoStats>,
+    /// Page faults of the hot thread from the first measured message to the end.
+    pub faults_measured: Option<u64>,
+    /// What was pre-faulted before measuring.
+    pub prefaulted: Vec<String>,
+    /// Warnings about the setup (a world-writable driver directory).
+    pub setup_notes: Vec<String>,
+}
+
+impl SubOutcome {
+    /// The raw jitter material (for `--jitter-raw` and the analysis), if diagnostics ran.
+    #[must_use]
+    pub fn raw_jitter(&self) -> Option<RawJitter> {
+        Some(RawJitter {
+            side: self.jitter.clone()?,
+            slow: self.slow.clone(),
+            idle: self.idle.clone(),
+            delivery_channel: self.delivery == Delivery::Channel,
+            hot_path_lock: self.hot_path_lock,
+        })
+    }
+}

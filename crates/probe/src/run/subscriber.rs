@@ -1,0 +1,450 @@
+//! The subscribing side of a run (`latency-sub`).
+//!
+//! Timing model: the hot thread polls the subscription (busy-spin by default); for every
+//! message it reads CLOCK_MONOTONIC once, right after decoding, and records
+//! `now - intended_ns` (coordinated-omission corrected) and `now - sent_ns` (what the
+//! transport adds) into pre-allocated HdrHistograms, overall and in 20 groups by sequence
+//! number. No allocation (after the first message sizes the sequence bitset), lock or syscall
+//! per message.
+
+use crate::analysis::jitter::Hiccup;
+use crate::measure::monitor::Monitor;
+use crate::model::Mode;
+use crate::model::Role;
+use crate::run::receive::EchoStats;
+use crate::run::receive::State;
+use crate::run::receive::SubOutcome;
+use crate::run::Delivery;
+use crate::run::SetupError;
+use crate::sys::clock::now_ns;
+use aeron_latency::messaging::{
+    driver_pid, DriverLiveness, HandoffOptions, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder,
+};
+use crossbeam_channel::RecvTimeoutError;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What a subscribing run needs.
+#[derive(Debug, Clone)]
+pub struct SubConfig {
+    /// Aeron directory of the driver.
+    pub dir: PathBuf,
+    /// Channel URI.
+    pub channel: String,
+    /// Stream id.
+    pub stream: i32,
+    /// Stop after this many messages (warm-up included) even without an end marker.
+    pub total: Option<u64>,
+    /// Give up this long after starting.
+    pub timeout: Duration,
+    /// Core for the hot thread.
+    pub core: Option<usize>,
+    /// Idle strategy between empty polls.
+    pub idle: IdleStrategy,
+    /// Inline or through a channel.
+    pub delivery: Delivery,
+    /// Share a mutex between the hot loop and a helper thread (planted futex jitter).
+    pub hot_path_lock: bool,
+    /// Jitter diagnostics source.
+    pub diagnostics: Mode,
+    /// Round-trip mode (pong): echo every message, unchanged, on this channel and stream before
+    /// measuring it.
+    pub echo: Option<crate::run::PongPath>,
+    /// Print the live line on stderr once a second ([`crate::run::live`]).
+    pub live: bool,
+}
+
+/// Pong's echo publication; [`Echo::send`] copies a message into it, retrying.
+struct Echo {
+    publisher: aeron_latency::messaging::Publisher,
+    stats: EchoStats,
+    /// Failed claims by [`crate::model::OFFER_OUTCOMES`] index (no allocation while measuring).
+    retries: [u64; crate::model::OFFER_OUTCOMES.len()],
+    wait: Duration,
+}
+
+impl Echo {
+    fn into_stats(mut self) -> EchoStats {
+        for (name, n) in crate::model::OFFER_OUTCOMES.iter().zip(self.retries) {
+            if n > 0 {
+                self.stats.retries.insert((*name).to_owned(), n);
+            }
+        }
+        self.stats
+    }
+}
+
+impl Echo {
+    /// Echoes `bytes`; gives up (and stops echoing) after `wait` of retryable failures.
+    #[inline]
+    fn send(&mut self, bytes: &[u8]) {
+        if self.stats.failure.is_some() {
+            return;
+        }
+        let mut since: Option<Instant> = None;
+        loop {
+            match self.publisher.try_claim(bytes.len()) {
+                Ok(mut claim) => {
+                    claim.buffer_mut().copy_from_slice(bytes);
+                    claim.commit();
+                    self.stats.echoed += 1;
+                    return;
+                }
+                Err(e) => {
+                    let i = crate::model::OFFER_OUTCOMES
+                        .iter()
+                        .position(|n| *n == e.name())
+                        .unwrap_or(crate::model::OFFER_OUTCOMES.len() - 1);
+                    self.retries[i] += 1;
+                    let t = *since.get_or_insert_with(Instant::now);
+                    if !e.is_retryable() || t.elapsed() > self.wait {
+                        self.stats.failure = Some(format!(
+                            "echoing stopped after {} messages: {e} on stream {}",
+                            self.stats.echoed, self.stats.stream
+                        ));
+                        return;
+                    }
+                    std::hint::spin_loop();
+                }
+            }
+        }
+    }
+}
+
+/// Receives until the end marker, `total` messages, or the timeout; never loses what it
+/// measured (an early stop is reported in [`SubOutcome::stopped_early`]).
+///
+/// # Errors
+/// [`SetupError`] when the driver, subscription, core or the diagnostics source is unusable.
+pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
+    let mut monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
+    let client = crate::run::connect(&cfg.dir)?;
+    let plant = if cfg.hot_path_lock {
+        Some(crate::sys::plant::LockPlant::spawn().map_err(|e| SetupError(format!("--hot-path-lock: {e}")))?)
+    } else {
+        None
+    };
+    let lock = plant.as_ref().map(crate::sys::plant::LockPlant::lock);
+    let driver = driver_pid(&cfg.dir);
+    let live = client.liveness();
+    let line = cfg.live.then(|| Arc::new(crate::run::live::Live::new()));
+    let printer = match &line {
+        Some(l) => Some(
+            crate::run::live::Printer::spawn(l.clone(), "latency-sub", Duration::from_secs(1))
+                .map_err(|e| SetupError(format!("--live: could not start its thread: {e}; run with --live off")))?,
+        ),
+        None => None,
+    };
+    let (total, timeout, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
+    let sleeps = matches!(idle.alias(), "backoff" | "sleep-ns");
+    let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
+    if cfg.echo.is_some() && cfg.delivery == Delivery::Channel {
+        return Err(SetupError(
+            "--mode rtt echoes from the poll loop: use --delivery inline (the default)".into(),
+        ));
+    }
+    let mut prefaulted = Vec::new();
+    let mut out = match cfg.delivery {
+        Delivery::Inline => {
+            let subscriber = client
+                .subscription(&cfg.channel, cfg.stream)
+                .map_err(|e| SetupError(e.to_string()))?;
+            // Map in every page of the publisher's log before the first message is handled
+            // (page tables are per process, so this thread's work serves the hot one). The
+            // image attaches only once a publisher connected: wait for it. Messages sent
+            // meanwhile wait in the log: the warm-up absorbs that when it lasts longer than
+            // the pre-faulting (its time is in the report's `faults.prefaulted`).
+            let waited = Instant::now();
+            while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout && live.is_active() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // One --timeout for the whole run, the wait included.
+            let timeout = cfg.timeout.saturating_sub(waited.elapsed());
+            match subscriber.prefault() {
+                Ok(st) => prefaulted.push(format!("sub stream {} image: {st}", cfg.stream)),
+                Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
+            }
+            let mut echo = match &cfg.echo {
+                Some(path) => Some(Echo {
+                    publisher: client
+                        .publication(&path.channel, path.stream)
+                        .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
+                    stats: EchoStats {
+                        stream: path.stream,
+                        ..EchoStats::default()
+                    },
+                    retries: [0; crate::model::OFFER_OUTCOMES.len()],
+                    wait: timeout.min(Duration::from_secs(10)),
+                }),
+                None => None,
+            };
+            if let Some(e) = &echo {
+                match e.publisher.prefault() {
+                    Ok(st) => prefaulted.push(format!("pong stream {} publication: {st}", e.stats.stream)),
+                    Err(err) => prefaulted.push(format!("pong stream {}: not pre-faulted: {err}", e.stats.stream)),
+                }
+            }
+            let hot = ThreadBuilder::new()
+                .name("latency-sub")
+                .affinity_opt(cfg.core)
+                .spawn(move || {
+                    let mut subscriber = subscriber;
+                    let monitor = ready_rx.recv().ok();
+                    let mut st = State::new(monitor, lock, true);
+                    st.live = line;
+                    let ends = Ends { total, timeout, live };
+                    let mut out = hot_loop(&mut subscriber, st, &ends, &mut idle, sleeps, echo.as_mut());
+                    out.echo = echo.map(Echo::into_stats);
+                    (out, subscriber)
+                })
+                .map_err(|e| SetupError(format!("--core: {e}")))?;
+            monitor.watch_run(hot.tid(), Role::Subscriber, driver);
+            let _ = ready_tx.send(monitor);
+            let (core, hot_tid) = (hot.core(), hot.tid());
+            let (mut out, subscriber) = hot
+                .join()
+                .map_err(|_| SetupError("the receiving thread panicked".into()))?;
+            drop(subscriber);
+            out.core = core;
+            out.hot_tid = hot_tid;
+            out
+        }
+        Delivery::Channel => {
+            let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+            let stop = Arc::new(AtomicBool::new(false));
+            let handoff = client
+                .subscribe(&cfg.channel, cfg.stream, tx, stop.clone(), HandoffOptions::default())
+                .map_err(|e| SetupError(e.to_string()))?;
+            let consumer = ThreadBuilder::new()
+                .name("latency-sub")
+                .affinity_opt(cfg.core)
+                .spawn(move || {
+                    let monitor = ready_rx.recv().ok();
+                    let mut st = State::new(monitor, lock, false);
+                    st.live = line;
+                    consume_loop(&rx, st, &Ends { total, timeout, live })
+                })
+                .map_err(|e| SetupError(format!("--core: {e}")))?;
+            monitor.watch_run(consumer.tid(), Role::Consumer, driver);
+            let _ = ready_tx.send(monitor);
+            let (core, hot_tid) = (consumer.core(), consumer.tid());
+            let mut out = consumer
+                .join()
+                .map_err(|_| SetupError("the consuming thread panicked".into()))?;
+            handoff.stop();
+            out.core = core;
+            out.hot_tid = hot_tid;
+            out
+        }
+    };
+    drop(printer);
+    drop(plant);
+    drop(client);
+    out.idle = cfg.idle.to_string();
+    out.delivery = cfg.delivery;
+    out.hot_path_lock = cfg.hot_path_lock;
+    out.prefaulted = prefaulted;
+    out.setup_notes
+        .extend(aeron_latency::messaging::world_writable_warning(&cfg.dir));
+    Ok(out)
+}
+
+fn timeout_reason(timeout: Duration) -> String {
+    format!(
+        "--timeout {:.1} s reached before the publisher's end marker",
+        timeout.as_secs_f64()
+    )
+}
+
+/// When a receiving loop stops besides the end marker.
+struct Ends {
+    /// After this many fragments.
+    total: Option<u64>,
+    /// After this long.
+    timeout: Duration,
+    /// When the driver stops responding.
+    live: DriverLiveness,
+}
+
+impl Ends {
+    /// Why the loop must stop now, if it must (the caller decides how often to ask).
+    fn reached(&self, started: Instant) -> Option<String> {
+        if !self.live.is_active() {
+            return Some(self.live.describe());
+        }
+        (started.elapsed() > self.timeout).then(|| timeout_reason(self.timeout))
+    }
+}
+
+fn hot_loop(
+    sub: &mut Subscriber,
+    mut st: State,
+    ends: &Ends,
+    idle: &mut IdleStrategy,
+    sleeps: bool,
+    mut echo: Option<&mut Echo>,
+) -> SubOutcome {
+    let started = Instant::now();
+    let mut stopped_early = None;
+    let mut polls: u32 = 0;
+    loop {
+        let n = sub.poll(
+            &mut |bytes: &[u8], _h: &MessageHeader| {
+                if let Some(e) = echo.as_deref_mut() {
+                    // Pong: echo first, measure after (the echo is what ping waits for).
+                    e.send(bytes);
+                }
+                st.on_message(bytes);
+            },
+            64,
+        );
+        st.after_poll();
+        if st.done(ends.total) {
+            break;
+        }
+        if let Some(s) = &mut st.stalls {
+            // One vDSO clock read per iteration: gaps >= 5 µs are logged as stalls.
+            let now = now_ns();
+            s.tick(now);
+            if let Some((log, since, seen)) = &mut st.lock_waits {
+                let busy = sub.busy_count();
+                if busy != *seen {
+                    *seen = busy;
+                    since.get_or_insert(now);
+                } else if let Some(start) = since.take() {
+                    log.interval(start, now - start);
+                }
+            }
+            idle.idle(n);
+            if sleeps {
+                // Sleeping is the idle strategy's choice, not a stall.
+                s.restart(now_ns());
+            }
+        } else {
+            idle.idle(n);
+        }
+        polls = polls.wrapping_add(1);
+        // Look at the clock and the driver every 4,096 polls only (every poll when the idle
+        // strategy sleeps anyway): cheap (vDSO, one atomic load), but not free.
+        if (sleeps && n == 0) || polls.is_multiple_of(4096) {
+            if let Some(why) = ends.reached(started) {
+                stopped_early = Some(why);
+                break;
+            }
+        }
+    }
+    st.finish(stopped_early)
+}
+
+fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: &Ends) -> SubOutcome {
+    let started = Instant::now();
+    let mut stopped_early = None;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(bytes) => {
+                st.on_message(&bytes);
+                st.after_poll();
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                stopped_early = Some("the hand-off thread stopped delivering".into());
+                break;
+            }
+        }
+        if st.done(ends.total) {
+            break;
+        }
+        if let Some(why) = ends.reached(started) {
+            stopped_early = Some(why);
+            break;
+        }
+    }
+    st.finish(stopped_early)
+}
+
+/// Builds the report from what the subscriber collected. The subscriber does not see the
+/// publisher's offer outcomes: `offer` stays empty (latency-probe fills it from latency-pub).
+#[must_use]
+pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> crate::model::Report {
+    let acc = out.recorder.finish(out.end);
+    let measured = acc.received_measured;
+    let rate = |span: (i64, i64)| {
+        let d = (span.1 - span.0) as f64;
+        if measured > 1 && d > 0.0 {
+            (measured - 1) as f64 * 1e9 / d
+        } else {
+            0.0
+        }
+    };
+    let run = crate::model::RunInfo {
+        rate_target: rate(out.intended_span),
+        rate_achieved: rate(out.receive_span),
+        msg_size,
+        duration_s: (out.receive_span.1 - out.receive_span.0).max(0) as f64 / 1e9,
+        started_at: crate::units::utc_timestamp(std::time::SystemTime::now()),
+    };
+    let mut r = crate::model::Report::from_recorder(&out.recorder, &acc, run, Default::default(), env);
+    r.in_flight = r.littles_law();
+    if measured > 0 {
+        // The schedule from the sequence numbers and intended times of the first and last
+        // measured message (lost messages do not stretch it), and the intended time of the
+        // first planned measured message (seq = warm-up) as Unix time: the histograms' base.
+        let (t0, t1) = out.intended_span;
+        let (s0, s1) = out.seq_span;
+        let rate = if t1 > t0 && s1 > s0 {
+            (s1 - s0) as f64 * 1e9 / (t1 - t0) as f64
+        } else {
+            r.rate_target
+        };
+        let warmup = out.recorder.plan().map_or(0, |(w, _)| u64::from(w));
+        let ahead_s = if rate > 0.0 {
+            s0.saturating_sub(warmup) as f64 / rate
+        } else {
+            0.0
+        };
+        let age_s = (now_ns() - t0) as f64 / 1e9;
+        let now_s = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        r.histograms = Some(crate::model::Histograms::from_recorder(
+            &out.recorder,
+            (now_s - age_s - ahead_s).max(0.0),
+            rate,
+        ));
+    }
+    r.faults.subscriber = out.faults_measured;
+    r.faults.prefaulted.clone_from(&out.prefaulted);
+    r.notes.extend(out.setup_notes.iter().cloned());
+    if let Some(e) = &out.echo {
+        let retries: Vec<String> = e.retries.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        r.notes.push(format!(
+            "pong: echoed {} messages on stream {} (claims retried: {}); the latencies above are one-way, ping to \
+             pong, on this host's clock",
+            e.echoed,
+            e.stream,
+            if retries.is_empty() {
+                "none".into()
+            } else {
+                retries.join(", ")
+            }
+        ));
+        if let Some(f) = &e.failure {
+            r.complete = false;
+            r.incomplete_reason = Some(f.clone());
+        }
+    }
+    if let Some(why) = &out.stopped_early {
+        r.complete = false;
+        r.incomplete_reason = Some(match r.incomplete_reason.take() {
+            Some(other) => format!("{why}; {other}"),
+            None => why.clone(),
+        });
+    }
+    if let Some(raw) = out.raw_jitter() {
+        let skipped = Hiccup::Skipped("skipped: latency-sub alone does not run it (latency-probe does)".into());
+        crate::report::build::attach(&mut r, &raw, None, &skipped);
+    }
+    r
+}

@@ -1,0 +1,11 @@
+//! The machine: the clock, pacing on it, perf and procfs readers, the environment a report
+//! records, and the planted causes the diagnosis is tested with.
+//!
+//! Names only the model and units.
+
+pub mod clock;
+pub mod env;
+pub mod pacing;
+pub(crate) mod perf;
+pub mod plant;
+pub mod thread;

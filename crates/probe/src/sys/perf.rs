@@ -1,0 +1,675 @@
+//! Where the counters come from: perf events (per thread, through `perf-event2`) and `/proc`.
+//!
+//! Everything here is opened before measuring; [`ThreadReader::read`] is what runs at a group
+//! boundary: one `read` of the perf group and one or two `pread`s of `/proc` files into a stack
+//! buffer. No allocation, no lock.
+
+use crate::model::Counts;
+use crate::model::OffCpu;
+use crate::model::OffCpuKind;
+use perf_event::events::{Software, Tracepoint};
+use perf_event::{Builder, Clock, Counter, Group, ReadFormat, SampleFlag, Sampler};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// Futex syscalls counted per thread: the classic one and the futex2 calls (Linux 5.16+).
+const FUTEX_TRACEPOINTS: [&str; 5] = [
+    "syscalls/sys_enter_futex",
+    "syscalls/sys_enter_futex_wait",
+    "syscalls/sys_enter_futex_wake",
+    "syscalls/sys_enter_futex_waitv",
+    "syscalls/sys_enter_futex_requeue",
+];
+
+/// Where tracefs may be mounted.
+const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Ring buffer for the switch records of one hot thread (bytes, a power of two), largest
+/// first. About 170 bytes per off-CPU episode: 32 MiB holds ~190,000 episodes (a thread that
+/// blocks per message at 10,000 msg/s for 19 s).
+const RING_BYTES: [usize; 4] = [32 << 20, 8 << 20, 1 << 20, 256 << 10];
+
+/// The perf setup shared by every thread: tracepoint ids and the sched_switch field offsets.
+#[derive(Debug, Clone)]
+pub(crate) struct PerfSetup {
+    futex_ids: Vec<u64>,
+    switch: Option<SwitchFormat>,
+}
+
+/// Offsets of the `sched:sched_switch` fields we read, from its tracefs `format` file.
+#[derive(Debug, Clone, Copy)]
+struct SwitchFormat {
+    id: u64,
+    prev_state: (usize, usize),
+    next_comm: (usize, usize),
+    next_pid: (usize, usize),
+}
+
+fn tracefs_events() -> Option<PathBuf> {
+    TRACEFS
+        .iter()
+        .map(|d| Path::new(d).join("events"))
+        .find(|p| p.join("syscalls").is_dir() || p.join("sched").is_dir())
+}
+
+/// Mounts tracefs when it is missing and we may (root): perf itself does the same.
+fn mount_tracefs() {
+    if tracefs_events().is_none() && Path::new(TRACEFS[0]).is_dir() {
+        let _ = std::process::Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS[0]])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+fn read_id(events: &Path, name: &str) -> Option<u64> {
+    std::fs::read_to_string(events.join(name).join("id"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn parse_switch_format(events: &Path) -> Option<SwitchFormat> {
+    let id = read_id(events, "sched/sched_switch")?;
+    let text = std::fs::read_to_string(events.join("sched/sched_switch/format")).ok()?;
+    let field = |name: &str| -> Option<(usize, usize)> {
+        let line = text.lines().find(|l| {
+            l.split(';')
+                .next()
+                .is_some_and(|decl| decl.trim_end().ends_with(name) || decl.contains(&format!(" {name}[")))
+        })?;
+        let num = |key: &str| -> Option<usize> {
+            let at = line.find(key)? + key.len();
+            line[at..].split(';').next()?.trim().parse().ok()
+        };
+        Some((num("offset:")?, num("size:")?))
+    };
+    Some(SwitchFormat {
+        id,
+        prev_state: field("prev_state")?,
+        next_comm: field("next_comm")?,
+        next_pid: field("next_pid")?,
+    })
+}
+
+impl PerfSetup {
+    /// Finds the tracepoints and checks that this process may count kernel events of a thread.
+    /// The error is the reason, in words, that perf cannot be used (with the fix).
+    pub(crate) fn probe() -> Result<PerfSetup, String> {
+        mount_tracefs();
+        let events = tracefs_events().ok_or_else(|| {
+            "tracefs is not mounted, so the futex tracepoint cannot be found (as root: mount -t tracefs nodev \
+             /sys/kernel/tracing)"
+                .to_owned()
+        })?;
+        let futex_ids: Vec<u64> = FUTEX_TRACEPOINTS.iter().filter_map(|n| read_id(&events, n)).collect();
+        if futex_ids.is_empty() {
+            return Err(format!(
+                "no syscalls:sys_enter_futex tracepoint under {} (kernel built without CONFIG_FTRACE_SYSCALLS)",
+                events.display()
+            ));
+        }
+        let setup = PerfSetup {
+            futex_ids,
+            switch: parse_switch_format(&events),
+        };
+        // Try the real thing on this thread.
+        setup
+            .open_group(crate::sys::thread::current_tid())
+            .map(|_| setup)
+            .map_err(|e| explain_open_error(&e))
+    }
+
+    /// Opens the counting group for `tid`: the futex tracepoints, migrations, minor and major
+    /// faults. Values are read in that order by [`ThreadReader::read`].
+    fn open_group(&self, tid: i32) -> io::Result<PerfGroup> {
+        let mut leader = Builder::new(Software::DUMMY);
+        leader
+            .read_format(ReadFormat::GROUP)
+            .observe_pid(tid)
+            .any_cpu()
+            .include_kernel();
+        let mut group = leader.build_group()?;
+        let mut members = Vec::new();
+        let mut add = |b: &mut Builder<'_>, group: &mut Group| -> io::Result<()> {
+            b.observe_pid(tid).any_cpu().include_kernel();
+            members.push(b.build_with_group(&mut *group)?);
+            Ok(())
+        };
+        for id in &self.futex_ids {
+            add(&mut Builder::new(Tracepoint::with_id(*id)), &mut group)?;
+        }
+        add(&mut Builder::new(Software::CPU_MIGRATIONS), &mut group)?;
+        add(&mut Builder::new(Software::PAGE_FAULTS_MIN), &mut group)?;
+        add(&mut Builder::new(Software::PAGE_FAULTS_MAJ), &mut group)?;
+        group.enable()?;
+        let ids = members.iter().map(Counter::id).collect();
+        let mut g = PerfGroup {
+            group,
+            _members: members,
+            ids,
+            futex: self.futex_ids.len(),
+        };
+        // Check the layout we parse against the kernel's answer once, here.
+        let mut buf = [0_u64; GROUP_WORDS];
+        g.read_raw(&mut buf)?;
+        Ok(g)
+    }
+
+    /// Opens the switch sampler of a hot thread, if the sched_switch format was understood.
+    fn open_sampler(&self, tid: i32) -> io::Result<Option<SwitchSampler>> {
+        let Some(fmt) = self.switch else { return Ok(None) };
+        let mut b = Builder::new(Tracepoint::with_id(fmt.id));
+        b.observe_pid(tid)
+            .any_cpu()
+            .include_kernel()
+            .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW)
+            .sample_period(1)
+            .sample_id_all(true)
+            .context_switch(true)
+            .clockid(Clock::MONOTONIC);
+        let mut last = None;
+        for bytes in RING_BYTES {
+            let counter = b.build()?;
+            match counter.sampled(bytes) {
+                Ok(mut s) => {
+                    s.enable()?;
+                    return Ok(Some(SwitchSampler {
+                        sampler: s,
+                        fmt,
+                        lost: 0,
+                    }));
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("no ring size worked")))
+    }
+}
+
+/// Turns a perf_event_open error into the reason perf cannot be used, with the fix.
+fn explain_open_error(e: &io::Error) -> String {
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "?".into());
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "perf_event_open is not permitted (kernel.perf_event_paranoid = {paranoid}, and this process lacks \
+             CAP_PERFMON); run as root, grant CAP_PERFMON, or `sysctl kernel.perf_event_paranoid=-1`"
+        ),
+        Some(libc::ENOSYS) | Some(libc::ENOENT) | Some(libc::ENODEV) | Some(libc::EOPNOTSUPP) => {
+            format!("perf events are not available here ({e}): a container or kernel without perf support")
+        }
+        _ => format!("perf_event_open failed: {e}"),
+    }
+}
+
+/// Most counters in a group: DUMMY leader + 5 futex + 3 others, as (value, id) pairs.
+const GROUP_WORDS: usize = 1 + 2 * 10;
+
+struct PerfGroup {
+    group: Group,
+    _members: Vec<Counter>,
+    ids: Vec<u64>,
+    futex: usize,
+}
+
+impl std::fmt::Debug for PerfGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PerfGroup")
+            .field("ids", &self.ids)
+            .field("futex", &self.futex)
+            .finish()
+    }
+}
+
+impl PerfGroup {
+    /// Reads the group (`PERF_FORMAT_GROUP | PERF_FORMAT_ID`: nr, then value/id pairs, leader
+    /// first) into `buf` and checks the ids. Returns the number of members.
+    #[allow(unsafe_code)]
+    fn read_raw(&mut self, buf: &mut [u64; GROUP_WORDS]) -> io::Result<()> {
+        let fd = self.group.as_counter().as_raw_fd();
+        // SAFETY: `buf` is a valid, exclusively borrowed buffer of `size_of_val(buf)` bytes that
+        // outlives the call, and `fd` is the open perf event owned by `self.group`.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), std::mem::size_of_val(buf)) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let nr = buf[0] as usize;
+        if nr != self.ids.len() + 1 || (n as usize) < 8 * (1 + 2 * nr) {
+            return Err(io::Error::other(format!(
+                "unexpected perf group layout: {nr} counters, {n} bytes"
+            )));
+        }
+        if self
+            .ids
+            .iter()
+            .enumerate()
+            .any(|(i, id)| buf[1 + 2 * (i + 1) + 1] != *id)
+        {
+            return Err(io::Error::other("perf group ids are not in creation order"));
+        }
+        Ok(())
+    }
+}
+
+/// Reads one thread's counters.
+#[derive(Debug)]
+pub(crate) struct ThreadReader {
+    perf: Option<PerfGroup>,
+    /// `/proc/<pid>/task/<tid>/status`: voluntary / involuntary switches (hot threads only).
+    status: Option<File>,
+    /// `/proc/<pid>/task/<tid>/stat`: faults, when perf does not count them.
+    stat: Option<File>,
+    schedstat: Option<File>,
+    sampler: Option<SwitchSampler>,
+    last: Counts,
+}
+
+impl ThreadReader {
+    /// Opens the readers of one thread. `hot` threads also get the voluntary/involuntary split
+    /// and, with perf, the switch sampler.
+    pub(crate) fn open(pid: u32, tid: i32, hot: bool, perf: Option<&PerfSetup>) -> io::Result<ThreadReader> {
+        let dir = PathBuf::from(format!("/proc/{pid}/task/{tid}"));
+        let schedstat = File::open(dir.join("schedstat")).ok();
+        let (group, sampler) = match perf {
+            // A sampler that cannot be opened (e.g. no memory for its ring) leaves the thread
+            // watched by its counters; the report says its episodes are missing.
+            Some(p) => (
+                Some(p.open_group(tid)?),
+                if hot { p.open_sampler(tid).ok().flatten() } else { None },
+            ),
+            None => (None, None),
+        };
+        // The voluntary/involuntary split of a hot thread comes from `status` (3 µs a read): exact
+        // even when the switch sampler's ring overflows.
+        let status = if hot {
+            Some(File::open(dir.join("status"))?)
+        } else {
+            None
+        };
+        let stat = if group.is_none() {
+            Some(File::open(dir.join("stat"))?)
+        } else {
+            None
+        };
+        Ok(ThreadReader {
+            perf: group,
+            status,
+            stat,
+            schedstat,
+            sampler,
+            last: Counts::default(),
+        })
+    }
+
+    /// Reads the counters now. Fields that could not be read stay at their previous meaning
+    /// (`None` for what this source does not count). No allocation.
+    pub(crate) fn read(&mut self) -> Counts {
+        // A read that fails keeps the previous values, so the next group does not get the
+        // thread's whole history.
+        let mut c = self.last;
+        let mut buf = [0_u8; 4096];
+        if let Some(g) = &mut self.perf {
+            let mut words = [0_u64; GROUP_WORDS];
+            if g.read_raw(&mut words).is_ok() {
+                let v = |i: usize| words[1 + 2 * (i + 1)];
+                c.futex = Some((0..g.futex).map(v).sum());
+                c.migrations = Some(v(g.futex));
+                c.minor_faults = v(g.futex + 1);
+                c.major_faults = v(g.futex + 2);
+            }
+        }
+        if let Some(f) = &self.stat {
+            if let Some(s) = pread(f, &mut buf) {
+                let (minflt, majflt) = parse_stat_faults(s);
+                c.minor_faults = minflt;
+                c.major_faults = majflt;
+            }
+        }
+        if let Some(f) = &self.status {
+            if let Some(s) = pread(f, &mut buf) {
+                c.voluntary = field_after(s, b"voluntary_ctxt_switches:");
+                c.involuntary = field_after(s, b"nonvoluntary_ctxt_switches:");
+            }
+        }
+        if let Some(f) = &self.schedstat {
+            if let Some(s) = pread(f, &mut buf) {
+                let mut it = s
+                    .split(|b| *b == b' ' || *b == b'\n')
+                    .filter(|w| !w.is_empty())
+                    .map(parse_u64);
+                c.run_ns = it.next().flatten().unwrap_or(0);
+                c.runqueue_wait_ns = it.next().flatten().unwrap_or(0);
+                c.wakeups = it.next().flatten().unwrap_or(0);
+            }
+        }
+        self.last = c;
+        c
+    }
+
+    /// Whether this thread's off-CPU episodes are recorded.
+    pub(crate) fn has_sampler(&self) -> bool {
+        self.sampler.is_some()
+    }
+
+    /// Stops recording switches (at the end of the measured period), so draining ends.
+    pub(crate) fn stop_sampling(&mut self) {
+        if let Some(s) = &mut self.sampler {
+            let _ = s.sampler.disable();
+        }
+    }
+
+    /// Drains the switch records gathered so far into off-CPU episodes (switch-out with its
+    /// cause and who took the CPU, switch-in time). Returns the records the kernel dropped.
+    pub(crate) fn drain_switches(&mut self, out: &mut Vec<OffCpu>) -> u64 {
+        match &mut self.sampler {
+            Some(s) => s.drain(out),
+            None => 0,
+        }
+    }
+}
+
+/// Steal time of all CPUs from the first line of `/proc/stat` (8th value, USER_HZ ticks), ns.
+pub(crate) fn total_steal_ns(stat: &File) -> Option<u64> {
+    let mut buf = [0_u8; 256];
+    parse_steal_ns(pread(stat, &mut buf)?)
+}
+
+fn parse_steal_ns(s: &[u8]) -> Option<u64> {
+    let line = s.split(|b| *b == b'\n').next()?;
+    let steal = line
+        .split(|b| *b == b' ')
+        .filter(|w| !w.is_empty())
+        .nth(8)
+        .and_then(parse_u64)?;
+    // USER_HZ is 100 on every Linux ABI.
+    Some(steal * 10_000_000)
+}
+
+fn pread<'a>(f: &File, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    let n = f.read_at(buf, 0).ok()?;
+    Some(&buf[..n])
+}
+
+fn parse_u64(w: &[u8]) -> Option<u64> {
+    if w.is_empty() || w.len() > 20 {
+        return None;
+    }
+    w.iter().try_fold(0_u64, |acc, b| {
+        b.is_ascii_digit()
+            .then(|| acc.checked_mul(10)?.checked_add(u64::from(b - b'0')))
+            .flatten()
+    })
+}
+
+/// The number after `key` (the start of a line, colon included) on its line.
+fn field_after(s: &[u8], key: &[u8]) -> Option<u64> {
+    let line = s.split(|b| *b == b'\n').find(|l| l.starts_with(key))?;
+    parse_u64(line[key.len()..].trim_ascii())
+}
+
+/// Minor and major faults from `/proc/.../stat` (fields 10 and 12; the command name in field 2
+/// may contain spaces and parentheses, so count from the last `)`).
+fn parse_stat_faults(s: &[u8]) -> (u64, u64) {
+    let Some(close) = s.iter().rposition(|b| *b == b')') else {
+        return (0, 0);
+    };
+    let mut fields = s[close + 1..].split(|b| *b == b' ').filter(|w| !w.is_empty());
+    // After ')': field 3 (state) is index 0, so field n is index n - 3.
+    let minflt = fields.nth(10 - 3).and_then(parse_u64).unwrap_or(0);
+    let majflt = fields.nth(12 - 10 - 1).and_then(parse_u64).unwrap_or(0);
+    (minflt, majflt)
+}
+
+/// The sched_switch sampler of one thread.
+struct SwitchSampler {
+    sampler: Sampler,
+    fmt: SwitchFormat,
+    lost: u64,
+}
+
+const PERF_RECORD_LOST: u32 = 2;
+
+const PERF_RECORD_SAMPLE: u32 = 9;
+
+const PERF_RECORD_SWITCH: u32 = 14;
+
+const PERF_RECORD_MISC_SWITCH_OUT: u16 = 0x2000;
+
+/// `TASK_REPORT_MAX` in sched_switch's prev_state: the task was preempted while runnable.
+const STATE_PREEMPTED: i64 = 0x100;
+
+impl std::fmt::Debug for SwitchSampler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwitchSampler").field("lost", &self.lost).finish()
+    }
+}
+
+impl SwitchSampler {
+    fn drain(&mut self, out: &mut Vec<OffCpu>) -> u64 {
+        while let Some(r) = self.sampler.next_record() {
+            let b = r.to_contiguous();
+            self.lost += apply_record(r.ty(), r.misc(), &b, &self.fmt, out);
+        }
+        self.lost
+    }
+}
+
+/// Applies one perf record (its bytes after the 8-byte header) to the episode list; returns
+/// the records the kernel reports lost. Pure, so it is tested with byte fixtures.
+///
+/// Layouts (sample_type = TID | TIME | CPU | RAW, sample_id_all):
+/// SAMPLE: pid u32, tid u32, time u64, cpu u32, res u32, size u32, raw[size];
+/// SWITCH: sample_id = pid u32, tid u32, time u64, cpu u32, res u32; LOST: id u64, lost u64.
+fn apply_record(ty: u32, misc: u16, b: &[u8], fmt: &SwitchFormat, out: &mut Vec<OffCpu>) -> u64 {
+    let u64_at = |o: usize| {
+        b.get(o..o + 8)
+            .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
+    };
+    match ty {
+        PERF_RECORD_SAMPLE => {
+            let (Some(time), Some(cpu)) = (u64_at(8), u64_at(16)) else {
+                return 0;
+            };
+            let size = b
+                .get(24..28)
+                .map_or(0, |s| u32::from_ne_bytes(s.try_into().expect("4 bytes")));
+            let Some(raw) = b.get(28..28 + size as usize) else {
+                return 0;
+            };
+            let int = |(o, n): (usize, usize)| -> i64 {
+                match raw.get(o..o + n) {
+                    Some(s) if n == 8 => i64::from_ne_bytes(s.try_into().expect("8 bytes")),
+                    Some(s) if n == 4 => i64::from(i32::from_ne_bytes(s.try_into().expect("4 bytes"))),
+                    _ => 0,
+                }
+            };
+            let state = int(fmt.prev_state);
+            // Runnable when switched out (state 0 "R", or the preempt flag "R+"): preempted (a
+            // user-space spinner is preempted on return from an interrupt, which shows as "R")
+            // or yielded; any task state bit means it blocked.
+            let kind = if state & STATE_PREEMPTED != 0 || state & 0xff == 0 {
+                OffCpuKind::Preempted
+            } else {
+                OffCpuKind::Blocked
+            };
+            if let Some(last) = out.last_mut() {
+                if last.in_ns.is_none() {
+                    // Its switch-in was never seen: unknown length, count it as none rather
+                    // than stretch it to this switch-out.
+                    last.in_ns = Some(last.out_ns);
+                }
+            }
+            let mut comm = [0_u8; 16];
+            if let Some(c) = raw.get(fmt.next_comm.0..fmt.next_comm.0 + fmt.next_comm.1.min(16)) {
+                comm[..c.len()].copy_from_slice(c);
+            }
+            out.push(OffCpu {
+                out_ns: time as i64,
+                in_ns: None,
+                cpu: (cpu & 0xffff_ffff) as u32,
+                kind,
+                next_pid: int(fmt.next_pid) as i32,
+                next_comm: comm,
+            });
+            0
+        }
+        PERF_RECORD_SWITCH if misc & PERF_RECORD_MISC_SWITCH_OUT == 0 => {
+            // Switch-in: closes the latest open episode.
+            if let (Some(time), Some(last)) = (u64_at(8), out.last_mut()) {
+                if last.in_ns.is_none() {
+                    last.in_ns = Some(time as i64);
+                }
+            }
+            0
+        }
+        PERF_RECORD_LOST => u64_at(8).unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_faults_are_read_after_the_command_name() {
+        let s = b"123 (a (weird) name) S 1 2 3 4 5 6 77 8 99 10 11 12\n";
+        assert_eq!(parse_stat_faults(s), (77, 99));
+    }
+
+    #[test]
+    fn status_fields_are_not_confused_with_their_suffixes() {
+        let s = b"Name:\tx\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n";
+        assert_eq!(field_after(s, b"voluntary_ctxt_switches:"), Some(12));
+        assert_eq!(field_after(s, b"nonvoluntary_ctxt_switches:"), Some(3));
+    }
+
+    #[test]
+    fn steal_is_the_eighth_value_of_the_cpu_line_in_ticks() {
+        let s = b"cpu  542772 0 44381 336229 1009 0 526 2945 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
+        assert_eq!(parse_steal_ns(s), Some(2945 * 10_000_000));
+        assert_eq!(parse_steal_ns(b"cpu 1 2 3\n"), None);
+        let f = File::open("/proc/stat").unwrap();
+        assert!(total_steal_ns(&f).is_some());
+    }
+
+    fn fmt() -> SwitchFormat {
+        // The offsets of Linux 6.x's sched_switch.
+        SwitchFormat {
+            id: 0,
+            prev_state: (32, 8),
+            next_comm: (40, 16),
+            next_pid: (56, 4),
+        }
+    }
+
+    fn sample(time: u64, cpu: u32, state: i64, comm: &[u8], pid: i32) -> Vec<u8> {
+        let mut raw = vec![0_u8; 64];
+        raw[32..40].copy_from_slice(&state.to_ne_bytes());
+        raw[40..40 + comm.len()].copy_from_slice(comm);
+        raw[56..60].copy_from_slice(&pid.to_ne_bytes());
+        let mut b = Vec::new();
+        b.extend_from_slice(&7_u32.to_ne_bytes()); // pid
+        b.extend_from_slice(&7_u32.to_ne_bytes()); // tid
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&cpu.to_ne_bytes());
+        b.extend_from_slice(&0_u32.to_ne_bytes());
+        b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
+        b.extend_from_slice(&raw);
+        b
+    }
+
+    fn switch(time: u64) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&[7, 0, 0, 0, 7, 0, 0, 0]);
+        b.extend_from_slice(&time.to_ne_bytes());
+        b.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+        b
+    }
+
+    #[test]
+    fn switch_records_become_episodes_with_cause_and_who_ran() {
+        let f = fmt();
+        let mut out = Vec::new();
+        // Preempted ("R", state 0) by aeron-driver, back at 150.
+        let s = sample(100, 1, 0, b"aeron-driver", 42);
+        assert_eq!(apply_record(PERF_RECORD_SAMPLE, 0, &s, &f, &mut out), 0);
+        apply_record(
+            PERF_RECORD_SWITCH,
+            PERF_RECORD_MISC_SWITCH_OUT,
+            &switch(101),
+            &f,
+            &mut out,
+        );
+        apply_record(PERF_RECORD_SWITCH, 0, &switch(150), &f, &mut out);
+        // Blocked ("S", state 1), the CPU went idle; its switch-in is lost.
+        apply_record(PERF_RECORD_SAMPLE, 0, &sample(200, 1, 1, b"swapper/1", 0), &f, &mut out);
+        // Preempted with the preempt flag ("R+"), never switched back in before the end.
+        apply_record(
+            PERF_RECORD_SAMPLE,
+            0,
+            &sample(300, 0, 0x100, b"kworker/0:1", 9),
+            &f,
+            &mut out,
+        );
+        let mut lost = Vec::new();
+        lost.extend_from_slice(&5_u64.to_ne_bytes());
+        lost.extend_from_slice(&3_u64.to_ne_bytes());
+        assert_eq!(apply_record(PERF_RECORD_LOST, 0, &lost, &f, &mut out), 3);
+
+        assert_eq!(out.len(), 3);
+        assert_eq!(
+            (out[0].out_ns, out[0].in_ns, out[0].kind),
+            (100, Some(150), OffCpuKind::Preempted)
+        );
+        assert_eq!(
+            (out[0].next_name(), out[0].next_pid, out[0].cpu),
+            ("aeron-driver".to_owned(), 42, 1)
+        );
+        assert_eq!(out[1].kind, OffCpuKind::Blocked);
+        assert_eq!(
+            out[1].in_ns,
+            Some(200),
+            "a missing switch-in closes the episode at zero length"
+        );
+        assert_eq!(
+            (out[2].kind, out[2].in_ns, out[2].cpu),
+            (OffCpuKind::Preempted, None, 0)
+        );
+        // Truncated records are ignored, never a panic.
+        let short = sample(400, 1, 0, b"x", 1);
+        for n in 0..short.len() {
+            apply_record(PERF_RECORD_SAMPLE, 0, &short[..n], &f, &mut out);
+        }
+        apply_record(PERF_RECORD_SWITCH, 0, &[1, 2, 3], &f, &mut out);
+    }
+
+    #[test]
+    fn numbers_parse_without_overflow_or_junk() {
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"12a"), None);
+        assert_eq!(parse_u64(b""), None);
+    }
+
+    #[test]
+    fn proc_readers_see_this_thread_switch_voluntarily() {
+        let tid = crate::sys::thread::current_tid();
+        let mut r = ThreadReader::open(std::process::id(), tid, true, None).unwrap();
+        let a = r.read();
+        for _ in 0..5 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let b = r.read();
+        assert!(b.voluntary.unwrap() >= a.voluntary.unwrap() + 5, "{a:?} -> {b:?}");
+        assert!(b.run_ns >= a.run_ns && b.wakeups >= a.wakeups + 5, "{a:?} -> {b:?}");
+        assert_eq!(b.futex, None, "/proc cannot count futex calls");
+    }
+}
