@@ -184,6 +184,13 @@ impl IdleStrategy {
     pub fn spins(&self) -> bool {
         matches!(self, Self::Spin | Self::NoOp)
     }
+
+    /// Whether an idle step may put the thread to sleep: `sleep-ns`, and `backoff` once it
+    /// parks. A loop that measures its own stalls must not count such a step as one.
+    #[must_use]
+    pub fn sleeps(&self) -> bool {
+        matches!(self, Self::Sleep(_) | Self::Backoff(_))
+    }
 }
 
 impl fmt::Debug for IdleStrategy {
@@ -244,6 +251,20 @@ mod tests {
         let s: IdleStrategy = "sleep-ns:5000".parse().unwrap();
         assert_eq!(s, IdleStrategy::Sleep(Duration::from_nanos(5000)));
         assert_eq!(s.to_string(), "sleep-ns:5000");
+    }
+
+    #[test]
+    fn only_sleep_ns_and_backoff_sleep_and_only_spin_and_noop_spin() {
+        for (alias, spins, sleeps) in [
+            ("spin", true, false),
+            ("noop", true, false),
+            ("yield", false, false),
+            ("sleep-ns", false, true),
+            ("backoff", false, true),
+        ] {
+            let s: IdleStrategy = alias.parse().unwrap();
+            assert_eq!((s.spins(), s.sleeps()), (spins, sleeps), "{alias}");
+        }
     }
 
     #[test]
