@@ -21,16 +21,17 @@ use crate::model::ThreadJitter;
 use crate::model::Verdict;
 use crate::units::format_ns;
 use crate::units::thousands;
+use aeron_latency::messaging::{Backoff, IdleStrategy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What the analysis needs to know about the run.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
-    /// Idle strategy of the subscriber side (`spin`, `backoff`, …).
-    pub sub_idle: String,
+    /// Idle strategy of the subscriber side (`None`: not known).
+    pub sub_idle: Option<IdleStrategy>,
     /// Idle strategy of the publisher side, if it ran.
-    pub pub_idle: Option<String>,
+    pub pub_idle: Option<IdleStrategy>,
     /// `--delivery channel` was used.
     pub delivery_channel: bool,
     /// `--hot-path-lock` was used.
@@ -72,8 +73,13 @@ fn times(n: u64) -> String {
     }
 }
 
-fn sleeping_idle(idle: &str) -> bool {
-    idle.starts_with("backoff") || idle.starts_with("sleep")
+fn sleeping_idle(idle: Option<&IdleStrategy>) -> bool {
+    idle.is_some_and(IdleStrategy::sleeps)
+}
+
+/// An idle strategy as a report names it (`backoff`, `sleep-ns:1000`; empty when unknown).
+fn idle_name(idle: Option<&IdleStrategy>) -> String {
+    idle.map(ToString::to_string).unwrap_or_default()
 }
 
 /// With `/proc` alone, a spinning hot thread that blocked fewer times than this is not called
@@ -128,12 +134,13 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
     let run_end = run_end(sides);
     let run_start = sides.iter().filter_map(|s| s.span()).map(|s| s.0).min().unwrap_or(0);
     let hot: Vec<&ThreadJitter> = known.iter().copied().filter(|t| t.role.is_hot()).collect();
-    let idle_of = |t: &ThreadJitter| -> &str {
+    // The messaging crate's hand-off thread idles with its default, backoff.
+    let handoff_idle = IdleStrategy::Backoff(Backoff::default());
+    let idle_of = |t: &ThreadJitter| -> Option<&IdleStrategy> {
         match t.role {
-            Role::Publisher => ctx.pub_idle.as_deref().unwrap_or(""),
-            // The messaging crate's hand-off thread idles with its default, backoff.
-            Role::Handoff => "backoff",
-            _ => &ctx.sub_idle,
+            Role::Publisher => ctx.pub_idle.as_ref(),
+            Role::Handoff => Some(&handoff_idle),
+            _ => ctx.sub_idle.as_ref(),
         }
     };
     let name_of = |pid: i32, comm: &str| -> (String, bool) {
@@ -405,9 +412,10 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                 thousands(vol)
             ),
             None => format!(
-                "blocked {} (voluntary context switches; /proc cannot count futex calls, but with --idle {idle} \
+                "blocked {} (voluntary context switches; /proc cannot count futex calls, but with --idle {} \
                  this loop never sleeps by itself, so these are blocking calls such as futex)",
-                times(vol)
+                times(vol),
+                idle_name(idle)
             ),
         };
         let fix = match t.role {
@@ -452,9 +460,10 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
         let (evidence, fix) = if sleeping_idle(idle) {
             (
                 format!(
-                    "{} slept {} in its idle strategy ({idle}), no futex call{}",
+                    "{} slept {} in its idle strategy ({}), no futex call{}",
                     t.name,
                     times(vol),
+                    idle_name(idle),
                     tail_words(share)
                 ),
                 "each sleep costs a scheduler wake-up when the next message comes: use --idle spin (or yield) on a \
@@ -853,8 +862,8 @@ mod tests {
 
     fn ctx(idle: &str) -> Context {
         Context {
-            sub_idle: idle.into(),
-            pub_idle: Some(idle.into()),
+            sub_idle: Some(idle.parse().unwrap()),
+            pub_idle: Some(idle.parse().unwrap()),
             tail_threshold_ns: 10_000,
             cores: 2,
             ..Context::default()

@@ -20,17 +20,6 @@ use crate::model::Tool;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Offer/try_claim outcome names, in the order the text report lists them.
-pub const OFFER_OUTCOMES: [&str; 7] = [
-    "ok",
-    "not_connected",
-    "back_pressured",
-    "admin_action",
-    "closed",
-    "max_position_exceeded",
-    "other",
-];
-
 /// One of the [`GROUPS`](crate::model::GROUPS) time-ordered groups: its planned sequence range, the intended-time
 /// latency flattened into the entry, and the actual-time latency nested under `actual`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

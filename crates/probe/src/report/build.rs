@@ -32,8 +32,8 @@ use std::collections::BTreeMap;
 /// the report's p99.9 from the intended send time.
 pub fn attach(report: &mut crate::model::Report, sub: &RawJitter, publ: Option<&RawJitter>, hiccup: &Hiccup<'_>) {
     let ctx = Context {
-        sub_idle: sub.idle.clone(),
-        pub_idle: publ.map(|p| p.idle.clone()),
+        sub_idle: sub.idle.parse().ok(),
+        pub_idle: publ.and_then(|p| p.idle.parse().ok()),
         delivery_channel: sub.delivery_channel,
         hot_path_lock: sub.hot_path_lock,
         tail_threshold_ns: report.latency_ns.p999.max(1),

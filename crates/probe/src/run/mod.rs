@@ -7,6 +7,7 @@ pub mod experiment;
 pub mod live;
 pub mod publisher;
 pub mod receive;
+pub mod send;
 pub mod subscriber;
 
 use serde::{Deserialize, Serialize};

@@ -24,6 +24,7 @@ use crossbeam_channel::RecvTimeoutError;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a subscribing run needs.
@@ -60,16 +61,16 @@ pub struct SubConfig {
 struct Echo {
     publisher: aeron_latency::messaging::Publisher,
     stats: EchoStats,
-    /// Failed claims by [`crate::model::OFFER_OUTCOMES`] index (no allocation while measuring).
-    retries: [u64; crate::model::OFFER_OUTCOMES.len()],
+    /// Failed claims by outcome (no allocation while measuring).
+    retries: crate::model::OfferTally,
     wait: Duration,
 }
 
 impl Echo {
     fn into_stats(mut self) -> EchoStats {
-        for (name, n) in crate::model::OFFER_OUTCOMES.iter().zip(self.retries) {
+        for (outcome, n) in self.retries.iter() {
             if n > 0 {
-                self.stats.retries.insert((*name).to_owned(), n);
+                self.stats.retries.insert(outcome.name().to_owned(), n);
             }
         }
         self.stats
@@ -93,11 +94,7 @@ impl Echo {
                     return;
                 }
                 Err(e) => {
-                    let i = crate::model::OFFER_OUTCOMES
-                        .iter()
-                        .position(|n| *n == e.name())
-                        .unwrap_or(crate::model::OFFER_OUTCOMES.len() - 1);
-                    self.retries[i] += 1;
+                    self.retries.count(crate::run::send::outcome_of(&e));
                     let t = *since.get_or_insert_with(Instant::now);
                     if !e.is_retryable() || t.elapsed() > self.wait {
                         self.stats.failure = Some(format!(
@@ -119,16 +116,13 @@ impl Echo {
 /// # Errors
 /// [`SetupError`] when the driver, subscription, core or the diagnostics source is unusable.
 pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
-    let mut monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
+    let monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
     let client = crate::run::connect(&cfg.dir)?;
     let plant = if cfg.hot_path_lock {
         Some(crate::sys::plant::LockPlant::spawn().map_err(|e| SetupError(format!("--hot-path-lock: {e}")))?)
     } else {
         None
     };
-    let lock = plant.as_ref().map(crate::sys::plant::LockPlant::lock);
-    let driver = driver_pid(&cfg.dir);
-    let live = client.liveness();
     let line = cfg.live.then(|| Arc::new(crate::run::live::Live::new()));
     let printer = match &line {
         Some(l) => Some(
@@ -137,107 +131,22 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
         ),
         None => None,
     };
-    let (total, timeout, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
-    let sleeps = matches!(idle.alias(), "backoff" | "sleep-ns");
-    let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     if cfg.echo.is_some() && cfg.delivery == Delivery::Channel {
         return Err(SetupError(
             "--mode rtt echoes from the poll loop: use --delivery inline (the default)".into(),
         ));
     }
+    let side = Side {
+        monitor,
+        lock: plant.as_ref().map(crate::sys::plant::LockPlant::lock),
+        line,
+        live: client.liveness(),
+        driver: driver_pid(&cfg.dir),
+    };
     let mut prefaulted = Vec::new();
     let mut out = match cfg.delivery {
-        Delivery::Inline => {
-            let subscriber = client
-                .subscription(&cfg.channel, cfg.stream)
-                .map_err(|e| SetupError(e.to_string()))?;
-            // Map in every page of the publisher's log before the first message is handled
-            // (page tables are per process, so this thread's work serves the hot one). The
-            // image attaches only once a publisher connected: wait for it. Messages sent
-            // meanwhile wait in the log: the warm-up absorbs that when it lasts longer than
-            // the pre-faulting (its time is in the report's `faults.prefaulted`).
-            let waited = Instant::now();
-            while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout && live.is_active() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            // One --timeout for the whole run, the wait included.
-            let timeout = cfg.timeout.saturating_sub(waited.elapsed());
-            match subscriber.prefault() {
-                Ok(st) => prefaulted.push(format!("sub stream {} image: {st}", cfg.stream)),
-                Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
-            }
-            let mut echo = match &cfg.echo {
-                Some(path) => Some(Echo {
-                    publisher: client
-                        .publication(&path.channel, path.stream)
-                        .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
-                    stats: EchoStats {
-                        stream: path.stream,
-                        ..EchoStats::default()
-                    },
-                    retries: [0; crate::model::OFFER_OUTCOMES.len()],
-                    wait: timeout.min(Duration::from_secs(10)),
-                }),
-                None => None,
-            };
-            if let Some(e) = &echo {
-                match e.publisher.prefault() {
-                    Ok(st) => prefaulted.push(format!("pong stream {} publication: {st}", e.stats.stream)),
-                    Err(err) => prefaulted.push(format!("pong stream {}: not pre-faulted: {err}", e.stats.stream)),
-                }
-            }
-            let hot = ThreadBuilder::new()
-                .name("latency-sub")
-                .affinity_opt(cfg.core)
-                .spawn(move || {
-                    let mut subscriber = subscriber;
-                    let monitor = ready_rx.recv().ok();
-                    let mut st = State::new(monitor, lock, true);
-                    st.live = line;
-                    let ends = Ends { total, timeout, live };
-                    let mut out = hot_loop(&mut subscriber, st, &ends, &mut idle, sleeps, echo.as_mut());
-                    out.echo = echo.map(Echo::into_stats);
-                    (out, subscriber)
-                })
-                .map_err(|e| SetupError(format!("--core: {e}")))?;
-            monitor.watch_run(hot.tid(), Role::Subscriber, driver);
-            let _ = ready_tx.send(monitor);
-            let (core, hot_tid) = (hot.core(), hot.tid());
-            let (mut out, subscriber) = hot
-                .join()
-                .map_err(|_| SetupError("the receiving thread panicked".into()))?;
-            drop(subscriber);
-            out.core = core;
-            out.hot_tid = hot_tid;
-            out
-        }
-        Delivery::Channel => {
-            let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
-            let stop = Arc::new(AtomicBool::new(false));
-            let handoff = client
-                .subscribe(&cfg.channel, cfg.stream, tx, stop.clone(), HandoffOptions::default())
-                .map_err(|e| SetupError(e.to_string()))?;
-            let consumer = ThreadBuilder::new()
-                .name("latency-sub")
-                .affinity_opt(cfg.core)
-                .spawn(move || {
-                    let monitor = ready_rx.recv().ok();
-                    let mut st = State::new(monitor, lock, false);
-                    st.live = line;
-                    consume_loop(&rx, st, &Ends { total, timeout, live })
-                })
-                .map_err(|e| SetupError(format!("--core: {e}")))?;
-            monitor.watch_run(consumer.tid(), Role::Consumer, driver);
-            let _ = ready_tx.send(monitor);
-            let (core, hot_tid) = (consumer.core(), consumer.tid());
-            let mut out = consumer
-                .join()
-                .map_err(|_| SetupError("the consuming thread panicked".into()))?;
-            handoff.stop();
-            out.core = core;
-            out.hot_tid = hot_tid;
-            out
-        }
+        Delivery::Inline => receive_inline(&client, cfg, side, &mut prefaulted)?,
+        Delivery::Channel => receive_via_channel(&client, cfg, side)?,
     };
     drop(printer);
     drop(plant);
@@ -248,6 +157,138 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     out.prefaulted = prefaulted;
     out.setup_notes
         .extend(aeron_latency::messaging::world_writable_warning(&cfg.dir));
+    Ok(out)
+}
+
+/// What both ways of receiving hand their hot thread.
+struct Side {
+    monitor: Monitor,
+    lock: Option<Arc<Mutex<u64>>>,
+    line: Option<Arc<crate::run::live::Live>>,
+    live: DriverLiveness,
+    driver: Option<u32>,
+}
+
+/// `--delivery inline`: the hot thread polls the subscription and handles each message in the
+/// poll callback (and in round-trip mode echoes it).
+fn receive_inline(
+    client: &aeron_latency::messaging::Client,
+    cfg: &SubConfig,
+    side: Side,
+    prefaulted: &mut Vec<String>,
+) -> Result<SubOutcome, SetupError> {
+    let Side {
+        mut monitor,
+        lock,
+        line,
+        live,
+        driver,
+    } = side;
+    let subscriber = client
+        .subscription(&cfg.channel, cfg.stream)
+        .map_err(|e| SetupError(e.to_string()))?;
+    // Map in every page of the publisher's log before the first message is handled (page
+    // tables are per process, so this thread's work serves the hot one). The image attaches
+    // only once a publisher connected: wait for it. Messages sent meanwhile wait in the log:
+    // the warm-up absorbs that when it lasts longer than the pre-faulting (its time is in the
+    // report's `faults.prefaulted`).
+    let waited = Instant::now();
+    while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout && live.is_active() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // One --timeout for the whole run, the wait included.
+    let timeout = cfg.timeout.saturating_sub(waited.elapsed());
+    match subscriber.prefault() {
+        Ok(st) => prefaulted.push(format!("sub stream {} image: {st}", cfg.stream)),
+        Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
+    }
+    let mut echo = match &cfg.echo {
+        Some(path) => Some(Echo {
+            publisher: client
+                .publication(&path.channel, path.stream)
+                .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
+            stats: EchoStats {
+                stream: path.stream,
+                ..EchoStats::default()
+            },
+            retries: crate::model::OfferTally::default(),
+            wait: timeout.min(Duration::from_secs(10)),
+        }),
+        None => None,
+    };
+    if let Some(e) = &echo {
+        match e.publisher.prefault() {
+            Ok(st) => prefaulted.push(format!("pong stream {} publication: {st}", e.stats.stream)),
+            Err(err) => prefaulted.push(format!("pong stream {}: not pre-faulted: {err}", e.stats.stream)),
+        }
+    }
+    let (total, mut idle) = (cfg.total, cfg.idle.clone());
+    let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
+    let hot = ThreadBuilder::new()
+        .name("latency-sub")
+        .affinity_opt(cfg.core)
+        .spawn(move || {
+            let mut subscriber = subscriber;
+            let mut st = State::new(ready_rx.recv().ok(), lock, true);
+            st.live = line;
+            let ends = Ends { total, timeout, live };
+            let sleeps = idle.sleeps();
+            let mut out = hot_loop(&mut subscriber, st, &ends, &mut idle, sleeps, echo.as_mut());
+            out.echo = echo.map(Echo::into_stats);
+            (out, subscriber)
+        })
+        .map_err(|e| SetupError(format!("--core: {e}")))?;
+    monitor.watch_run(hot.tid(), Role::Subscriber, driver);
+    let _ = ready_tx.send(monitor);
+    let (core, hot_tid) = (hot.core(), hot.tid());
+    let (mut out, subscriber) = hot
+        .join()
+        .map_err(|_| SetupError("the receiving thread panicked".into()))?;
+    drop(subscriber);
+    out.core = core;
+    out.hot_tid = hot_tid;
+    Ok(out)
+}
+
+/// `--delivery channel` (seed 002's shape): messaging's hand-off thread polls and sends each
+/// message over a channel; the hot thread receives from it.
+fn receive_via_channel(
+    client: &aeron_latency::messaging::Client,
+    cfg: &SubConfig,
+    side: Side,
+) -> Result<SubOutcome, SetupError> {
+    let Side {
+        mut monitor,
+        lock,
+        line,
+        live,
+        driver,
+    } = side;
+    let (total, timeout) = (cfg.total, cfg.timeout);
+    let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
+    let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let handoff = client
+        .subscribe(&cfg.channel, cfg.stream, tx, stop.clone(), HandoffOptions::default())
+        .map_err(|e| SetupError(e.to_string()))?;
+    let consumer = ThreadBuilder::new()
+        .name("latency-sub")
+        .affinity_opt(cfg.core)
+        .spawn(move || {
+            let mut st = State::new(ready_rx.recv().ok(), lock, false);
+            st.live = line;
+            consume_loop(&rx, st, &Ends { total, timeout, live })
+        })
+        .map_err(|e| SetupError(format!("--core: {e}")))?;
+    monitor.watch_run(consumer.tid(), Role::Consumer, driver);
+    let _ = ready_tx.send(monitor);
+    let (core, hot_tid) = (consumer.core(), consumer.tid());
+    let mut out = consumer
+        .join()
+        .map_err(|_| SetupError("the consuming thread panicked".into()))?;
+    handoff.stop();
+    out.core = core;
+    out.hot_tid = hot_tid;
     Ok(out)
 }
 

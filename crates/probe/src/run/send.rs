@@ -1,0 +1,610 @@
+//! The publisher's hot loop: for each message, pace, claim, encode, commit, complete (one-way:
+//! the publish-only cost; round trip: pong's echo), tally, check the driver's liveness.
+//!
+//! Timing model: see [`crate::run::publisher`]. Diagnostics are a type parameter: [`Off`]
+//! compiles to nothing, [`On`] logs the loop's stalls and aeron-rs lock waits and reads the
+//! per-thread counters at the group boundaries (never per message). Every way the loop can end
+//! early is one [`Stop`].
+
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use aeron_latency::messaging::{DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+use aeron_latency::wire::{self, EncodeError, Kind, Sample};
+use hdrhistogram::Histogram;
+
+use crate::measure::histogram::{new_latency_histogram, record_saturating};
+use crate::measure::monitor::{Monitor, LOCK_WAIT_THRESHOLD_NS, STALL_THRESHOLD_NS};
+use crate::model::{JitterSide, OfferOutcome, OfferTally, StallLog, GROUPS, STALLS_LOGGED};
+use crate::run::receive::{State, SubOutcome};
+use crate::sys::clock::now_ns;
+use crate::sys::pacing::Pacer;
+use crate::sys::thread::{current_tid, thread_faults};
+
+/// How a report counts an offer failure.
+#[must_use]
+pub fn outcome_of(e: &OfferError) -> OfferOutcome {
+    match e {
+        OfferError::NotConnected => OfferOutcome::NotConnected,
+        OfferError::BackPressured => OfferOutcome::BackPressured,
+        OfferError::AdminAction => OfferOutcome::AdminAction,
+        OfferError::Closed => OfferOutcome::Closed,
+        OfferError::MaxPositionExceeded => OfferOutcome::MaxPositionExceeded,
+        _ => OfferOutcome::Other,
+    }
+}
+
+/// Why the send loop stopped before the last planned message. `Display` is the report's
+/// `incomplete_reason` (before the driver's description or the subscriber's progress is added).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stop {
+    /// Message `seq` did not fit the claimed range (a bug: sizes are checked before the run).
+    Encode {
+        /// Sequence number.
+        seq: u64,
+        /// Why.
+        error: EncodeError,
+    },
+    /// The media driver stopped responding; `sent` messages had gone out.
+    DriverLost {
+        /// Sequence number.
+        seq: u64,
+        /// Messages sent.
+        sent: u64,
+    },
+    /// Ping stopped waiting for the echo of `seq` because the driver stopped responding.
+    EchoDriverLost {
+        /// Sequence number.
+        seq: u64,
+    },
+    /// No echo of `seq` within `--wait`.
+    EchoTimeout {
+        /// Sequence number.
+        seq: u64,
+        /// `--wait`.
+        wait: Duration,
+    },
+    /// An offer failed in a way retrying cannot fix.
+    Offer {
+        /// Sequence number.
+        seq: u64,
+        /// Aeron's outcome.
+        error: OfferError,
+    },
+    /// Not connected for longer than `--wait`.
+    SubscriberGone {
+        /// Sequence number.
+        seq: u64,
+        /// `--wait`.
+        wait: Duration,
+    },
+    /// Back-pressured for longer than twice `--wait`.
+    BackPressure {
+        /// Sequence number.
+        seq: u64,
+        /// How long, ns.
+        for_ns: i64,
+    },
+}
+
+impl Stop {
+    /// The run stopped because the driver stopped responding.
+    #[must_use]
+    pub fn driver_lost(&self) -> bool {
+        matches!(self, Stop::DriverLost { .. } | Stop::EchoDriverLost { .. })
+    }
+
+    /// The run stopped because the subscriber went away (not connected, or back-pressure that
+    /// never cleared).
+    #[must_use]
+    pub fn subscriber_lost(&self) -> bool {
+        matches!(self, Stop::SubscriberGone { .. } | Stop::BackPressure { .. })
+    }
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::Encode { seq, error } => write!(f, "could not encode message {seq}: {error}"),
+            Stop::DriverLost { seq, sent } => write!(f, "stopped at message {seq} ({sent} sent)"),
+            Stop::EchoDriverLost { seq } => write!(f, "stopped waiting for the echo of message {seq}"),
+            Stop::EchoTimeout { seq, wait } => write!(
+                f,
+                "no echo of message {seq} within --wait {:.1} s: pong (latency-sub --mode rtt) stopped echoing or \
+                 uses another --pong-channel/--pong-stream",
+                wait.as_secs_f64()
+            ),
+            Stop::Offer { seq, error } => write!(f, "publishing stopped at message {seq}: {error}"),
+            Stop::SubscriberGone { seq, wait } => write!(
+                f,
+                "the subscriber went away: not connected for {:.1} s at message {seq}",
+                wait.as_secs_f64()
+            ),
+            Stop::BackPressure { seq, for_ns } => write!(
+                f,
+                "back-pressure never cleared: {:.1} s at message {seq}; the subscriber stopped reading",
+                *for_ns as f64 / 1e9
+            ),
+        }
+    }
+}
+
+/// What the hot loop sends, and how it retries.
+#[derive(Debug)]
+pub struct Plan {
+    /// Warm-up messages, sent first.
+    pub warmup: u64,
+    /// Measured messages.
+    pub measured: u64,
+    /// Messages per second.
+    pub rate: u64,
+    /// Padding that makes the encoded sample the requested size.
+    pub padding: usize,
+    /// How long a subscriber may stay away (and twice that: back-pressure).
+    pub wait: Duration,
+    /// Written into every message.
+    pub publisher_id: u32,
+    /// The driver's liveness (one atomic load per check).
+    pub live: DriverLiveness,
+}
+
+impl Plan {
+    /// First measured message of group `g` (the recorder's formula: m belongs to g iff
+    /// g * measured <= m * GROUPS < (g + 1) * measured).
+    #[must_use]
+    pub fn group_start(&self, g: usize) -> u64 {
+        self.warmup + (g as u128 * u128::from(self.measured)).div_ceil(GROUPS as u128) as u64
+    }
+
+    fn sample(&self) -> Sample {
+        Sample {
+            seq: 0,
+            intended_ns: 0,
+            sent_ns: 0,
+            publisher_id: self.publisher_id,
+            kind: Kind::Warmup,
+            warmup: self.warmup as u32,
+            planned: self.measured as u32,
+        }
+    }
+}
+
+/// What the hot loop sent and saw.
+#[derive(Debug)]
+pub struct Sent {
+    /// Messages sent (committed).
+    pub sent: u64,
+    /// Whether the end marker went out.
+    pub end_marker_sent: bool,
+    /// Offer/try_claim outcomes.
+    pub outcomes: OfferTally,
+    /// Largest lag of an actual send time behind its intended time, ns.
+    pub max_lag_ns: u64,
+    /// Publish-only cost (claim + encode + commit), one-way mode.
+    pub cost: Histogram<u64>,
+    /// Actual send time of the first and the last measured message.
+    pub first_measured_ns: i64,
+    /// See `first_measured_ns`.
+    pub last_measured_ns: i64,
+    /// Why the loop ended early.
+    pub stop: Option<Stop>,
+    /// What the diagnostics collected.
+    pub jitter: Option<JitterSide>,
+    /// Round trip: the echoes ping timed.
+    pub rtt: Option<SubOutcome>,
+    /// Page faults of the hot thread over the measured phase.
+    pub faults_measured: Option<u64>,
+}
+
+impl Sent {
+    fn new() -> Sent {
+        Sent {
+            sent: 0,
+            end_marker_sent: false,
+            outcomes: OfferTally::default(),
+            max_lag_ns: 0,
+            cost: new_latency_histogram(),
+            first_measured_ns: 0,
+            last_measured_ns: 0,
+            stop: None,
+            jitter: None,
+            rtt: None,
+            faults_measured: None,
+        }
+    }
+
+    /// After the last message (or the stop): the measured period ends, the end marker goes out
+    /// unless nobody would read it, the diagnostics and ping's echoes are collected.
+    fn wrap_up<D: Diagnostics>(
+        &mut self,
+        publisher: &mut Publisher,
+        plan: &Plan,
+        mut diag: D,
+        echo: Option<Echo<'_>>,
+        faults_at_start: Option<u64>,
+    ) {
+        if self.first_measured_ns == 0 {
+            self.first_measured_ns = self.last_measured_ns;
+        }
+        // The end marker goes out before the (slower) drain of the switch records, so the
+        // subscriber's period ends with the last message too.
+        self.faults_measured = faults_at_start.and_then(|a| Some(thread_faults()?.saturating_sub(a)));
+        diag.end();
+        if !self
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.driver_lost() || s.subscriber_lost())
+        {
+            self.end_marker_sent = send_end_marker(publisher, plan, self.sent);
+        }
+        self.jitter = diag.finish();
+        self.rtt = echo.map(|(_, mut st)| {
+            // Ping knows its own count; the echo of the end marker is not awaited.
+            st.set_end(self.sent);
+            st.finish(self.stop.as_ref().map(ToString::to_string))
+        });
+    }
+}
+
+/// What the hot loop tells its diagnostics. [`Off`] does nothing and compiles to nothing.
+pub trait Diagnostics {
+    /// A clock reading of the loop (stall detection).
+    fn tick(&mut self, now: i64);
+    /// The loop paused on purpose (an idle sleep): forget the gap up to now.
+    fn restart(&mut self);
+    /// A claim is being retried at `now`: notes whether aeron-rs's conductor held the lock.
+    fn retrying(&mut self, publisher: &Publisher, now: i64);
+    /// Ping committed: a lock wait ends with the claim, not with the echo.
+    fn claimed(&mut self);
+    /// The message is complete at `t`: a lock wait still open ends there.
+    fn completed(&mut self, t: i64);
+    /// After message `i`: at a group boundary, reads the counters; true when it did (the next
+    /// pacing wait must read the clock afresh).
+    fn after(&mut self, i: u64, plan: &Plan) -> bool;
+    /// The measured period ended.
+    fn end(&mut self);
+    /// What was collected.
+    fn finish(self) -> Option<JitterSide>;
+}
+
+/// No diagnostics.
+#[derive(Debug)]
+pub struct Off;
+
+impl Diagnostics for Off {
+    #[inline(always)]
+    fn tick(&mut self, _: i64) {}
+    #[inline(always)]
+    fn restart(&mut self) {}
+    #[inline(always)]
+    fn retrying(&mut self, _: &Publisher, _: i64) {}
+    #[inline(always)]
+    fn claimed(&mut self) {}
+    #[inline(always)]
+    fn completed(&mut self, _: i64) {}
+    #[inline(always)]
+    fn after(&mut self, _: u64, _: &Plan) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn end(&mut self) {}
+    #[inline(always)]
+    fn finish(self) -> Option<JitterSide> {
+        None
+    }
+}
+
+/// Diagnostics on: the monitor, the loop's stall log and its aeron-rs lock waits.
+#[derive(Debug)]
+pub struct On {
+    monitor: Monitor,
+    stalls: StallLog,
+    lock_waits: StallLog,
+    last_busy: u64,
+    busy_since: Option<i64>,
+    next_group: usize,
+    next_boundary: u64,
+}
+
+impl On {
+    /// Diagnostics for a loop that publishes on `publisher`.
+    #[must_use]
+    pub fn new(monitor: Monitor, publisher: &Publisher, plan: &Plan) -> On {
+        On {
+            monitor,
+            stalls: StallLog::new(STALL_THRESHOLD_NS, STALLS_LOGGED),
+            lock_waits: StallLog::new(LOCK_WAIT_THRESHOLD_NS, STALLS_LOGGED),
+            last_busy: publisher.busy_count(),
+            busy_since: None,
+            next_group: 0,
+            next_boundary: plan.group_start(0),
+        }
+    }
+}
+
+impl Diagnostics for On {
+    #[inline]
+    fn tick(&mut self, now: i64) {
+        self.stalls.tick(now);
+    }
+
+    #[inline]
+    fn restart(&mut self) {
+        self.stalls.restart(now_ns());
+    }
+
+    #[inline]
+    fn retrying(&mut self, publisher: &Publisher, now: i64) {
+        if publisher.busy_count() != self.last_busy {
+            // The last failure was aeron-rs's conductor holding the publication lock (not one
+            // of Aeron's own admin actions).
+            self.last_busy = publisher.busy_count();
+            self.busy_since.get_or_insert(now);
+        }
+    }
+
+    #[inline]
+    fn claimed(&mut self) {
+        if let Some(start) = self.busy_since.take() {
+            self.lock_waits.interval(start, now_ns() - start);
+        }
+    }
+
+    #[inline]
+    fn completed(&mut self, t: i64) {
+        if let Some(start) = self.busy_since.take() {
+            self.lock_waits.interval(start, t - start);
+        }
+    }
+
+    #[inline]
+    fn after(&mut self, i: u64, plan: &Plan) -> bool {
+        if i < self.next_boundary {
+            return false;
+        }
+        while self.next_group < GROUPS && i >= plan.group_start(self.next_group) {
+            self.next_group += 1;
+        }
+        self.monitor.snapshot(self.next_group - 1);
+        self.next_boundary = if self.next_group < GROUPS {
+            plan.group_start(self.next_group)
+        } else {
+            u64::MAX
+        };
+        self.stalls.restart(now_ns());
+        true
+    }
+
+    fn end(&mut self) {
+        self.monitor.snapshot(GROUPS);
+    }
+
+    fn finish(mut self) -> Option<JitterSide> {
+        self.monitor.set_stalls(current_tid(), self.stalls);
+        self.monitor.set_lock_waits(current_tid(), self.lock_waits);
+        Some(self.monitor.finish())
+    }
+}
+
+/// Ping's side of a round trip: the echo stream and what it records.
+pub(crate) type Echo<'a> = (&'a mut Subscriber, State);
+
+/// Sends the plan: warm-up and measured messages on schedule, then the end marker.
+pub(crate) fn hot_loop<D: Diagnostics>(
+    publisher: &mut Publisher,
+    plan: &Plan,
+    mut diag: D,
+    idle: &mut IdleStrategy,
+    mut echo: Option<Echo<'_>>,
+) -> Sent {
+    let mut r = Sent::new();
+    let mut faults_at_start = None;
+    // Start a little ahead so the first intended time is in the future.
+    let pacer = Pacer::new(now_ns() + 1_000_000, plan.rate).expect("rate validated before");
+    let mut sample = plan.sample();
+    let mut after_commit: Option<i64> = None;
+    for i in 0..plan.warmup + plan.measured {
+        let intended = pacer.intended_ns(i);
+        let now = pacer.wait_until(i, || {
+            let t = after_commit.take().unwrap_or_else(now_ns);
+            diag.tick(t);
+            t
+        });
+        let claimed = send(
+            publisher,
+            plan,
+            &mut diag,
+            idle,
+            &mut r.outcomes,
+            &mut sample,
+            i,
+            intended,
+            now,
+        );
+        let now = match claimed {
+            Ok(stamp) => stamp,
+            Err(stop) => {
+                r.stop = Some(stop);
+                break;
+            }
+        };
+        let done = match &mut echo {
+            Some((sub, st)) => {
+                diag.claimed();
+                // No extra clock read inside the round trip: the echo's receive reading ends it
+                // and starts the next pacing wait.
+                match await_echo(sub, st, i, now, plan, idle, &mut diag) {
+                    Ok(at) => at,
+                    Err(stop) => {
+                        r.sent = i + 1;
+                        r.stop = Some(stop);
+                        break;
+                    }
+                }
+            }
+            None => {
+                let t = now_ns();
+                record_saturating(&mut r.cost, (t - now).max(0) as u64);
+                t
+            }
+        };
+        diag.completed(done);
+        after_commit = Some(done);
+        r.sent = i + 1;
+        r.max_lag_ns = r.max_lag_ns.max((now - intended).max(0) as u64);
+        if i == plan.warmup {
+            r.first_measured_ns = now;
+            // Once per run: one getrusage syscall (the next pacing wait reads the clock afresh,
+            // so it does not delay the next message's stamp).
+            faults_at_start = thread_faults();
+            after_commit = None;
+        }
+        r.last_measured_ns = now;
+        if !plan.live.is_active() {
+            // One atomic load per message, after its readings.
+            r.stop = Some(Stop::DriverLost { seq: i, sent: i + 1 });
+            break;
+        }
+        if diag.after(i, plan) {
+            after_commit = None;
+        }
+    }
+    r.wrap_up(publisher, plan, diag, echo, faults_at_start);
+    r
+}
+
+/// Claims space for message `i`, retrying what Aeron calls transient, stamps it with
+/// `now` (read again after each failed attempt) and commits. Returns the stamp.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn send<D: Diagnostics>(
+    publisher: &mut Publisher,
+    plan: &Plan,
+    diag: &mut D,
+    idle: &mut IdleStrategy,
+    outcomes: &mut OfferTally,
+    sample: &mut Sample,
+    i: u64,
+    intended: i64,
+    mut now: i64,
+) -> Result<i64, Stop> {
+    let mut failing_since: Option<i64> = None;
+    loop {
+        if failing_since.is_some() {
+            diag.retrying(publisher, now);
+        }
+        let e = match publisher.try_claim(wire::encoded_len(plan.padding)) {
+            Ok(mut claim) => {
+                sample.seq = i;
+                sample.intended_ns = intended;
+                sample.sent_ns = now;
+                sample.kind = if i < plan.warmup { Kind::Warmup } else { Kind::Measured };
+                if let Err(error) = wire::encode_into(claim.buffer_mut(), sample, plan.padding) {
+                    claim.abort();
+                    return Err(Stop::Encode { seq: i, error });
+                }
+                claim.commit();
+                outcomes.count(OfferOutcome::Ok);
+                return Ok(now);
+            }
+            Err(e) => e,
+        };
+        outcomes.count(outcome_of(&e));
+        if !plan.live.is_active() {
+            return Err(Stop::DriverLost { seq: i, sent: i });
+        }
+        if !e.is_retryable() {
+            return Err(Stop::Offer { seq: i, error: e });
+        }
+        now = now_ns();
+        // Retrying is the loop running, not a stall (the outcomes are counted in `offer`).
+        diag.tick(now);
+        let since = *failing_since.get_or_insert(now);
+        if e == OfferError::NotConnected && now - since > plan.wait.as_nanos() as i64 {
+            return Err(Stop::SubscriberGone {
+                seq: i,
+                wait: plan.wait,
+            });
+        }
+        if now - since > 2 * plan.wait.as_nanos() as i64 {
+            return Err(Stop::BackPressure {
+                seq: i,
+                for_ns: now - since,
+            });
+        }
+        idle.idle_once();
+        if idle.sleeps() {
+            diag.restart();
+        }
+    }
+}
+
+/// Ping: polls the echo stream until pong's echo of `seq` arrives; returns its receive time.
+fn await_echo<D: Diagnostics>(
+    sub: &mut Subscriber,
+    st: &mut State,
+    seq: u64,
+    sent: i64,
+    plan: &Plan,
+    idle: &mut IdleStrategy,
+    diag: &mut D,
+) -> Result<i64, Stop> {
+    let sleeps = idle.sleeps();
+    let mut polls: u32 = 0;
+    loop {
+        polls = polls.wrapping_add(1);
+        let n = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16);
+        if let Some((last, at)) = st.last {
+            if last == seq {
+                diag.tick(at);
+                idle.reset();
+                return Ok(at);
+            }
+        }
+        // The clock every 4,096 polls (every poll when the idle strategy sleeps anyway).
+        if sleeps || polls.is_multiple_of(4096) {
+            if !plan.live.is_active() {
+                return Err(Stop::EchoDriverLost { seq });
+            }
+            if now_ns() - sent > plan.wait.as_nanos() as i64 {
+                return Err(Stop::EchoTimeout { seq, wait: plan.wait });
+            }
+        }
+        if n > 0 {
+            continue;
+        }
+        // Waiting for the echo is the loop running, not a stall.
+        diag.tick(now_ns());
+        idle.idle(0);
+        if sleeps {
+            diag.restart();
+        }
+    }
+}
+
+/// The end marker (seq = messages sent), retried for up to `--wait`. True when it went out.
+fn send_end_marker(publisher: &mut Publisher, plan: &Plan, sent: u64) -> bool {
+    let end = Sample {
+        seq: sent,
+        intended_ns: now_ns(),
+        sent_ns: now_ns(),
+        kind: Kind::End,
+        ..plan.sample()
+    };
+    let len = wire::encoded_len(plan.padding);
+    let deadline = Instant::now() + plan.wait;
+    while Instant::now() < deadline {
+        match publisher.try_claim(len) {
+            Ok(mut claim) => {
+                let ok = wire::encode_into(claim.buffer_mut(), &end, plan.padding).is_ok();
+                if ok {
+                    claim.commit();
+                }
+                return ok;
+            }
+            Err(e) if e.is_retryable() => std::thread::sleep(Duration::from_micros(50)),
+            Err(_) => return false,
+        }
+    }
+    false
+}
