@@ -1,0 +1,492 @@
+//! Round trips and throughput of the messaging stack next to honest baselines, in one run, so
+//! every ratio compares figures taken seconds apart on the same two cores.
+//!
+//! | criterion id | one operation |
+//! |---|---|
+//! | `roundtrip/raw` | one cache-line ping-pong: the bench thread stores a counter, a pinned responder spins until it sees it and stores it + 1, the bench thread spins until it sees that (the floor: `latency_probe::measure::floor`) |
+//! | `roundtrip/crossbeam` | one 8-byte value through a `crossbeam_channel::bounded(1)` pair and back, `try_send` / `try_recv` spinning on both sides |
+//! | `roundtrip/messaging` | ping: `try_claim` + write + commit of a 32-byte message on `aeron:ipc` stream 1002; a pinned pong thread polls it and echoes it with `try_claim` on stream 1003; the bench thread polls until the echo arrives |
+//! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
+//! | `roundtrip/c_client` | the `messaging` round trip through the same driver with the Aeron C client (rusteron-client 0.2.16 = Aeron 1.54.0) on both sides, streams 2002 / 2003: what the protocol costs without aeron-rs and this crate |
+//! | `throughput/try_claim`, `throughput/offer`, `throughput/c_try_claim` | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
+//!
+//! After the criterion cases the binary prints a summary:
+//! - each round-trip case's p50 / p99 / p99.9 / max / mean from a fixed-count run of
+//!   individually timed operations, each percentile as a ratio to the raw floor at the same
+//!   percentile, next to criterion's batch median and its ratio to `raw`'s. The floor
+//!   (`latency_probe::measure::floor::measure`) is measured right before and right after each case
+//!   (its ratios use the two merged) and before and after everything else; a case whose own
+//!   floor moved by more than `latency_probe::model::MOVED_FACTOR` (1.5x) is marked `!` and a warning is printed,
+//!   as it is when the global floor moved: this VM's inter-core round trip changes regime
+//!   (between ~130 ns and ~500 ns) for seconds at a time, so a ratio is only worth something
+//!   when the floor held still around it;
+//! - messages/s of nine throughput variants, median / min / max of fixed batches of 1M:
+//!   messaging try_claim / offer, fragment limit 256 / 16, term 64 / 8 / 1 MiB; the C client's
+//!   concurrent / exclusive publication; and two diagnostic "lagging subscriber" variants whose
+//!   subscriber waits 10 µs after a poll that read fewer than 128 fragments, so the publisher
+//!   runs ahead instead of writing the very cache line the subscriber is polling;
+//! - each side's cost alone (publish ns/msg, then poll ns/msg, on one thread, no cross-core
+//!   transfer), for messaging and the C client, the cost of an uncontended `std::sync::Mutex`
+//!   `try_lock` + unlock, and of the timing itself (two clock readings).
+//!
+//! # Timing model
+//!
+//! - **What is timed:** round-trip cases: from just before the bench thread starts an
+//!   operation until it has seen the answer, one operation in flight. The bench thread (the
+//!   initiator, or the publisher) is pinned to the second-to-last core this process may use, the
+//!   responder / subscriber thread to the last one (`messaging::available_cores`); both
+//!   busy-spin with the CPU's spin-loop hint (Aeron's `spin` idle strategy). Throughput: from the
+//!   first publish of a batch until the subscriber thread has counted its last message. Retries
+//!   of retryable `try_claim` / `offer` failures (back pressure, admin action, aeron-rs's
+//!   per-call lock held by its conductor) are inside the timed region.
+//! - **Clock:** `std::time::Instant` / `latency_probe::sys::clock::now_ns`, both `CLOCK_MONOTONIC`
+//!   through the vDSO (no syscall). Criterion (`iter_custom`) reads it once before and once
+//!   after a batch of `iters` operations: its figure is the mean per operation within a batch
+//!   (the clock's cost amortised away), the summary's "batch median" is the median of those
+//!   per-batch means. The percentiles come from a separate fixed-count run that reads
+//!   `now_ns` right before and right after every single operation and records the difference in
+//!   an HdrHistogram: the same clock and the same two readings per round trip as
+//!   `latency_probe::measure::floor::measure` and the probe's round trips, so a ratio to the floor divides
+//!   out the machine's inter-core distance. Both sides of that ratio include the timing itself
+//!   (two readings, printed as "timing itself"; ~30-40 ns here), so it is
+//!   (operation + timing) / (floor + timing): it understates the operation's own ratio a little.
+//! - **Excluded:** starting the embedded media driver (its idle strategy stays `backoff`, it is
+//!   never spun), connecting clients, adding publications and subscriptions and waiting for them
+//!   to connect, starting and pinning threads, criterion's warm-up and analysis, and the
+//!   fixed-count run's warm-up operations (page-in, caches, branch predictors).
+//!
+//! Run: `cargo bench -p latency-probe --bench roundtrip` (about 40 s once built);
+//! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
+//!
+//! Files: `raw` (`raw`, `crossbeam`), `messaging` (`messaging`, `offer_poll`, its throughput
+//! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
+//! the timing itself), `common` (what they share, and the harness that runs a case with the floor
+//! around it); this file: the run, in order, and the summary.
+
+mod c_client;
+mod common;
+mod messaging;
+mod raw;
+mod split;
+
+use std::path::PathBuf;
+
+use aeron_latency::messaging::EmbeddedDriver;
+use criterion::Criterion;
+use hdrhistogram::Histogram;
+use latency_probe::measure::floor;
+use latency_probe::model::Stats;
+
+use crate::c_client::{CFlow, CPing, C_THROUGHPUT_STREAM};
+use crate::common::{
+    round_trip_case, throughput_cases, Flowing, Mode, Placement, Plan, Row, ThroughputRow, TpCase, BIG_TERM,
+    MEASUREMENT, MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
+};
+use crate::messaging::{Flow, OfferPoll, Ping, Variant};
+use crate::raw::{Crossbeam, Raw};
+use crate::split::{clock_pair_cost, mutex_cost, split_rows, SplitRow};
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(|e| format!("unreadable: {e}"), |s| s.trim().to_owned())
+}
+
+fn main() {
+    let mode = Mode::from_args();
+    let plan = Plan::for_mode(mode);
+    let mut c = Criterion::default()
+        .sample_size(SAMPLE_SIZE)
+        .warm_up_time(WARM_UP)
+        .measurement_time(MEASUREMENT)
+        .configure_from_args();
+
+    // The bench thread is the initiator / publisher, on the second-to-last core; responders on
+    // the last one.
+    let at = Placement::new();
+    let (initiator, responder) = (at.initiator, at.responder);
+    let pinned = at.hot();
+
+    if mode == Mode::List {
+        // Register the ids without starting anything.
+        let mut group = c.benchmark_group("roundtrip");
+        for id in ["raw", "crossbeam", "messaging", "offer_poll", "c_client"] {
+            group.bench_function(id, |_| unreachable!("--list runs nothing"));
+        }
+        group.finish();
+        let mut group = c.benchmark_group("throughput");
+        for id in ["try_claim", "offer", "c_try_claim"] {
+            group.bench_function(id, |_| unreachable!("--list runs nothing"));
+        }
+        group.finish();
+        c.final_summary();
+        return;
+    }
+
+    let load_before = load_average();
+    let measure_floor =
+        || at.unpinned(|| floor::measure(initiator, responder, plan.floor_each).expect("measuring the floor"));
+    let floor_before = measure_floor();
+
+    let driver = at.unpinned(|| {
+        EmbeddedDriver::builder()
+            .ipc_term_length(ROUND_TRIP_TERM)
+            .spawn()
+            .expect("starting the embedded media driver")
+    });
+    let dir: PathBuf = driver.dir().to_owned();
+    let dir = dir.as_path();
+
+    let mut rows = Vec::new();
+    round_trip_case(
+        &mut c,
+        &at,
+        "raw",
+        &plan,
+        &mut rows,
+        || Raw::start(responder),
+        |_| String::new(),
+    );
+    round_trip_case(
+        &mut c,
+        &at,
+        "crossbeam",
+        &plan,
+        &mut rows,
+        || Crossbeam::start(responder),
+        |_| String::new(),
+    );
+    round_trip_case(
+        &mut c,
+        &at,
+        "messaging",
+        &plan,
+        &mut rows,
+        || Ping::start(dir, responder),
+        Ping::finish,
+    );
+    round_trip_case(
+        &mut c,
+        &at,
+        "offer_poll",
+        &plan,
+        &mut rows,
+        || OfferPoll::start(dir),
+        |o| o.notes(),
+    );
+    round_trip_case(
+        &mut c,
+        &at,
+        "c_client",
+        &plan,
+        &mut rows,
+        || CPing::start(dir, responder),
+        CPing::finish,
+    );
+
+    let rs = |index: usize, use_offer: bool, fragment_limit: usize, term: Option<usize>, lagging: bool| {
+        let v = Variant {
+            use_offer,
+            fragment_limit,
+            term,
+            lagging,
+        };
+        Box::new(move || Box::new(Flow::start(dir, responder, index, v)) as Box<dyn Flowing>)
+            as Box<dyn Fn() -> Box<dyn Flowing>>
+    };
+    let tp_rows = throughput_cases(
+        &mut c,
+        &at,
+        &plan,
+        vec![
+            TpCase {
+                name: "messaging try_claim",
+                criterion: Some("try_claim"),
+                start: rs(0, false, TP_FRAGMENT_LIMIT, Some(BIG_TERM), false),
+            },
+            TpCase {
+                name: "messaging offer",
+                criterion: Some("offer"),
+                start: rs(1, true, TP_FRAGMENT_LIMIT, Some(BIG_TERM), false),
+            },
+            TpCase {
+                name: "messaging try_claim, limit 16",
+                criterion: None,
+                start: rs(2, false, 16, Some(BIG_TERM), false),
+            },
+            TpCase {
+                name: "messaging try_claim, 8 MiB term",
+                criterion: None,
+                start: rs(3, false, TP_FRAGMENT_LIMIT, Some(8 << 20), false),
+            },
+            TpCase {
+                name: "messaging try_claim, 1 MiB term",
+                criterion: None,
+                start: rs(4, false, TP_FRAGMENT_LIMIT, Some(1 << 20), false),
+            },
+            TpCase {
+                name: "C client try_claim",
+                criterion: Some("c_try_claim"),
+                start: Box::new(move || {
+                    Box::new(CFlow::start(dir, responder, C_THROUGHPUT_STREAM, false, |c, ch, st| {
+                        c.publication(ch, st)
+                    })) as Box<dyn Flowing>
+                }),
+            },
+            TpCase {
+                name: "C client exclusive try_claim",
+                criterion: None,
+                start: Box::new(move || {
+                    Box::new(CFlow::start(
+                        dir,
+                        responder,
+                        C_THROUGHPUT_STREAM + 1,
+                        false,
+                        |c, ch, st| c.exclusive_publication(ch, st),
+                    )) as Box<dyn Flowing>
+                }),
+            },
+            TpCase {
+                name: "messaging try_claim, lagging sub",
+                criterion: None,
+                start: rs(5, false, TP_FRAGMENT_LIMIT, Some(BIG_TERM), true),
+            },
+            TpCase {
+                name: "C exclusive, lagging sub",
+                criterion: None,
+                start: Box::new(move || {
+                    Box::new(CFlow::start(
+                        dir,
+                        responder,
+                        C_THROUGHPUT_STREAM + 2,
+                        true,
+                        |c, ch, st| c.exclusive_publication(ch, st),
+                    )) as Box<dyn Flowing>
+                }),
+            },
+        ],
+    );
+
+    at.hot();
+    let split = split_rows(&at, dir, &plan);
+    let mutex_ns = mutex_cost(plan.split_messages * 50);
+    let clock_ns = clock_pair_cost(plan.split_messages * 5);
+
+    let floor_after = measure_floor();
+    let load_after = load_average();
+    c.final_summary();
+    let version = aeron_latency::messaging::driver_version();
+    drop(driver);
+
+    print_summary(&Summary {
+        mode,
+        plan,
+        cores: (initiator, responder),
+        pinned,
+        load: (load_before, load_after),
+        version,
+        floor: (floor_before, floor_after),
+        rows,
+        tp_rows,
+        split,
+        mutex_ns,
+        clock_ns,
+    });
+}
+
+struct Summary {
+    mode: Mode,
+    plan: Plan,
+    cores: (Option<usize>, Option<usize>),
+    pinned: bool,
+    load: (String, String),
+    version: String,
+    floor: (Histogram<u64>, Histogram<u64>),
+    rows: Vec<Row>,
+    tp_rows: Vec<ThroughputRow>,
+    split: Vec<SplitRow>,
+    mutex_ns: f64,
+    clock_ns: u64,
+}
+
+fn print_summary(s: &Summary) {
+    let core = |c: Option<usize>| c.map_or_else(|| "any".to_owned(), |c| c.to_string());
+    let before = Stats::from_histogram(&s.floor.0);
+    let after = Stats::from_histogram(&s.floor.1);
+    let mut both = s.floor.0.clone();
+    let _ = both.add(&s.floor.1);
+    let combined = Stats::from_histogram(&both);
+    let raw_batch = s.rows.iter().find(|r| r.name == "raw").and_then(|r| r.batch_median_ns);
+
+    println!();
+    println!(
+        "== roundtrip summary{} ==",
+        if s.mode == Mode::Test {
+            " (test mode: tiny counts, figures meaningless)"
+        } else {
+            ""
+        }
+    );
+    println!(
+        "cores: bench thread {} ({}), responder {}; {}; load average before: {}, after: {}",
+        core(s.cores.0),
+        if s.pinned { "pinned" } else { "NOT pinned" },
+        core(s.cores.1),
+        s.version,
+        s.load.0,
+        s.load.1
+    );
+    println!(
+        "messages {MSG_LEN} B; round-trip term {} KiB (driver default), offer_poll / throughput term {} MiB; idle: spin \
+         (hot threads), backoff (driver)",
+        ROUND_TRIP_TERM >> 10,
+        BIG_TERM >> 20
+    );
+    println!(
+        "percentiles: {} individually timed operations per case after {} warm-up. Floor = raw cache-line round trip \
+         (latency_probe::measure::floor::measure), {:.2} s right before and right after each case; each case's percentiles \
+         are divided by its own floor (before + after merged) at the same percentile. The global floor, {:.2} s \
+         before and after everything, is in the first two rows (ratios to the two merged).",
+        s.plan.measured_ops,
+        s.plan.warmup_ops,
+        s.plan.local_floor.as_secs_f64(),
+        s.plan.floor_each.as_secs_f64()
+    );
+    println!();
+    println!(
+        "{:<14} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7} {:>15} {:>7} {:>7} {:>8}",
+        "case",
+        "batch med",
+        "batch/raw",
+        "p50",
+        "p99",
+        "p99.9",
+        "max",
+        "mean",
+        "floor p50 b/a",
+        "p50/fl",
+        "p99/fl",
+        "p99.9/fl"
+    );
+    let line = |name: &str, batch: Option<f64>, st: &Stats, fl: &Stats, fl_pair: (u64, u64)| {
+        let r = latency_probe::model::ratios(st, fl);
+        let at = |label: &str| r.iter().find(|(n, _)| n == label).map_or(f64::NAN, |(_, x)| *x);
+        let moved = if latency_probe::model::regime_moved(fl_pair.0, fl_pair.1) {
+            "!"
+        } else {
+            " "
+        };
+        println!(
+            "{:<14} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7.0} {:>14}{} {:>6.1}x {:>6.1}x {:>7.1}x",
+            name,
+            batch.map_or_else(|| "-".to_owned(), |b| format!("{b:.0}")),
+            match (batch, raw_batch) {
+                (Some(b), Some(r)) if r > 0.0 => format!("{:.1}x", b / r),
+                _ => "-".to_owned(),
+            },
+            st.p50,
+            st.p99,
+            st.p999,
+            st.max,
+            st.mean,
+            format!("{}/{}", fl_pair.0, fl_pair.1),
+            moved,
+            at("p50"),
+            at("p99"),
+            at("p99.9"),
+        );
+    };
+    let global = (before.p50, after.p50);
+    line("floor before", None, &before, &combined, global);
+    line("floor after", None, &after, &combined, global);
+    let mut any_moved = false;
+    for r in &s.rows {
+        let (b, a) = (&r.local_floor.0, &r.local_floor.1);
+        let mut merged = b.clone();
+        let _ = merged.add(a);
+        let pair = (b.value_at_quantile(0.5), a.value_at_quantile(0.5));
+        any_moved |= latency_probe::model::regime_moved(pair.0, pair.1);
+        line(
+            &r.name,
+            r.batch_median_ns,
+            &r.stats,
+            &Stats::from_histogram(&merged),
+            pair,
+        );
+    }
+    println!(
+        "(ns; batch med = median of criterion's per-batch means, ns per operation; floor p50 b/a = the case's floor \
+         before / after it, '!' = moved more than {}x: that row's ratios are not trustworthy)",
+        latency_probe::model::MOVED_FACTOR
+    );
+    println!(
+        "(every percentile, the floor's included, contains the timing itself: two now_ns readings, median {} ns \
+         back to back; criterion's batch figures do not)",
+        s.clock_ns
+    );
+    if any_moved {
+        println!("WARNING: the floor moved across at least one case (marked '!'); run again for trustworthy ratios");
+    }
+    for r in s.rows.iter().filter(|r| !r.notes.is_empty()) {
+        println!("  {}: {}", r.name, r.notes);
+    }
+    if latency_probe::model::regime_moved(before.p50, after.p50) {
+        println!(
+            "WARNING: the floor moved during the run (p50 {} ns before, {} ns after, more than {}x apart): this \
+             machine's inter-core latency changed regime, so no ratio from this run is trustworthy; run again",
+            before.p50,
+            after.p50,
+            latency_probe::model::MOVED_FACTOR
+        );
+    }
+
+    println!();
+    println!(
+        "throughput ({MSG_LEN} B messages, bench thread publishes, pinned subscriber polls; {} batches of {} after \
+         a warm-up batch; M msg/s)",
+        s.plan.batches, s.plan.batch
+    );
+    println!(
+        "{:<30} {:>10} {:>8} {:>8} {:>8}",
+        "variant", "criterion", "median", "min", "max"
+    );
+    for r in &s.tp_rows {
+        let mut v = r.rates.clone();
+        v.sort_by(f64::total_cmp);
+        let m = |x: f64| format!("{:.2}", x / 1e6);
+        println!(
+            "{:<30} {:>10} {:>8} {:>8} {:>8}",
+            r.name,
+            r.batch_median_ns.map_or_else(|| "-".to_owned(), |ns| m(1e9 / ns)),
+            v.get(v.len() / 2).map_or_else(|| "-".to_owned(), |x| m(*x)),
+            v.first().map_or_else(|| "-".to_owned(), |x| m(*x)),
+            v.last().map_or_else(|| "-".to_owned(), |x| m(*x)),
+        );
+    }
+    for r in &s.tp_rows {
+        println!("  {}: {}", r.name, r.notes);
+    }
+    println!();
+    println!(
+        "each side alone (one thread: publish k messages back to back, then poll them all, {} fragments per poll; \
+         median of {} rounds): the ceiling a pub/sub pair could reach if moving the data between cores were free",
+        TP_FRAGMENT_LIMIT, s.plan.split_rounds
+    );
+    println!(
+        "{:<32} {:>8} {:>11} {:>8} {:>12}  retried publishes",
+        "", "k", "publish ns", "poll ns", "ceiling M/s"
+    );
+    for r in &s.split {
+        println!(
+            "{:<32} {:>8} {:>11.1} {:>8.1} {:>12.1}  {}",
+            r.name,
+            r.k,
+            r.publish_ns,
+            r.poll_ns,
+            1e3 / r.publish_ns.max(r.poll_ns),
+            r.retries
+        );
+    }
+    println!(
+        "uncontended std Mutex try_lock + unlock (aeron-rs takes one per offer / try_claim and per poll): {:.1} ns",
+        s.mutex_ns
+    );
+}

@@ -1,0 +1,364 @@
+//! The messaging cases over the embedded driver: the ping / pong round trip, `offer_poll` on
+//! one thread, and the throughput flows (the bench thread publishes, a pinned thread
+//! subscribes); plus [`publish`], the retrying publish every one of them (and `split`) uses.
+
+use std::hint::spin_loop;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use aeron_latency::messaging::{Client, MessageHeader, OfferError, PinnedThread, Publisher, Subscriber};
+
+use crate::common::{
+    big_term_channel, connect, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Counter, Flowing, Op, Retries,
+    Retry, SubReport, CHANNEL, MSG_LEN, RT_FRAGMENT_LIMIT,
+};
+
+const PING_STREAM: i32 = 1002;
+const PONG_STREAM: i32 = 1003;
+const OFFER_POLL_STREAM: i32 = 1004;
+/// Throughput variants use this stream id plus their index (a fresh log each).
+const THROUGHPUT_STREAM: i32 = 1010;
+
+/// Publishes one message, retrying retryable failures; returns the retries it took.
+#[inline]
+pub(crate) fn publish(publ: &mut Publisher, msg: &[u8; MSG_LEN], use_offer: bool) -> Retries {
+    let mut retries = Retries::default();
+    let stream = publ.stream_id();
+    let mut outcome = |r: Result<(), OfferError>| {
+        let kind = match r {
+            Ok(()) => return true,
+            Err(OfferError::BackPressured) => Retry::BackPressured,
+            Err(OfferError::AdminAction) => Retry::AdminAction,
+            Err(OfferError::NotConnected) => Retry::NotConnected,
+            Err(e) => panic!("publishing on stream {stream}: {e}"),
+        };
+        retries.count(kind);
+        false
+    };
+    if use_offer {
+        spin_until("offer", || outcome(publ.offer(msg).map(drop)));
+    } else {
+        spin_until("try_claim", || {
+            outcome(publ.try_claim(MSG_LEN).map(|mut c| {
+                c.buffer_mut().copy_from_slice(msg);
+                c.commit();
+            }))
+        });
+    }
+    retries
+}
+
+// ---------------------------------------------------------------------------------------------
+// messaging: ping / pong over the embedded driver.
+
+/// What the pong thread did.
+#[derive(Debug, Default, Clone, Copy)]
+struct PongReport {
+    echoed: u64,
+    claim_retries: Retries,
+    pub_lock_busy: u64,
+    sub_lock_busy: u64,
+}
+
+pub(crate) struct Ping {
+    publ: Publisher,
+    sub: Subscriber,
+    seq: u64,
+    claim_retries: Retries,
+    stop: Arc<AtomicBool>,
+    pong: Option<PinnedThread<PongReport>>,
+    report: Option<PongReport>,
+    _client: Client,
+}
+
+impl Ping {
+    pub(crate) fn start(dir: &Path, core: Option<usize>) -> Self {
+        // Two clients, as ping and pong would be two processes.
+        let client = connect(dir);
+        let pong_client = connect(dir);
+        let publ = client.publication(CHANNEL, PING_STREAM).expect("ping publication");
+        let sub = client.subscription(CHANNEL, PONG_STREAM).expect("pong subscription");
+        let mut pong_sub = pong_client
+            .subscription(CHANNEL, PING_STREAM)
+            .expect("ping subscription");
+        let mut pong_publ = pong_client.publication(CHANNEL, PONG_STREAM).expect("pong publication");
+        wait_for("messaging streams", || {
+            publ.is_connected() && sub.is_connected() && pong_sub.is_connected() && pong_publ.is_connected()
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let pong = spawn_pinned("messaging-pong", core, move || {
+            let mut r = PongReport::default();
+            while !stop2.load(Ordering::Relaxed) {
+                let n = pong_sub.poll(
+                    &mut |msg: &[u8], _: &MessageHeader| {
+                        let m: &[u8; MSG_LEN] = msg.try_into().expect("a 32-byte ping");
+                        r.claim_retries.add(publish(&mut pong_publ, m, false));
+                        r.echoed += 1;
+                    },
+                    RT_FRAGMENT_LIMIT,
+                );
+                if n == 0 {
+                    spin_loop();
+                }
+            }
+            r.pub_lock_busy = pong_publ.busy_count();
+            r.sub_lock_busy = pong_sub.busy_count();
+            drop((pong_sub, pong_publ, pong_client));
+            r
+        });
+        Ping {
+            publ,
+            sub,
+            seq: 0,
+            claim_retries: Retries::default(),
+            stop,
+            pong: Some(pong),
+            report: None,
+            _client: client,
+        }
+    }
+
+    /// Stops and joins pong; returns what both sides saw.
+    pub(crate) fn finish(&mut self) -> String {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.pong.take() {
+            self.report = Some(t.join().expect("the pong thread panicked"));
+        }
+        let r = self.report.unwrap_or_default();
+        format!(
+            "echoed {}; retried claims: ping {}, pong {}; aeron-rs lock busy: ping pub {} sub {}, pong pub {} sub {}",
+            r.echoed,
+            self.claim_retries,
+            r.claim_retries,
+            self.publ.busy_count(),
+            self.sub.busy_count(),
+            r.pub_lock_busy,
+            r.sub_lock_busy
+        )
+    }
+}
+
+impl Op for Ping {
+    #[inline]
+    fn op(&mut self) {
+        self.seq += 1;
+        let seq = self.seq;
+        self.claim_retries.add(publish(&mut self.publ, &message(seq), false));
+        let mut got = false;
+        let sub = &mut self.sub;
+        spin_until("messaging: waiting for the echo", || {
+            sub.poll(
+                &mut |msg: &[u8], _: &MessageHeader| {
+                    if seq_of(msg) == seq {
+                        got = true;
+                    }
+                },
+                RT_FRAGMENT_LIMIT,
+            );
+            got
+        });
+    }
+}
+
+impl Drop for Ping {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// offer_poll: one thread offers and polls its own stream.
+
+pub(crate) struct OfferPoll {
+    publ: Publisher,
+    sub: Subscriber,
+    seq: u64,
+    retries: Retries,
+    _client: Client,
+}
+
+impl OfferPoll {
+    pub(crate) fn start(dir: &Path) -> Self {
+        let client = connect(dir);
+        let channel = big_term_channel();
+        let sub = client
+            .subscription(&channel, OFFER_POLL_STREAM)
+            .expect("offer_poll subscription");
+        let publ = client
+            .publication(&channel, OFFER_POLL_STREAM)
+            .expect("offer_poll publication");
+        wait_for("offer_poll stream", || publ.is_connected() && sub.is_connected());
+        OfferPoll {
+            publ,
+            sub,
+            seq: 0,
+            retries: Retries::default(),
+            _client: client,
+        }
+    }
+
+    pub(crate) fn notes(&self) -> String {
+        format!(
+            "retried offers: {}; aeron-rs lock busy: pub {} sub {}",
+            self.retries,
+            self.publ.busy_count(),
+            self.sub.busy_count()
+        )
+    }
+}
+
+impl Op for OfferPoll {
+    #[inline]
+    fn op(&mut self) {
+        self.seq += 1;
+        let seq = self.seq;
+        self.retries.add(publish(&mut self.publ, &message(seq), true));
+        let mut got = false;
+        let sub = &mut self.sub;
+        spin_until("offer_poll: polling back", || {
+            sub.poll(
+                &mut |msg: &[u8], _: &MessageHeader| {
+                    if seq_of(msg) == seq {
+                        got = true;
+                    }
+                },
+                RT_FRAGMENT_LIMIT,
+            );
+            got
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// throughput: the bench thread publishes, a pinned thread subscribes and counts.
+
+/// One throughput configuration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Variant {
+    pub(crate) use_offer: bool,
+    pub(crate) fragment_limit: usize,
+    pub(crate) term: Option<usize>,
+    /// The subscriber lets the publisher run ahead ([`lag`]).
+    pub(crate) lagging: bool,
+}
+
+pub(crate) struct Flow {
+    publ: Publisher,
+    use_offer: bool,
+    sent: u64,
+    retries: Retries,
+    received: Arc<Counter>,
+    stop: Arc<AtomicBool>,
+    subscriber: Option<PinnedThread<SubReport>>,
+    report: Option<SubReport>,
+    _client: Client,
+}
+
+impl Flow {
+    pub(crate) fn start(dir: &Path, core: Option<usize>, index: usize, v: Variant) -> Self {
+        let client = connect(dir);
+        let sub_client = connect(dir);
+        let channel = v
+            .term
+            .map_or_else(|| CHANNEL.to_owned(), |t| format!("{CHANNEL}?term-length={t}"));
+        let stream = THROUGHPUT_STREAM + index as i32;
+        let mut sub = sub_client
+            .subscription(&channel, stream)
+            .expect("throughput subscription");
+        let publ = client.publication(&channel, stream).expect("throughput publication");
+        wait_for("throughput stream", || publ.is_connected() && sub.is_connected());
+        let received = Arc::new(Counter(AtomicU64::new(0)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (received2, stop2) = (received.clone(), stop.clone());
+        let (limit, lagging) = (v.fragment_limit, v.lagging);
+        let subscriber = spawn_pinned("tp-sub", core, move || {
+            let mut r = SubReport::default();
+            let mut expected = 1u64;
+            loop {
+                let n = sub.poll(
+                    &mut |msg: &[u8], _: &MessageHeader| {
+                        let seq = seq_of(msg);
+                        if seq != expected {
+                            r.gaps += 1;
+                        }
+                        expected = seq.wrapping_add(1);
+                        r.received += 1;
+                    },
+                    limit,
+                );
+                r.polls += 1;
+                if n > 0 {
+                    received2.0.store(r.received, Ordering::Release);
+                } else {
+                    r.empty_polls += 1;
+                    if stop2.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    spin_loop();
+                }
+                if lagging {
+                    lag(n);
+                }
+            }
+            r.lock_busy = sub.busy_count();
+            drop((sub, sub_client));
+            r
+        });
+        Flow {
+            publ,
+            use_offer: v.use_offer,
+            sent: 0,
+            retries: Retries::default(),
+            received,
+            stop,
+            subscriber: Some(subscriber),
+            report: None,
+            _client: client,
+        }
+    }
+}
+
+impl Flowing for Flow {
+    #[inline]
+    fn send(&mut self, n: u64) {
+        for _ in 0..n {
+            self.sent += 1;
+            self.retries
+                .add(publish(&mut self.publ, &message(self.sent), self.use_offer));
+        }
+        let (sent, received) = (self.sent, &self.received);
+        spin_until("throughput: waiting for the subscriber", || {
+            received.0.load(Ordering::Acquire) >= sent
+        });
+    }
+
+    fn finish(&mut self) -> String {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.subscriber.take() {
+            self.report = Some(t.join().expect("the subscriber thread panicked"));
+        }
+        let r = self.report.unwrap_or_default();
+        let per_poll = r.received as f64 / (r.polls - r.empty_polls).max(1) as f64;
+        format!(
+            "sent {} received {} gaps {}; retried: {}; {:.1} msgs per non-empty poll, {} of {} polls empty; \
+             aeron-rs lock busy: pub {} sub {}",
+            self.sent,
+            r.received,
+            r.gaps,
+            self.retries,
+            per_poll,
+            r.empty_polls,
+            r.polls,
+            self.publ.busy_count(),
+            r.lock_busy
+        )
+    }
+}
+
+impl Drop for Flow {
+    fn drop(&mut self) {
+        let _ = Flowing::finish(self);
+    }
+}

@@ -1,0 +1,183 @@
+//! Where a throughput ceiling comes from: each side's own cost on one thread (messaging and
+//! the C client), an uncontended mutex, and the timing itself.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use aeron_latency::messaging::MessageHeader;
+use latency_probe::measure::histogram::new_latency_histogram;
+use latency_probe::measure::histogram::record_saturating;
+use latency_probe::sys::clock::now_ns;
+
+use crate::c_client::{CClient, CPublish};
+use crate::common::{
+    connect, message, seq_of, spin_until, wait_for, Placement, Plan, Retries, BIG_TERM, CHANNEL, TP_FRAGMENT_LIMIT,
+};
+use crate::messaging::publish;
+
+/// Per-message cost of each side alone: `publish` `k` messages back to back on this thread
+/// (the subscriber is not polling, and `k` frames fit in half a 64 MiB term, so nothing waits
+/// for it), then `poll_once` until all `k` are read. Median over `rounds` rounds of
+/// (publish ns/msg, poll ns/msg).
+fn split_costs(k: u64, rounds: usize, mut publish: impl FnMut(u64), mut poll_once: impl FnMut() -> u64) -> (f64, f64) {
+    let mut seq = 0;
+    let mut publish_ns = Vec::new();
+    let mut poll_ns = Vec::new();
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        for _ in 0..k {
+            seq += 1;
+            publish(seq);
+        }
+        let t1 = Instant::now();
+        let mut got = 0;
+        spin_until("split: polling back", || {
+            got += poll_once();
+            got >= k
+        });
+        let t2 = Instant::now();
+        publish_ns.push((t1 - t0).as_nanos() as f64 / k as f64);
+        poll_ns.push((t2 - t1).as_nanos() as f64 / k as f64);
+        // Let the (backing-off) driver see the subscriber's position before the next round.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    (median(publish_ns), median(poll_ns))
+}
+
+/// A counting poll handler shared by the split measurements: checks the sequence like the
+/// throughput subscribers do.
+#[derive(Debug, Default)]
+struct SeqCheck {
+    expected: u64,
+    gaps: u64,
+}
+
+impl SeqCheck {
+    #[inline]
+    fn see(&mut self, msg: &[u8]) {
+        let seq = seq_of(msg);
+        if seq != self.expected + 1 {
+            self.gaps += 1;
+        }
+        self.expected = seq;
+    }
+}
+
+/// One row of the split table: publish and poll cost per message, ns.
+pub(crate) struct SplitRow {
+    pub(crate) name: &'static str,
+    /// Messages per round.
+    pub(crate) k: u64,
+    pub(crate) publish_ns: f64,
+    pub(crate) poll_ns: f64,
+    pub(crate) retries: Retries,
+}
+
+pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRow> {
+    // Messages per round: at most 3/4 of the publication window (half a term of 64-byte frames).
+    let k_for = |term: usize| plan.split_messages.min((term / 2 / 64 * 3 / 4) as u64);
+    let small = 4 << 20;
+    let mut rows = Vec::new();
+
+    for (name, use_offer, term, stream) in [
+        ("messaging try_claim", false, BIG_TERM, 1020),
+        ("messaging offer", true, BIG_TERM, 1021),
+        ("messaging try_claim, 4 MiB term", false, small, 1022),
+    ] {
+        let channel = format!("{CHANNEL}?term-length={term}");
+        let (client, mut publ, mut sub) = at.unpinned(|| {
+            let client = connect(dir);
+            let sub = client.subscription(&channel, stream).expect("split subscription");
+            let publ = client.publication(&channel, stream).expect("split publication");
+            wait_for("split stream", || publ.is_connected() && sub.is_connected());
+            (client, publ, sub)
+        });
+        let mut check = SeqCheck::default();
+        let mut retries = Retries::default();
+        let k = k_for(term);
+        let (publish_ns, poll_ns) = split_costs(
+            k,
+            plan.split_rounds,
+            |seq| retries.add(publish(&mut publ, &message(seq), use_offer)),
+            || sub.poll(&mut |m: &[u8], _: &MessageHeader| check.see(m), TP_FRAGMENT_LIMIT) as u64,
+        );
+        assert_eq!(check.gaps, 0, "{name}: messages lost or reordered");
+        drop((publ, sub, client));
+        rows.push(SplitRow {
+            name,
+            k,
+            publish_ns,
+            poll_ns,
+            retries,
+        });
+    }
+
+    let client = at.unpinned(|| CClient::connect(dir));
+    for (name, exclusive, term, stream) in [
+        ("C client try_claim", false, BIG_TERM, 2020),
+        ("C client exclusive try_claim", true, BIG_TERM, 2021),
+        ("C client exclusive, 4 MiB term", true, small, 2022),
+    ] {
+        let channel = format!("{CHANNEL}?term-length={term}");
+        let publ: Box<dyn CPublish> = if exclusive {
+            Box::new(client.exclusive_publication(&channel, stream))
+        } else {
+            Box::new(client.publication(&channel, stream))
+        };
+        let sub = client.subscription(&channel, stream);
+        wait_for("C split stream", || publ.is_up() && sub.is_connected());
+        let mut check = SeqCheck::default();
+        let mut retries = Retries::default();
+        let k = k_for(term);
+        let (publish_ns, poll_ns) = split_costs(
+            k,
+            plan.split_rounds,
+            |seq| retries.add(publ.send(&message(seq), false)),
+            || {
+                sub.poll_fn(|m: &[u8], _| check.see(m), TP_FRAGMENT_LIMIT)
+                    .expect("C split poll")
+                    .max(0) as u64
+            },
+        );
+        assert_eq!(check.gaps, 0, "{name}: messages lost or reordered");
+        rows.push(SplitRow {
+            name,
+            k,
+            publish_ns,
+            poll_ns,
+            retries,
+        });
+    }
+    rows
+}
+
+/// The median cost of the fixed-count run's timing itself: two `now_ns` readings back to back
+/// and recording their difference, ns. It is inside every percentile (the floor's too), so
+/// a ratio to the floor is (operation + this) / (floor + this), not operation / floor.
+pub(crate) fn clock_pair_cost(n: u64) -> u64 {
+    let mut h = new_latency_histogram();
+    for _ in 0..n {
+        let t0 = now_ns();
+        let t1 = now_ns();
+        record_saturating(&mut h, (t1 - t0).max(0) as u64);
+    }
+    h.value_at_quantile(0.5)
+}
+
+/// What an uncontended `std::sync::Mutex` `try_lock` + unlock costs on this thread, ns: aeron-rs
+/// keeps every publication and subscription behind one, so `messaging` pays it once per
+/// offer / try_claim and once per poll.
+pub(crate) fn mutex_cost(n: u64) -> f64 {
+    let m = std::sync::Mutex::new(0u64);
+    let t0 = Instant::now();
+    for _ in 0..n {
+        if let Ok(mut g) = std::hint::black_box(&m).try_lock() {
+            *g += 1;
+        }
+    }
+    t0.elapsed().as_nanos() as f64 / n as f64
+}
