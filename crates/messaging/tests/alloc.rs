@@ -12,10 +12,13 @@
 //! buffer, the first term rotation) and is not counted.
 #![cfg(feature = "embedded-driver")]
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
+use common::{driver, wait_until_connected};
 use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
 
 struct Counting;
@@ -96,22 +99,11 @@ struct Stream {
     subscriber: Subscriber,
 }
 
-fn driver() -> EmbeddedDriver {
-    EmbeddedDriver::builder()
-        .ipc_term_length(64 << 10)
-        .spawn()
-        .expect("driver starts")
-}
-
 fn stream(driver: &EmbeddedDriver, stream_id: i32) -> Stream {
     let client = Client::connect(driver.dir()).expect("client connects");
     let subscriber = client.subscription("aeron:ipc", stream_id).expect("subscription");
     let publisher = client.publication("aeron:ipc", stream_id).expect("publication");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !publisher.is_connected() || subscriber.image_count() == 0 {
-        assert!(Instant::now() < deadline, "the subscriber never connected");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until_connected(&publisher, &subscriber);
     Stream {
         _client: client,
         publisher,

@@ -8,8 +8,11 @@
 //! counts; with it, none. Each test has its own embedded driver and two clients.
 #![cfg(feature = "embedded-driver")]
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{driver, wait_until_connected};
 use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, PrefaultError, Publisher, Subscriber};
 
 /// 1 MiB: 256 pages of 4 KiB per term.
@@ -77,11 +80,7 @@ fn run(prefault: Prefault, sparse: Option<bool>) -> Faults {
     let pub_client = Client::connect(driver.dir()).expect("client connects");
     let mut subscriber = sub_client.subscription("aeron:ipc", 1).expect("subscription");
     let mut publisher = pub_client.publication("aeron:ipc", 1).expect("publication");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !publisher.is_connected() || subscriber.image_count() == 0 {
-        assert!(Instant::now() < deadline, "the subscriber never connected");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    wait_until_connected(&publisher, &subscriber);
     if prefault != Prefault::Nothing {
         let stats = subscriber.prefault().expect("subscriber prefault");
         println!("{prefault:?}, sparse {sparse:?}: subscriber prefault: {stats}");
@@ -250,7 +249,7 @@ fn a_non_sparse_driver_pre_touches_its_own_mapping_only() {
 
 #[test]
 fn a_subscriber_without_an_image_is_told_to_wait_for_the_publisher() {
-    let driver = EmbeddedDriver::builder().ipc_term_length(64 << 10).spawn().unwrap();
+    let driver = driver();
     let client = Client::connect(driver.dir()).unwrap();
     let subscriber = client.subscription("aeron:ipc", 2).unwrap();
     let e = subscriber.prefault().unwrap_err();

@@ -3,20 +3,16 @@
 //! so parallel tests do not starve each other on small machines.
 #![cfg(feature = "embedded-driver")]
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::driver;
 use messaging::{
     Client, EmbeddedDriver, HandoffOptions, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
 };
-
-fn driver() -> EmbeddedDriver {
-    EmbeddedDriver::builder()
-        .ipc_term_length(64 << 10)
-        .spawn()
-        .expect("driver starts")
-}
 
 fn offer_retrying(p: &mut Publisher, msg: &[u8]) {
     let deadline = Instant::now() + Duration::from_secs(10);

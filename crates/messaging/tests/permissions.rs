@@ -2,16 +2,16 @@
 //! umask would allow it. (Its own test binary: the umask is per process.)
 #![cfg(feature = "embedded-driver")]
 
-use messaging::{world_writable, Client, EmbeddedDriver};
+mod common;
+
+use common::driver;
+use messaging::{world_writable, Client};
 
 #[test]
 fn the_embedded_driver_creates_nothing_world_writable_even_under_umask_0() {
     // SAFETY: umask only swaps the process's file-creation mask; this binary runs no other test.
     unsafe { libc::umask(0) };
-    let driver = EmbeddedDriver::builder()
-        .ipc_term_length(64 * 1024)
-        .spawn()
-        .expect("driver");
+    let driver = driver();
     let client = Client::connect(driver.dir()).expect("client");
     // A publication and a subscription make the driver create a log file too.
     let _publ = client.publication("aeron:ipc", 77).expect("publication");

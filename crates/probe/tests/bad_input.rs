@@ -8,18 +8,13 @@
 //! was left in /dev/shm (the program exits without running destructors, so a driver started
 //! before the refusal would leave one).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-fn bin(name: &str) -> PathBuf {
-    match name {
-        "latency-probe" => PathBuf::from(env!("CARGO_BIN_EXE_latency-probe")),
-        "latency-pub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-pub")),
-        "latency-sub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-sub")),
-        other => panic!("unknown binary {other}"),
-    }
-}
+use common::{bin, scratch};
 
 /// Generous: a behaviour check (nothing started), not a timing test.
 const FAST: Duration = Duration::from_secs(3);
@@ -120,13 +115,6 @@ impl Drop for Cleanup {
             let _ = std::fs::remove_file(p);
         }
     }
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("latency-bad-input-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    let _ = std::fs::remove_file(&d);
-    d
 }
 
 /// Writes a `cnc.dat` laid out as Aeron's (CnC version 0.2.0): the 128-byte header with the

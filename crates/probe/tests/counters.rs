@@ -3,9 +3,12 @@
 //! driver reports and the rendered section, so the real labels can be checked against the
 //! module's tables (`cargo test -p latency-probe --test counters -- --nocapture`).
 
+mod common;
+
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{Client, DriverCounter, EmbeddedDriver, MessageHeader, Publisher, Subscriber};
+use aeron_latency::messaging::{Client, DriverCounter, MessageHeader, Publisher, Subscriber};
+use common::{embedded_driver, wait_until};
 use latency_probe::measure::counters::diff;
 use latency_probe::measure::counters::POSITION_TYPE_IDS;
 use latency_probe::measure::counters::TIMESTAMP_TYPE_IDS;
@@ -42,10 +45,7 @@ fn print_all(title: &str, counters: &[DriverCounter]) {
 
 #[test]
 fn a_real_ipc_run_shows_positions_in_the_note_errors_watched_and_no_timestamps_moved() {
-    let driver = EmbeddedDriver::builder()
-        .ipc_term_length(64 * 1024)
-        .spawn()
-        .expect("driver starts");
+    let driver = embedded_driver(64 * 1024, None);
     let client = Client::connect(driver.dir()).expect("client connects");
     let before = client.counters();
     assert!(!before.is_empty(), "no counters read from {}", driver.dir().display());
@@ -53,10 +53,7 @@ fn a_real_ipc_run_shows_positions_in_the_note_errors_watched_and_no_timestamps_m
     let mut sub = client.subscription("aeron:ipc", 7001).expect("subscription");
     let mut publ = client.publication("aeron:ipc", 7001).expect("publication");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !publ.is_connected() {
-        assert!(Instant::now() < deadline, "publication never connected");
-        std::thread::yield_now();
-    }
+    wait_until(deadline, "publication never connected", || publ.is_connected());
     let mut got = 0u32;
     for i in 0..MESSAGES {
         offer(&mut publ, &mut sub, &mut got, &[i as u8; 32], deadline);

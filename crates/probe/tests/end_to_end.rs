@@ -2,38 +2,11 @@
 //! Every run uses its own embedded driver (or one started here), a small term and
 //! yield-idling hot threads, so the tests can run in parallel on two cores.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
-fn bin(name: &str) -> PathBuf {
-    match name {
-        "latency-probe" => PathBuf::from(env!("CARGO_BIN_EXE_latency-probe")),
-        "latency-pub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-pub")),
-        "latency-sub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-sub")),
-        other => panic!("unknown binary {other}"),
-    }
-}
-
-fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(bin(name)).args(args).output().expect("binary runs")
-}
-
-fn tmp_json(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("latency-probe-test-{}-{tag}.json", std::process::id()))
-}
-
-fn read_json(p: &PathBuf) -> Value {
-    let v = serde_json::from_slice(&std::fs::read(p).expect("report written")).expect("valid JSON");
-    let _ = std::fs::remove_file(p);
-    v
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{embedded_driver, read_json, run, stderr, tmp_json};
 
 #[test]
 fn two_hundred_thousand_messages_between_separate_processes_arrive_none_lost_all_in_order() {
@@ -127,10 +100,7 @@ fn bad_flags_are_rejected_with_one_line_naming_the_flag() {
 
 #[test]
 fn two_probe_runs_back_to_back_on_one_driver_and_stream_do_not_stall() {
-    let driver = aeron_latency::messaging::EmbeddedDriver::builder()
-        .ipc_term_length(1 << 20)
-        .spawn()
-        .expect("driver");
+    let driver = embedded_driver(1 << 20, None);
     let dir = driver.dir().to_str().unwrap().to_owned();
     for round in 0..2 {
         let json = tmp_json(&format!("b2b-{round}"));

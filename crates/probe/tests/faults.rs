@@ -7,36 +7,20 @@
 //! The driver that gets killed runs in a child process: this test binary itself, re-run with
 //! `FAULT_TEST_DRIVER_DIR` set, executes [`driver_process_for_fault_tests`].
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{self, DriverStatus, EmbeddedDriver};
+use common::{bin, embedded_driver, read_json, scratch, tmp_json, wait_until, SideArgs};
 use serde_json::Value;
 
 /// Driver timeout given to the driver and the clients (ms): short, so the tests are too.
 const DRIVER_TIMEOUT_MS: u64 = 2000;
 /// How much later than the driver timeout a side may notice a dead driver.
 const MARGIN: Duration = Duration::from_secs(4);
-
-fn bin(name: &str) -> PathBuf {
-    match name {
-        "latency-pub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-pub")),
-        "latency-sub" => PathBuf::from(env!("CARGO_BIN_EXE_latency-sub")),
-        "latency-probe" => PathBuf::from(env!("CARGO_BIN_EXE_latency-probe")),
-        other => panic!("unknown binary {other}"),
-    }
-}
-
-fn tmp(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("latency-probe-faults-{}-{tag}.json", std::process::id()))
-}
-
-fn read_json(p: &Path) -> Value {
-    let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("no report at {}: {e}", p.display()));
-    let _ = std::fs::remove_file(p);
-    serde_json::from_slice(&bytes).expect("valid JSON")
-}
 
 /// A probe process with its stderr in a file (read once it exited).
 struct Proc {
@@ -46,7 +30,7 @@ struct Proc {
 
 impl Proc {
     fn spawn(name: &str, args: &[&str], tag: &str) -> Proc {
-        let stderr = std::env::temp_dir().join(format!("latency-probe-faults-{}-{tag}.err", std::process::id()));
+        let stderr = scratch(&format!("{tag}.err"));
         let child = Command::new(bin(name))
             .args(args)
             .env("AERON_DRIVER_TIMEOUT", DRIVER_TIMEOUT_MS.to_string())
@@ -84,20 +68,6 @@ impl Drop for Proc {
     }
 }
 
-fn common<'a>(dir: &'a str, stream: &'a str) -> Vec<&'a str> {
-    vec![
-        "--dir",
-        dir,
-        "--stream",
-        stream,
-        "--idle",
-        "yield",
-        "--diagnostics",
-        "off",
-        "--quiet",
-    ]
-}
-
 /// A media driver in its own process (this test binary, re-run), so it can be SIGKILLed.
 struct DriverProcess {
     child: Child,
@@ -113,17 +83,13 @@ impl DriverProcess {
             .stdout(Stdio::null())
             .spawn()
             .expect("driver process starts");
-        let t = Instant::now();
-        while !matches!(
-            messaging::driver_status(&dir, Duration::from_millis(DRIVER_TIMEOUT_MS)),
-            DriverStatus::Alive { .. }
-        ) {
-            assert!(
-                t.elapsed() < Duration::from_secs(20),
-                "the driver process did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        wait_until(deadline, "the driver process did not start", || {
+            matches!(
+                messaging::driver_status(&dir, Duration::from_millis(DRIVER_TIMEOUT_MS)),
+                DriverStatus::Alive { .. }
+            )
+        });
         DriverProcess { child, dir }
     }
 
@@ -159,34 +125,20 @@ fn driver_process_for_fault_tests() {
     std::thread::sleep(Duration::from_secs(120));
 }
 
+/// A media driver in this process, with 1 MiB IPC terms and the short driver timeout.
 fn in_process_driver() -> EmbeddedDriver {
-    EmbeddedDriver::builder()
-        .ipc_term_length(1 << 20)
-        .driver_timeout(Duration::from_millis(DRIVER_TIMEOUT_MS))
-        .spawn()
-        .expect("driver")
+    embedded_driver(1 << 20, Some(Duration::from_millis(DRIVER_TIMEOUT_MS)))
 }
 
 #[test]
 fn a_killed_media_driver_stops_both_sides_with_the_cause_and_the_subscriber_keeps_its_report() {
     let mut driver = DriverProcess::spawn("killed");
     let dir = driver.dir.to_str().unwrap().to_owned();
-    let (sub_json, pub_json) = (tmp("killed-sub"), tmp("killed-pub"));
-    let mut sub_args = common(&dir, "3001");
-    sub_args.extend(["--timeout", "60", "--json", sub_json.to_str().unwrap()]);
-    let mut sub = Proc::spawn("latency-sub", &sub_args, "killed-sub");
-    let mut pub_args = common(&dir, "3001");
-    pub_args.extend([
-        "--duration",
-        "60",
-        "--rate",
-        "5000",
-        "--warmup",
-        "100",
-        "--json",
-        pub_json.to_str().unwrap(),
-    ]);
-    let mut publ = Proc::spawn("latency-pub", &pub_args, "killed-pub");
+    let (sub_json, pub_json) = (tmp_json("killed-sub"), tmp_json("killed-pub"));
+    let sub_args = SideArgs::sub(&dir, 3001, 60).json(&sub_json);
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "killed-sub");
+    let pub_args = SideArgs::publ(&dir, 3001, 60, 100).json(&pub_json);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "killed-pub");
     std::thread::sleep(Duration::from_millis(2500));
     driver.kill();
     let killed = Instant::now();
@@ -238,24 +190,11 @@ fn a_killed_media_driver_stops_both_sides_with_the_cause_and_the_subscriber_keep
 fn a_killed_subscriber_is_noticed_and_the_publisher_says_what_was_sent_before_and_after() {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();
-    let pub_json = tmp("subkilled-pub");
-    let mut sub_args = common(&dir, "3002");
-    sub_args.extend(["--timeout", "60"]);
-    let mut sub = Proc::spawn("latency-sub", &sub_args, "subkilled-sub");
-    let mut pub_args = common(&dir, "3002");
-    pub_args.extend([
-        "--duration",
-        "60",
-        "--rate",
-        "5000",
-        "--warmup",
-        "100",
-        "--wait",
-        "2",
-        "--json",
-        pub_json.to_str().unwrap(),
-    ]);
-    let mut publ = Proc::spawn("latency-pub", &pub_args, "subkilled-pub");
+    let pub_json = tmp_json("subkilled-pub");
+    let sub_args = SideArgs::sub(&dir, 3002, 60);
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "subkilled-sub");
+    let pub_args = SideArgs::publ(&dir, 3002, 60, 100).wait(2).json(&pub_json);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "subkilled-pub");
     std::thread::sleep(Duration::from_millis(2500));
     sub.child.kill().expect("SIGKILL latency-sub");
     let _ = sub.child.wait();
@@ -308,14 +247,12 @@ fn a_killed_subscriber_is_noticed_and_the_publisher_says_what_was_sent_before_an
 fn a_killed_publisher_ends_the_subscriber_at_its_timeout_with_a_partial_report_and_nothing_lost() {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();
-    let sub_json = tmp("pubkilled-sub");
-    let mut sub_args = common(&dir, "3003");
-    sub_args.extend(["--timeout", "5", "--json", sub_json.to_str().unwrap()]);
+    let sub_json = tmp_json("pubkilled-sub");
+    let sub_args = SideArgs::sub(&dir, 3003, 5).json(&sub_json);
     let started = Instant::now();
-    let mut sub = Proc::spawn("latency-sub", &sub_args, "pubkilled-sub");
-    let mut pub_args = common(&dir, "3003");
-    pub_args.extend(["--duration", "60", "--rate", "5000", "--warmup", "100"]);
-    let mut publ = Proc::spawn("latency-pub", &pub_args, "pubkilled-pub");
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "pubkilled-sub");
+    let pub_args = SideArgs::publ(&dir, 3003, 60, 100);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "pubkilled-pub");
     std::thread::sleep(Duration::from_millis(2000));
     publ.child.kill().expect("SIGKILL latency-pub");
     let _ = publ.child.wait();
@@ -352,22 +289,11 @@ fn a_killed_publisher_ends_the_subscriber_at_its_timeout_with_a_partial_report_a
 fn foreign_bytes_on_our_stream_are_decode_errors_and_the_totals_still_add_up() {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();
-    let (sub_json, pub_json) = (tmp("foreign-sub"), tmp("foreign-pub"));
-    let mut sub_args = common(&dir, "3004");
-    sub_args.extend(["--timeout", "60", "--json", sub_json.to_str().unwrap()]);
-    let mut sub = Proc::spawn("latency-sub", &sub_args, "foreign-sub");
-    let mut pub_args = common(&dir, "3004");
-    pub_args.extend([
-        "--duration",
-        "3",
-        "--rate",
-        "5000",
-        "--warmup",
-        "500",
-        "--json",
-        pub_json.to_str().unwrap(),
-    ]);
-    let mut publ = Proc::spawn("latency-pub", &pub_args, "foreign-pub");
+    let (sub_json, pub_json) = (tmp_json("foreign-sub"), tmp_json("foreign-pub"));
+    let sub_args = SideArgs::sub(&dir, 3004, 60).json(&sub_json);
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "foreign-sub");
+    let pub_args = SideArgs::publ(&dir, 3004, 3, 500).json(&pub_json);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "foreign-pub");
 
     // A publisher that is not ours, on the same stream, while the run is in full swing.
     let client = messaging::Client::connect(&dir).expect("client");
@@ -414,24 +340,12 @@ fn foreign_bytes_on_our_stream_are_decode_errors_and_the_totals_still_add_up() {
 fn both_orders(sub_first: bool) {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();
-    let stream = if sub_first { "3005" } else { "3006" };
+    let stream = if sub_first { 3005 } else { 3006 };
     let tag = if sub_first { "subfirst" } else { "pubfirst" };
-    let (sub_json, pub_json) = (tmp(&format!("{tag}-sub")), tmp(&format!("{tag}-pub")));
-    let mut sub_args = common(&dir, stream);
-    sub_args.extend(["--timeout", "60", "--json", sub_json.to_str().unwrap()]);
-    let mut pub_args = common(&dir, stream);
-    pub_args.extend([
-        "--duration",
-        "1",
-        "--rate",
-        "5000",
-        "--warmup",
-        "500",
-        "--wait",
-        "20",
-        "--json",
-        pub_json.to_str().unwrap(),
-    ]);
+    let (sub_json, pub_json) = (tmp_json(&format!("{tag}-sub")), tmp_json(&format!("{tag}-pub")));
+    let sub_side = SideArgs::sub(&dir, stream, 60).json(&sub_json);
+    let pub_side = SideArgs::publ(&dir, stream, 1, 500).wait(20).json(&pub_json);
+    let (sub_args, pub_args) = (sub_side.args(), pub_side.args());
     let (mut sub, mut publ) = if sub_first {
         let s = Proc::spawn("latency-sub", &sub_args, &format!("{tag}-sub"));
         std::thread::sleep(Duration::from_millis(1000));
@@ -472,7 +386,7 @@ fn a_world_writable_external_driver_dir_is_warned_about_in_the_report() {
     let dir = driver.dir().to_str().unwrap().to_owned();
     let cnc = driver.dir().join("cnc.dat");
     std::fs::set_permissions(&cnc, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let json = tmp("perms");
+    let json = tmp_json("perms");
     let mut p = Proc::spawn(
         "latency-probe",
         &[

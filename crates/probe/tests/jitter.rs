@@ -7,10 +7,11 @@
 //! blocking calls. Spinning threads must not share the two cores with another spinning run, so
 //! the tests in this file run one at a time (cargo runs test binaries one after another).
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
 use std::sync::Mutex;
 
+use common::{read_json, run_probe, stderr, tmp_json};
 use latency_probe::model::Mode;
 
 use latency_probe::measure::monitor::Monitor;
@@ -21,7 +22,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// Runs latency-probe for 1 s at 5,000 msg/s with `extra` flags and returns its JSON report.
 fn probe(tag: &str, extra: &[&str]) -> Value {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let json: PathBuf = std::env::temp_dir().join(format!("latency-jitter-test-{}-{tag}.json", std::process::id()));
+    let json = tmp_json(tag);
     let mut args = vec![
         "--duration",
         "1",
@@ -41,18 +42,9 @@ fn probe(tag: &str, extra: &[&str]) -> Value {
     if !extra.contains(&"--hiccup") {
         args.extend(["--hiccup", "off"]);
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_latency-probe"))
-        .args(&args)
-        .output()
-        .expect("latency-probe runs");
-    assert!(
-        out.status.success(),
-        "latency-probe {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&std::fs::read(&json).expect("report written")).expect("valid JSON");
-    let _ = std::fs::remove_file(&json);
-    v
+    let out = run_probe(&args);
+    assert!(out.status.success(), "latency-probe {args:?} failed: {}", stderr(&out));
+    read_json(&json)
 }
 
 /// Whether perf may be used here (root or CAP_PERFMON); tests of the perf path say so and
@@ -255,12 +247,9 @@ fn diagnostics_off_leaves_the_jitter_section_out() {
 
 #[test]
 fn a_hiccup_core_that_does_not_exist_is_refused() {
-    let out = Command::new(env!("CARGO_BIN_EXE_latency-probe"))
-        .args(["--duration", "1", "--hiccup", "4096"])
-        .output()
-        .unwrap();
+    let out = run_probe(&["--duration", "1", "--hiccup", "4096"]);
     assert_eq!(out.status.code(), Some(2));
-    let e = String::from_utf8_lossy(&out.stderr);
+    let e = stderr(&out);
     assert!(e.contains("--hiccup 4096: no such core"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
 }
@@ -270,12 +259,9 @@ fn perf_without_permission_is_refused_with_the_reason() {
     if perf_permitted() {
         return; // cannot be checked where perf works
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_latency-probe"))
-        .args(["--duration", "1", "--diagnostics", "perf"])
-        .output()
-        .unwrap();
+    let out = run_probe(&["--duration", "1", "--diagnostics", "perf"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--diagnostics perf"));
+    assert!(stderr(&out).contains("--diagnostics perf"));
 }
 
 #[test]

@@ -2,26 +2,15 @@
 //! HdrHistogram's own readers (the crate's interval-log reader and V2 deserializer) and must
 //! give the report's percentiles; the SVGs must parse and hold their series.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
+use std::path::Path;
+
+use common::{run_probe, scratch, stderr};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use latency_probe::model::Report;
-
-fn probe(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_latency-probe"))
-        .args(args)
-        .output()
-        .expect("latency-probe runs")
-}
-
-fn fresh_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("latency-probe-outputs-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
 
 /// Small, quick, polite runs: yield-idling hot threads, a 1 MiB term, no floor.
 const QUICK: [&str; 10] = [
@@ -67,7 +56,7 @@ fn svg(path: &Path) -> String {
 
 #[test]
 fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentiles() {
-    let dir = fresh_dir("out");
+    let dir = scratch("out");
     let d = dir.to_str().unwrap();
     let mut args = vec![
         "--duration",
@@ -83,8 +72,8 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
         d,
     ];
     args.extend(QUICK);
-    let out = probe(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run_probe(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
     let report: Report = serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
     let l = report.latency_ns;
     assert_eq!(l.count, 15_000);
@@ -224,7 +213,7 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
         counters.watched.iter().any(|w| w.label.starts_with("Errors")),
         "the driver's Errors counter is watched: {counters:?}"
     );
-    let text = String::from_utf8_lossy(&out.stderr);
+    let text = stderr(&out);
     assert!(text.contains("run 2/2"), "{text}");
     assert!(
         text.contains("latency-sub: 1 s: received") && text.contains("p99 of the last"),
@@ -232,29 +221,29 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     );
 
     // compare: run 1 against the report (2 runs recorded in B: the verdicts are judged).
-    let c = probe(&[
+    let c = run_probe(&[
         "compare",
         dir.join("run-1.json").to_str().unwrap(),
         dir.join("report.json").to_str().unwrap(),
     ]);
-    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    assert!(c.status.success(), "{}", stderr(&c));
     let t = String::from_utf8_lossy(&c.stdout);
     assert!(t.contains("p99.9") && t.contains("noise"), "{t}");
     assert!(t.contains("within the noise") || t.contains("beyond the noise"), "{t}");
-    let bad = probe(&[
+    let bad = run_probe(&[
         "compare",
         dir.join("groups.csv").to_str().unwrap(),
         dir.join("report.json").to_str().unwrap(),
     ]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("is not a latency-probe or latency-sub JSON report"));
+    assert!(stderr(&bad).contains("is not a latency-probe or latency-sub JSON report"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn sweep_runs_each_rate_and_draws_latency_against_offered_load() {
-    let dir = fresh_dir("sweep");
-    let out = probe(&[
+    let dir = scratch("sweep");
+    let out = run_probe(&[
         "sweep",
         "--rates",
         "2k,5000",
@@ -276,7 +265,7 @@ fn sweep_runs_each_rate_and_draws_latency_against_offered_load() {
         "--diagnostics",
         "off",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2000") && text.contains("5000"), "{text}");
     let csv = std::fs::read_to_string(dir.join("sweep.csv")).unwrap();
