@@ -15,6 +15,7 @@ use crate::model::OffCpuKind;
 use crate::model::OffCpuSummary;
 use crate::model::ReadCost;
 use crate::model::SlowSample;
+use crate::model::Source;
 use crate::model::SourceInfo;
 use crate::model::StallSummary;
 use crate::model::TailSummary;
@@ -45,7 +46,7 @@ pub fn build(
     };
     let a = analyse(sides, slow, log, ctx);
     let mut source = sides.first().map(|s| s.source.clone()).unwrap_or(SourceInfo {
-        name: "off".into(),
+        name: Source::Off,
         reason: None,
     });
     for s in sides.iter().skip(1) {
@@ -77,7 +78,7 @@ pub fn build(
                 total_ns: l.total_ns,
                 max_ns: l.max_ns,
             }),
-            off_cpu: (t.role.is_hot() && sides.iter().all(|s| s.source.name == "perf")).then(|| {
+            off_cpu: (t.role.is_hot() && sides.iter().all(|s| s.source.name == Source::Perf)).then(|| {
                 let mut o = OffCpuSummary {
                     lost_records: t.off_cpu_lost,
                     ..OffCpuSummary::default()

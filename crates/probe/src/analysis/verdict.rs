@@ -125,7 +125,7 @@ fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
 #[must_use]
 pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&HiccupLog>, ctx: &Context) -> Analysis {
     let known: Vec<&ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
-    let perf = sides.iter().all(|s| s.source.name == "perf");
+    let perf = sides.iter().all(|s| s.source.name == crate::model::Source::Perf);
     let resolvable_all = perf
         && known
             .iter()
@@ -815,6 +815,7 @@ mod tests {
     use super::*;
     use crate::model::Counts;
     use crate::model::OffCpu;
+    use crate::model::Source;
     use crate::model::SourceInfo;
     use crate::model::StallLog;
 
@@ -845,10 +846,10 @@ mod tests {
         }
     }
 
-    fn side(source: &str, threads: Vec<ThreadJitter>) -> JitterSide {
+    fn side(source: Source, threads: Vec<ThreadJitter>) -> JitterSide {
         JitterSide {
             source: SourceInfo {
-                name: source.into(),
+                name: source,
                 reason: None,
             },
             threads,
@@ -892,7 +893,7 @@ mod tests {
 
     #[test]
     fn a_quiet_run_is_clean() {
-        let s = side("perf", vec![thread("latency-sub", 1, Role::Subscriber, quiet())]);
+        let s = side(Source::Perf, vec![thread("latency-sub", 1, Role::Subscriber, quiet())]);
         let a = analyse(&[&s], &[sample(20_000, 100)], None, &ctx("spin"));
         assert_eq!(a.verdict.futex, "clean");
         assert!(a.verdict.headline.starts_with("clean"), "{}", a.verdict.headline);
@@ -913,7 +914,7 @@ mod tests {
         );
         c.off_cpu
             .push(episode(50, Some(20_000), OffCpuKind::Blocked, 0, [0; 16]));
-        let s = side("perf", vec![c]);
+        let s = side(Source::Perf, vec![c]);
         let a = analyse(
             &[&s],
             &[sample(20_000, 100), sample(15_000, 500_000)],
@@ -960,7 +961,7 @@ mod tests {
             sub.off_cpu
                 .push(episode(t, Some(t + 5_000), OffCpuKind::Preempted, pid, c));
         }
-        let s = side("perf", vec![sub, conductor]);
+        let s = side(Source::Perf, vec![sub, conductor]);
         let a = analyse(&[&s], &[sample(20_000, 90)], None, &ctx("spin"));
         assert_eq!(a.verdict.futex, "clean");
         let own = a.verdict.findings.iter().find(|f| f.cause == "preempted-own").unwrap();
@@ -1002,7 +1003,7 @@ mod tests {
             },
         );
         sub.stalls = Some(StallLog::new(5_000, 8));
-        let s = side("proc", vec![sub]);
+        let s = side(Source::Proc, vec![sub]);
         let mut c = ctx("yield");
         c.hot_path_lock = true;
         let a = analyse(&[&s], &[], None, &c);
@@ -1025,7 +1026,7 @@ mod tests {
                 ..Counts::default()
             },
         );
-        let s = side("proc", vec![sub]);
+        let s = side(Source::Proc, vec![sub]);
         let a = analyse(&[&s], &[], None, &ctx("backoff"));
         assert_eq!(a.verdict.futex, "unknown");
         assert!(a.verdict.findings.iter().all(|f| f.cause != "futex"));
@@ -1044,7 +1045,7 @@ mod tests {
         );
         sub.off_cpu
             .push(episode(1_000, Some(13_000), OffCpuKind::Preempted, 0, [0; 16]));
-        let s = side("perf", vec![sub]);
+        let s = side(Source::Perf, vec![sub]);
         // 12 µs inside a 4 ms window: less than a tenth.
         let a = analyse(&[&s], &[sample(4_000_000, 0)], None, &ctx("spin"));
         assert_eq!(a.tail_by_cause.get("none"), Some(&1));

@@ -43,6 +43,7 @@ use crate::model::StallLog;
 
 use crate::model::Role;
 
+use crate::model::Source;
 use crate::model::SourceInfo;
 
 use crate::model::Counts;
@@ -98,14 +99,14 @@ impl Monitor {
             Mode::Off => (
                 None,
                 SourceInfo {
-                    name: "off".into(),
+                    name: Source::Off,
                     reason: Some("--diagnostics off".into()),
                 },
             ),
             Mode::Proc => (
                 None,
                 SourceInfo {
-                    name: "proc".into(),
+                    name: Source::Proc,
                     reason: Some("--diagnostics proc".into()),
                 },
             ),
@@ -113,7 +114,7 @@ impl Monitor {
                 Ok(p) => (
                     Some(p),
                     SourceInfo {
-                        name: "perf".into(),
+                        name: Source::Perf,
                         reason: None,
                     },
                 ),
@@ -121,7 +122,7 @@ impl Monitor {
                 Err(why) => (
                     None,
                     SourceInfo {
-                        name: "proc".into(),
+                        name: Source::Proc,
                         reason: Some(why),
                     },
                 ),
@@ -146,7 +147,7 @@ impl Monitor {
     /// Whether the monitor reads anything.
     #[must_use]
     pub fn is_on(&self) -> bool {
-        self.source.name != "off"
+        self.source.name != Source::Off
     }
 
     /// Watches one thread. A thread that cannot be watched (gone, not permitted) is noted, not
@@ -532,7 +533,7 @@ mod tests {
             "groups never started are empty"
         );
         assert_eq!(side.read_cost.reads, 3);
-        assert_eq!(side.source.name, "proc");
+        assert_eq!(side.source.name, Source::Proc);
     }
 
     #[test]

@@ -329,11 +329,33 @@ impl ThreadJitter {
     }
 }
 
+/// Where the per-thread counters come from (JSON: `perf`, `proc`, `off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// perf events: futex tracepoints, software counters, switch records.
+    Perf,
+    /// `/proc` alone: context switches, faults, run-queue delay; no futex count.
+    Proc,
+    /// No diagnostics.
+    Off,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Source::Perf => "perf",
+            Source::Proc => "proc",
+            Source::Off => "off",
+        })
+    }
+}
+
 /// The source the counters came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SourceInfo {
     /// `perf`, `proc` or `off`.
-    pub name: String,
+    pub name: Source,
     /// Why not perf, when it is not.
     pub reason: Option<String>,
 }

@@ -3,6 +3,7 @@
 use crate::model::GroupJitter;
 use crate::model::JitterReport;
 use crate::model::Role;
+use crate::model::Source;
 use crate::model::ThreadSummary;
 use crate::units::format_ns;
 use std::fmt::Write as _;
@@ -17,8 +18,8 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
     let mut out = String::new();
     let o = &mut out;
     let source = match &j.source.reason {
-        Some(r) if j.source.name != "perf" => format!("{} (not perf: {r})", j.source.name),
-        _ => j.source.name.clone(),
+        Some(r) if j.source.name != Source::Perf => format!("{} (not perf: {r})", j.source.name),
+        _ => j.source.name.to_string(),
     };
     let _ = writeln!(o, "\njitter diagnosis (counters: {source})");
     // Columns: hot threads as futex/voluntary/involuntary/faults, helpers as wake-ups.

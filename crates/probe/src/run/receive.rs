@@ -166,7 +166,7 @@ impl State {
             receive_span: self.receive_span,
             core: None,
             hot_tid: 0,
-            jitter: jitter.filter(|j| j.source.name != "off"),
+            jitter: jitter.filter(|j| j.source.name != crate::model::Source::Off),
             slow: self.slow.into_sorted(),
             idle: String::new(),
             delivery: Delivery::Inline,
