@@ -21,6 +21,7 @@ use crate::model::ThreadJitter;
 use crate::model::Verdict;
 use crate::units::format_ns;
 use crate::units::thousands;
+use crate::units::times;
 use aeron_latency::messaging::{Backoff, IdleStrategy};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -62,15 +63,6 @@ pub const OUTLIERS_LISTED: usize = 20;
 
 fn label(t: &ThreadJitter) -> String {
     format!("{} ({}, tid {})", t.name, t.role.describe(), t.tid)
-}
-
-/// "once", "2 times", "1,234 times".
-fn times(n: u64) -> String {
-    if n == 1 {
-        "once".into()
-    } else {
-        format!("{} times", thousands(n))
-    }
 }
 
 fn sleeping_idle(idle: Option<&IdleStrategy>) -> bool {

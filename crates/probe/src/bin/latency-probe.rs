@@ -430,8 +430,7 @@ fn compare_main(c: &CompareArgs) {
 
 /// `latency-probe sweep`: this program once per rate, then the table and the plot.
 fn sweep_main(s: &SweepArgs) {
-    use latency_probe::render::output;
-    use latency_probe::render::output::SweepPoint;
+    use latency_probe::render::svg::{sweep_svg, SweepPoint};
     const ME: &str = "latency-probe sweep";
     if !(s.duration.is_finite() && s.duration > 0.0) {
         cli::fail(
@@ -583,7 +582,7 @@ fn sweep_main(s: &SweepArgs) {
         reports[0].mode.as_str(),
         reports[0].msg_size
     );
-    if let Err(e) = output::sweep_svg(&points, Some(&target), &title, &svg) {
+    if let Err(e) = sweep_svg(&points, Some(&target), &title, &svg) {
         eprintln!("{ME}: could not draw {}: {e}", svg.display());
         ok = false;
     }

@@ -5,12 +5,9 @@ use crate::model::JitterReport;
 use crate::model::Role;
 use crate::model::Source;
 use crate::model::ThreadSummary;
+use crate::units::count_or_dash;
 use crate::units::format_ns;
 use std::fmt::Write as _;
-
-fn opt(v: Option<u64>) -> String {
-    v.map_or("-".into(), |v| v.to_string())
-}
 
 /// The text form: per-group counters, threads, slowest samples, the verdict last.
 #[must_use]
@@ -54,9 +51,9 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
                 let cell = match r.threads.iter().find(|x| x.tid == t.tid) {
                     Some(x) if x.role.is_hot() => format!(
                         "{}/{}/{}/{}",
-                        opt(x.counts.futex),
-                        opt(x.counts.voluntary),
-                        opt(x.counts.involuntary),
+                        count_or_dash(x.counts.futex),
+                        count_or_dash(x.counts.voluntary),
+                        count_or_dash(x.counts.involuntary),
                         x.counts.faults()
                     ),
                     Some(x) => x.counts.wakeups.to_string(),
@@ -81,10 +78,10 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
             t.name,
             t.role.describe(),
             t.tid,
-            opt(c.futex),
-            opt(c.voluntary),
-            opt(c.involuntary),
-            opt(c.migrations),
+            count_or_dash(c.futex),
+            count_or_dash(c.voluntary),
+            count_or_dash(c.involuntary),
+            count_or_dash(c.migrations),
             c.minor_faults,
             c.major_faults,
             c.wakeups,

@@ -1,12 +1,15 @@
-//! The `--out DIR` result directory: `report.json` and the files made from it.
+//! The `--out DIR` result directory: `report.json` and the files made from it, each written
+//! atomically through [`write_atomically`].
 
 use crate::model::decode;
 use crate::model::Report;
 use crate::model::GROUPS;
-use crate::render::output;
-use crate::render::output::GroupPoint;
-use crate::render::output::Interval;
-use crate::render::output::TaggedIntervals;
+use crate::render::csv::write_groups_csv;
+use crate::render::files::{write_atomically, write_json};
+use crate::render::hgrm::{write_hgrm, NS_PER_US};
+use crate::render::hlog::{write_hlog, Interval, TaggedIntervals};
+use crate::render::points::GroupPoint;
+use crate::render::svg::{groups_svg, spectrum_svg};
 use std::path::{Path, PathBuf};
 
 /// The groups of `report` as plot and CSV rows: times from its histograms (else 0), counters
@@ -78,13 +81,12 @@ pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| io(dir, &e))?;
     let mut written = Vec::new();
     let json = dir.join("report.json");
-    crate::render::files::write_json(report, &json).map_err(|e| io(&json, &e))?;
+    write_json(report, &json).map_err(|e| io(&json, &e))?;
     written.push(json);
 
     let rows = group_points(report);
     let csv = dir.join("groups.csv");
-    let f = std::fs::File::create(&csv).map_err(|e| io(&csv, &e))?;
-    output::write_groups_csv(&rows, std::io::BufWriter::new(f)).map_err(|e| io(&csv, &e))?;
+    write_atomically(&csv, |out| write_groups_csv(&rows, out)).map_err(|e| io(&csv, &e))?;
     written.push(csv);
 
     let Some(h) = &report.histograms else {
@@ -94,8 +96,7 @@ pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
     let actual = decode(&h.actual).map_err(|e| io(&dir.join("latency-actual.hgrm"), &e))?;
     for (name, hist) in [("latency.hgrm", &intended), ("latency-actual.hgrm", &actual)] {
         let p = dir.join(name);
-        let f = std::fs::File::create(&p).map_err(|e| io(&p, &e))?;
-        output::write_hgrm(hist, std::io::BufWriter::new(f), output::NS_PER_US).map_err(|e| io(&p, &e))?;
+        write_atomically(&p, |out| write_hgrm(hist, out, NS_PER_US)).map_err(|e| io(&p, &e))?;
         written.push(p);
     }
 
@@ -130,8 +131,11 @@ pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
             intervals: &iv_actual,
         },
     ];
-    let f = std::fs::File::create(&hlog).map_err(|e| io(&hlog, &e))?;
-    output::write_hlog(&sets, h.start_epoch_s.max(0.0), std::io::BufWriter::new(f)).map_err(|e| io(&hlog, &e))?;
+    // The log's own error, whole: its message is what `--out` prints.
+    write_atomically(&hlog, |out| {
+        write_hlog(&sets, h.start_epoch_s.max(0.0), out).map_err(std::io::Error::other)
+    })
+    .map_err(|e| io(&hlog, &e))?;
     written.push(hlog);
 
     let what = format!(
@@ -144,7 +148,7 @@ pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
     );
     if !intended.is_empty() {
         let p = dir.join("spectrum.svg");
-        output::spectrum_svg(
+        spectrum_svg(
             &[
                 ("from the intended send time", &intended),
                 ("from the actual send time", &actual),
@@ -155,7 +159,7 @@ pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
         .map_err(|e| io(&p, &e))?;
         written.push(p);
         let p = dir.join("groups.svg");
-        output::groups_svg(&rows, &format!("latency over the run, 20 groups: {what}"), &p).map_err(|e| io(&p, &e))?;
+        groups_svg(&rows, &format!("latency over the run, 20 groups: {what}"), &p).map_err(|e| io(&p, &e))?;
         written.push(p);
     }
     Ok(written)
