@@ -1,72 +1,210 @@
 //! `latency-probe`: the whole experiment in one command.
 //!
 //! Starts the embedded media driver (or uses `--dir`), runs `latency-sub` and `latency-pub`
-//! as separate processes with their hot threads pinned to different cores, and combines
-//! their JSON reports into one. The child binaries are looked up next to this executable.
+//! as separate processes with their hot threads pinned to different cores ([`super::trial`]),
+//! once or `--runs` times, and combines their JSON reports into one. The child binaries are
+//! looked up next to this executable ([`sibling`]).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::Duration;
+use super::driver::{self, DriverChoice, DriverError};
+use super::trial::{self, Place, Trial, TrialError};
+use crate::model::{Report, RunsSummary};
+use crate::render::text::render_text;
+use crate::units::format_ns;
+use std::fmt;
+use std::process::ExitStatus;
 
-/// Where `latency-pub` / `latency-sub` live: next to the running executable.
-#[must_use]
-pub fn sibling(name: &str) -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-        .unwrap_or_default()
-        .join(name)
+pub use super::process::{default_cores, sibling, spawn, wait_bounded, SpawnError};
+
+const ME: &str = "latency-probe";
+
+/// The experiment, as plain values (the flags, checked).
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// How many times to measure (1 to 1000), each with its own floor.
+    pub runs: u32,
+    /// What each measurement runs.
+    pub trial: Trial,
+    /// The media driver.
+    pub driver: DriverChoice,
 }
 
-/// Default cores for the two hot threads: the last two this process may use
-/// (subscriber, publisher), or none when fewer than two exist.
-#[must_use]
-pub fn default_cores() -> (Option<usize>, Option<usize>) {
-    let cores = aeron_latency::messaging::available_cores();
-    match cores.len() {
-        0 | 1 => (None, None),
-        n => (Some(cores[n - 1]), Some(cores[n - 2])),
+/// What the experiment measured.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The report: the last run's, with [`Report::runs`] when there were several.
+    pub report: Report,
+    /// The report as text, with the variation between runs when there were several.
+    pub text: String,
+    /// Each run's own report when there were several (else empty).
+    pub runs: Vec<Report>,
+    /// The last run's latency-pub exit (none: killed).
+    pub pub_status: Option<ExitStatus>,
+    /// The last run's latency-sub exit (none: killed).
+    pub sub_status: Option<ExitStatus>,
+    /// Every run finished, lost nothing, and both children exited 0.
+    pub ok: bool,
+}
+
+/// Why the experiment measured nothing.
+#[derive(Debug)]
+pub enum ExperimentError {
+    /// The media driver could not be reached or started.
+    Driver(DriverError),
+    /// The first run produced no report.
+    Trial(TrialError),
+}
+
+impl ExperimentError {
+    /// Whether the setup was refused before anything ran (else a run ran and left no report).
+    #[must_use]
+    pub fn is_setup(&self) -> bool {
+        match self {
+            ExperimentError::Driver(_) => true,
+            ExperimentError::Trial(e) => e.is_setup(),
+        }
     }
 }
 
-/// Spawns a child, with a clear message when the binary is missing.
-///
-/// # Errors
-/// The binary could not be started.
-pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, String> {
-    Command::new(bin)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| {
-            format!(
-                "could not start {}: {e}; build it first (cargo build --release -p latency-probe)",
-                bin.display()
-            )
-        })
+impl fmt::Display for ExperimentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExperimentError::Driver(e) => write!(f, "{e}"),
+            ExperimentError::Trial(e) => write!(f, "{e}"),
+        }
+    }
 }
 
-/// Waits for a child up to `limit`, killing it after that.
-///
-/// Checks rarely (every 250 ms once it has waited a while): on a machine whose cores are all
-/// taken by the hot threads, each wake-up of this thread preempts one of them, and the jitter
-/// report would name it.
-pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = std::time::Instant::now() + limit;
-    let mut pause = Duration::from_millis(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) => return Some(s),
-            Ok(None) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(250));
-            }
-            _ => {
-                let _ = child.kill();
-                return child.wait().ok();
-            }
+impl std::error::Error for ExperimentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ExperimentError::Driver(e) => Some(e),
+            ExperimentError::Trial(e) => Some(e),
         }
+    }
+}
+
+/// Runs the experiment: starts the driver, measures `runs` times (a run that fails after the
+/// first ends the series, and the runs before it are reported, marked incomplete), stops the
+/// driver, and combines the runs.
+///
+/// # Errors
+/// The driver is not there, or the first run produced no report.
+pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
+    let driver = driver::start(&x.driver).map_err(ExperimentError::Driver)?;
+    let mut reports = Vec::new();
+    let mut ok = true;
+    let mut statuses = (None, None);
+    for run in 1..=x.runs {
+        let at = Place {
+            dir: driver.dir(),
+            embedded: driver.is_embedded(),
+            driver_version: driver.version(),
+            run: (x.runs > 1).then_some((run, x.runs)),
+        };
+        let m = match trial::measure(&x.trial, &at) {
+            Ok(m) => m,
+            // The driver stops (and removes its directory) on the way out.
+            Err(e) if reports.is_empty() => return Err(ExperimentError::Trial(e)),
+            Err(why) => {
+                // Keep what the earlier runs measured: report them, marked incomplete.
+                eprintln!(
+                    "{ME}: run {run}/{} failed, reporting the {} before it: {why}",
+                    x.runs,
+                    reports.len()
+                );
+                ok = false;
+                break;
+            }
+        };
+        let children_ok = m.pub_status.is_some_and(|s| s.success()) && m.sub_status.is_some_and(|s| s.success());
+        ok &= children_ok && m.report.complete && m.report.lost == 0;
+        if x.runs > 1 {
+            let l = &m.report.latency_ns;
+            eprintln!(
+                "{ME}: run {run}/{}: p50 {} p99 {} p99.9 {} max {}{}",
+                x.runs,
+                format_ns(l.p50),
+                format_ns(l.p99),
+                format_ns(l.p999),
+                format_ns(l.max),
+                if m.report.complete && m.report.lost == 0 {
+                    ""
+                } else {
+                    " (incomplete)"
+                }
+            );
+        }
+        statuses = (m.pub_status, m.sub_status);
+        reports.push(m.report);
+    }
+    drop(driver);
+    let (pub_status, sub_status) = statuses;
+    let (report, text, runs) = combine_runs(reports, x.runs);
+    Ok(Outcome {
+        report,
+        text,
+        runs,
+        pub_status,
+        sub_status,
+        ok,
+    })
+}
+
+/// The runs as one report (the last run's, with the variation between them when there were
+/// several), its text, and each run's own report when there were several.
+///
+/// # Panics
+/// `reports` is empty.
+#[must_use]
+pub fn combine_runs(mut reports: Vec<Report>, planned: u32) -> (Report, String, Vec<Report>) {
+    let mut report = reports.pop().expect("at least one run");
+    if reports.len() + 1 < planned as usize {
+        report.complete = false;
+        report.notes.push(format!(
+            "only {} of the {} runs finished (see the error above)",
+            reports.len() + 1,
+            planned
+        ));
+    }
+    let mut text = render_text(&report);
+    if planned > 1 {
+        reports.push(report.clone());
+        let summary = RunsSummary::from_reports(&reports);
+        text.push_str(&summary.render());
+        report.runs = Some(summary);
+    }
+    (report, text, reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept() -> Report {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report-full.json");
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn one_run_is_its_own_report() {
+        let (report, text, runs) = combine_runs(vec![kept()], 1);
+        assert!(report.runs.is_none() && runs.is_empty());
+        assert_eq!(text, render_text(&kept()));
+    }
+
+    #[test]
+    fn runs_that_stopped_early_are_reported_with_their_variation_marked_incomplete() {
+        let (report, text, runs) = combine_runs(vec![kept(), kept()], 3);
+        assert!(!report.complete);
+        assert!(
+            report
+                .notes
+                .contains(&"only 2 of the 3 runs finished (see the error above)".to_owned()),
+            "{:?}",
+            report.notes
+        );
+        assert_eq!(runs.len(), 2);
+        let summary = report.runs.as_ref().expect("the variation between runs");
+        assert!(text.ends_with(&summary.render()));
     }
 }

@@ -1,14 +1,26 @@
 //! The runs: the publisher and subscriber sides with their hot loops, what a receiving side
-//! records per message, the live line, and the experiment `latency-probe` runs over both.
+//! records per message, the live line, and what `latency-probe` runs over both.
 //!
+//! - [`publisher`], [`subscriber`], [`receive`], [`send`], [`live`]: latency-pub and latency-sub
+//! - [`experiment`], latency-probe's experiment (the driver, `--runs` measurements); it runs
+//!   [`trial`] (one measurement: the floor, both children, the combined report) through
+//!   [`driver`] (embedded or `--dir`) and [`process`] (spawning and waiting for the children)
+//! - [`sweep`], the experiment at each rate; [`compare`], two kept reports
+//!
+//! These take plain values and return typed errors; the exit codes are the CLI's.
 //! Names `report`, `measure`, `sys`, `render`, the model and units; nothing below names it.
 
+pub mod compare;
+pub mod driver;
 pub mod experiment;
 pub mod live;
+pub mod process;
 pub mod publisher;
 pub mod receive;
 pub mod send;
 pub mod subscriber;
+pub mod sweep;
+pub mod trial;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,121 @@
+//! The child processes latency-probe runs: where their binaries are, starting them, and
+//! waiting for them without disturbing the hot threads.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+/// The exit code with which latency-pub, latency-sub and latency-probe refuse a setup before
+/// measuring anything (the CLI's `EXIT_SETUP`); latency-probe reads it back from its children.
+pub const EXIT_REFUSED: i32 = 2;
+
+/// The directory of the running executable, where `latency-pub` and `latency-sub` live
+/// (empty when it cannot be told).
+#[must_use]
+pub fn bin_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_default()
+}
+
+/// Where `latency-pub` / `latency-sub` live: next to the running executable.
+#[must_use]
+pub fn sibling(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// Default cores for the two hot threads: the last two this process may use
+/// (subscriber, publisher), or none when fewer than two exist.
+#[must_use]
+pub fn default_cores() -> (Option<usize>, Option<usize>) {
+    let cores = aeron_latency::messaging::available_cores();
+    match cores.len() {
+        0 | 1 => (None, None),
+        n => (Some(cores[n - 1]), Some(cores[n - 2])),
+    }
+}
+
+/// A child binary that could not be started.
+#[derive(Debug)]
+pub struct SpawnError {
+    /// The binary.
+    pub bin: PathBuf,
+    /// Why it did not start.
+    pub source: std::io::Error,
+}
+
+impl fmt::Display for SpawnError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "could not start {}: {}; build it first (cargo build --release -p latency-probe)",
+            self.bin.display(),
+            self.source
+        )
+    }
+}
+
+impl std::error::Error for SpawnError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Spawns a child (stdin and stdout null, stderr inherited).
+///
+/// # Errors
+/// The binary could not be started; the message says to build it.
+pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, SpawnError> {
+    Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|source| SpawnError {
+            bin: bin.to_path_buf(),
+            source,
+        })
+}
+
+/// Waits for a child up to `limit`, killing it after that.
+///
+/// Checks rarely (every 250 ms once it has waited a while): on a machine whose cores are all
+/// taken by the hot threads, each wake-up of this thread preempts one of them, and the jitter
+/// report would name it.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(250));
+            }
+            _ => {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_binary_says_to_build_it() {
+        let e = spawn(Path::new("/nonexistent/latency-sub"), &[]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("could not start /nonexistent/latency-sub: ")
+                && e.to_string()
+                    .ends_with("; build it first (cargo build --release -p latency-probe)"),
+            "{e}"
+        );
+        assert_eq!(e.source.kind(), std::io::ErrorKind::NotFound);
+    }
+}
