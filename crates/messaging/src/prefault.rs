@@ -387,12 +387,16 @@ mod tests {
             )
         };
         assert_ne!(addr, libc::MAP_FAILED);
-        // SAFETY: unmaps the second page of the mapping just made; nothing refers to it.
-        unsafe { libc::munmap(addr.cast::<u8>().add(page).cast(), page) };
+        // The second page becomes unreadable. (Unmapping it raced with the other tests'
+        // threads, which could map something of their own there before the read.)
+        // SAFETY: changes the protection of the second page of the mapping just made; nothing
+        // refers to it.
+        let rc = unsafe { libc::mprotect(addr.cast::<u8>().add(page).cast(), page, libc::PROT_NONE) };
+        assert_eq!(rc, 0);
         let e = touch_read(addr as usize, 2 * page, page).unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EFAULT), "{e}");
-        // SAFETY: unmaps the first page, the rest of the mapping made above.
-        unsafe { libc::munmap(addr, page) };
+        // SAFETY: unmaps the whole mapping made above.
+        unsafe { libc::munmap(addr, 2 * page) };
     }
 
     #[test]
