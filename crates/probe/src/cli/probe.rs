@@ -250,7 +250,7 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
     if a.diagnostics.diagnostics == crate::model::Mode::Perf {
         // Fail before starting anything, with the reason (the children would fail the same way).
         if let Err(why) = crate::measure::monitor::Monitor::new(crate::model::Mode::Perf) {
-            return Err(UsageError::new(why));
+            return Err(UsageError::new(why.to_string()));
         }
     }
     Ok(Experiment {

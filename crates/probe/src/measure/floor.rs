@@ -16,7 +16,7 @@
 //! ```no_run
 //! let h = latency_probe::measure::floor::measure(Some(0), Some(1), std::time::Duration::from_millis(200))?;
 //! println!("raw round trip p50 {} ns", h.value_at_quantile(0.5));
-//! # Ok::<(), String>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use crate::measure::histogram::new_latency_histogram;
@@ -28,11 +28,31 @@ use crate::model::FloorSample;
 use crate::model::Stats;
 use crate::model::FLOOR_TIMING_MODEL;
 use crate::sys::clock::now_ns;
-use aeron_latency::messaging::ThreadBuilder;
+use aeron_latency::messaging::{SpawnError, ThreadBuilder};
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Why the floor could not be measured.
+#[derive(Debug)]
+pub enum FloorError {
+    /// A thread could not be started or pinned (e.g. a core that does not exist).
+    Thread(SpawnError),
+    /// The measuring thread panicked.
+    Panicked,
+}
+
+impl std::fmt::Display for FloorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FloorError::Thread(e) => write!(f, "floor: {e}"),
+            FloorError::Panicked => f.write_str("floor: the measuring thread panicked"),
+        }
+    }
+}
+
+impl std::error::Error for FloorError {}
 
 /// Default length of each floor measurement (before and after the run), seconds.
 pub const DEFAULT_FLOOR_SECONDS: f64 = 0.25;
@@ -80,7 +100,7 @@ pub fn measure(
     initiator: Option<usize>,
     responder: Option<usize>,
     duration: Duration,
-) -> Result<Histogram<u64>, String> {
+) -> Result<Histogram<u64>, FloorError> {
     let line = Arc::new(Line(AtomicU64::new(0)));
     let ready = Arc::new(AtomicBool::new(false));
     let (l2, r2, l3) = (line.clone(), ready.clone(), line.clone());
@@ -91,7 +111,7 @@ pub fn measure(
             r2.store(true, Ordering::Release);
             respond(&l2);
         })
-        .map_err(|e| format!("floor: {e}"))?;
+        .map_err(FloorError::Thread)?;
     let ping = ThreadBuilder::new()
         .name("floor-ping")
         .affinity_opt(initiator)
@@ -144,12 +164,10 @@ pub fn measure(
         Err(e) => {
             l3.0.store(STOP, Ordering::Release);
             let _ = pong.join();
-            return Err(format!("floor: {e}"));
+            return Err(FloorError::Thread(e));
         }
     };
-    let h = ping
-        .join()
-        .map_err(|_| "floor: the measuring thread panicked".to_owned())?;
+    let h = ping.join().map_err(|_| FloorError::Panicked)?;
     let _ = pong.join();
     Ok(h)
 }
@@ -171,7 +189,11 @@ impl FloorRun {
     ///
     /// # Errors
     /// As [`measure`].
-    pub fn before(initiator: Option<usize>, responder: Option<usize>, duration: Duration) -> Result<FloorRun, String> {
+    pub fn before(
+        initiator: Option<usize>,
+        responder: Option<usize>,
+        duration: Duration,
+    ) -> Result<FloorRun, FloorError> {
         let at_ns = now_ns();
         let before = measure(initiator, responder, duration)?;
         Ok(FloorRun {
@@ -243,7 +265,9 @@ mod tests {
 
     #[test]
     fn a_core_that_does_not_exist_is_named() {
-        let e = measure(Some(10_000), None, Duration::from_millis(1)).unwrap_err();
+        let e = measure(Some(10_000), None, Duration::from_millis(1))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("10000"), "{e}");
     }
 

@@ -30,7 +30,7 @@
 //! let log = meter.stop();
 //! println!("{} iterations, worst gap {} ns", log.iterations, log.all_gaps.max);
 //! assert_eq!(log.all_gaps.count, log.iterations);
-//! # Ok::<(), String>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use crate::measure::histogram::new_latency_histogram;
@@ -38,7 +38,7 @@ use crate::measure::histogram::record_saturating;
 use crate::model::HiccupLog;
 use crate::model::Stats;
 use crate::sys::clock::now_ns;
-use aeron_latency::messaging::{PinnedThread, ThreadBuilder};
+use aeron_latency::messaging::{PinnedThread, SpawnError, ThreadBuilder};
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -99,43 +99,80 @@ fn cores_phrase(cores: &[usize]) -> String {
 ///
 /// # Errors
 /// The reason the meter is skipped, one sentence starting with `skipped:`.
-pub fn choose_core(req: HiccupRequest, hot: &[usize], available: &[usize]) -> Result<usize, String> {
+pub fn choose_core(req: HiccupRequest, hot: &[usize], available: &[usize]) -> Result<usize, HiccupSkipped> {
     let mut avail = available.to_vec();
     avail.sort_unstable();
     avail.dedup();
     match req {
-        HiccupRequest::Off => Err("skipped: --hiccup off".to_owned()),
-        HiccupRequest::Core(n) => {
-            if avail.contains(&n) {
-                Ok(n)
-            } else {
-                Err(format!(
-                    "skipped: --hiccup {n} names core {n}, which this process may not use (it may use {}); \
-                     pass one of those, auto or off",
-                    cores_phrase(&avail)
-                ))
+        HiccupRequest::Off => Err(HiccupSkipped::Off),
+        HiccupRequest::Core(n) if avail.contains(&n) => Ok(n),
+        HiccupRequest::Core(n) => Err(HiccupSkipped::CoreUnavailable {
+            core: n,
+            available: avail,
+        }),
+        HiccupRequest::Auto => match avail.iter().find(|c| !hot.contains(c)) {
+            Some(&core) => Ok(core),
+            None if avail.is_empty() => Err(HiccupSkipped::NoCores),
+            None => Err(HiccupSkipped::NoSpareCore { available: avail }),
+        },
+    }
+}
+
+/// Why the hiccup meter does not run; `Display` is the report's `skipped: …` sentence.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HiccupSkipped {
+    /// `--hiccup off`.
+    Off,
+    /// `--hiccup N` names a core this process may not use.
+    CoreUnavailable {
+        /// The core asked for.
+        core: usize,
+        /// The cores this process may use.
+        available: Vec<usize>,
+    },
+    /// This process's CPU set is empty or could not be read.
+    NoCores,
+    /// Every core this process may use runs a hot thread.
+    NoSpareCore {
+        /// The cores this process may use.
+        available: Vec<usize>,
+    },
+    /// The meter's thread could not start.
+    Thread(String),
+}
+
+impl std::fmt::Display for HiccupSkipped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HiccupSkipped::Off => f.write_str("skipped: --hiccup off"),
+            HiccupSkipped::CoreUnavailable { core, available } => write!(
+                f,
+                "skipped: --hiccup {core} names core {core}, which this process may not use (it may use {}); \
+                 pass one of those, auto or off",
+                cores_phrase(available)
+            ),
+            HiccupSkipped::NoCores => {
+                f.write_str("skipped: no spare core (this process's CPU set is empty or could not be read)")
             }
-        }
-        HiccupRequest::Auto => {
-            if let Some(&core) = avail.iter().find(|c| !hot.contains(c)) {
-                return Ok(core);
+            HiccupSkipped::NoSpareCore { available } => {
+                let taken = match available.len() {
+                    1 => "taken",
+                    2 => "both taken",
+                    _ => "all taken",
+                };
+                write!(
+                    f,
+                    "skipped: no spare core (this process may use {}, {taken} by the hot threads); \
+                     a spinning meter would take a hot thread's core and add the jitter it is meant to measure",
+                    cores_phrase(available)
+                )
             }
-            if avail.is_empty() {
-                return Err("skipped: no spare core (this process's CPU set is empty or could not be read)".to_owned());
-            }
-            let taken = match avail.len() {
-                1 => "taken",
-                2 => "both taken",
-                _ => "all taken",
-            };
-            Err(format!(
-                "skipped: no spare core (this process may use {}, {taken} by the hot threads); \
-                 a spinning meter would take a hot thread's core and add the jitter it is meant to measure",
-                cores_phrase(&avail)
-            ))
+            HiccupSkipped::Thread(e) => write!(f, "skipped: hiccup meter: {e}"),
         }
     }
 }
+
+impl std::error::Error for HiccupSkipped {}
 
 /// Settings.
 #[derive(Debug, Clone)]
@@ -238,7 +275,7 @@ impl HiccupMeter {
     ///
     /// # Errors
     /// The thread could not be created or pinned (the message says why, e.g. which cores exist).
-    pub fn spawn(cfg: HiccupConfig) -> Result<HiccupMeter, String> {
+    pub fn spawn(cfg: HiccupConfig) -> Result<HiccupMeter, SpawnError> {
         let stop = Arc::new(AtomicBool::new(false));
         let gaps: Vec<(i64, u64)> = Vec::with_capacity(cfg.max_logged);
         let histogram = new_latency_histogram();
@@ -247,8 +284,7 @@ impl HiccupMeter {
         let thread = ThreadBuilder::new()
             .name("hiccup-meter")
             .affinity_opt(cfg.core)
-            .spawn(move || run_meter(&flag, threshold_ns, max_logged, gaps, histogram))
-            .map_err(|e| format!("hiccup meter: {e}"))?;
+            .spawn(move || run_meter(&flag, threshold_ns, max_logged, gaps, histogram))?;
         Ok(HiccupMeter {
             stop,
             tid: thread.tid(),
@@ -386,22 +422,26 @@ mod tests {
 
     #[test]
     fn auto_without_a_spare_core_says_why() {
-        let e = choose_core(HiccupRequest::Auto, &[0, 1], &[0, 1]).unwrap_err();
+        let e = choose_core(HiccupRequest::Auto, &[0, 1], &[0, 1])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("skipped: no spare core"), "{e}");
         assert!(e.contains("cores 0 and 1"), "{e}");
         assert!(e.contains("hot thread"), "{e}");
-        let e = choose_core(HiccupRequest::Auto, &[2, 0, 1], &[0, 1, 2]).unwrap_err();
+        let e = choose_core(HiccupRequest::Auto, &[2, 0, 1], &[0, 1, 2])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("cores 0, 1 and 2, all taken"), "{e}");
-        let e = choose_core(HiccupRequest::Auto, &[0], &[0]).unwrap_err();
+        let e = choose_core(HiccupRequest::Auto, &[0], &[0]).unwrap_err().to_string();
         assert!(e.contains("core 0, taken"), "{e}");
-        let e = choose_core(HiccupRequest::Auto, &[], &[]).unwrap_err();
+        let e = choose_core(HiccupRequest::Auto, &[], &[]).unwrap_err().to_string();
         assert!(e.starts_with("skipped: no spare core"), "{e}");
     }
 
     #[test]
     fn off_is_skipped() {
         assert_eq!(
-            choose_core(HiccupRequest::Off, &[0], &[0, 1, 2]),
+            choose_core(HiccupRequest::Off, &[0], &[0, 1, 2]).map_err(|e| e.to_string()),
             Err("skipped: --hiccup off".to_owned())
         );
     }
@@ -414,7 +454,9 @@ mod tests {
 
     #[test]
     fn an_unavailable_core_names_the_available_ones() {
-        let e = choose_core(HiccupRequest::Core(7), &[0], &[0, 1]).unwrap_err();
+        let e = choose_core(HiccupRequest::Core(7), &[0], &[0, 1])
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("skipped:"), "{e}");
         assert!(e.contains("core 7"), "{e}");
         assert!(e.contains("cores 0 and 1"), "{e}");
@@ -469,7 +511,8 @@ mod tests {
             core: Some(100_000),
             ..HiccupConfig::default()
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("core 100000"), "{e}");
     }
 

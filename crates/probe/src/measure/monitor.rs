@@ -53,6 +53,7 @@ use crate::sys::clock::now_ns;
 use crate::model::ThreadJitter;
 
 use crate::model::Mode;
+use crate::sys::perf::PerfUnavailable;
 
 /// Runs of polls or claims that found aeron-rs's lock held are logged from this long.
 pub const LOCK_WAIT_THRESHOLD_NS: u64 = 1_000;
@@ -69,6 +70,23 @@ struct Watched {
     role: Role,
     reader: crate::sys::perf::ThreadReader,
 }
+
+/// Why a monitor could not be made.
+#[derive(Debug)]
+pub enum MonitorError {
+    /// Perf was asked for (`--diagnostics perf`) and cannot be used.
+    PerfRefused(PerfUnavailable),
+}
+
+impl std::fmt::Display for MonitorError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MonitorError::PerfRefused(why) => write!(f, "--diagnostics perf: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for MonitorError {}
 
 /// Reads the counters of a set of threads at group boundaries. Owned by the hot thread.
 #[derive(Debug)]
@@ -94,7 +112,7 @@ impl Monitor {
     ///
     /// # Errors
     /// Only for `Mode::Perf`, with the reason and the fix.
-    pub fn new(mode: Mode) -> Result<Monitor, String> {
+    pub fn new(mode: Mode) -> Result<Monitor, MonitorError> {
         let (perf, source) = match mode {
             Mode::Off => (
                 None,
@@ -118,12 +136,12 @@ impl Monitor {
                         reason: None,
                     },
                 ),
-                Err(why) if mode == Mode::Perf => return Err(format!("--diagnostics perf: {why}")),
+                Err(why) if mode == Mode::Perf => return Err(MonitorError::PerfRefused(why)),
                 Err(why) => (
                     None,
                     SourceInfo {
                         name: Source::Proc,
-                        reason: Some(why),
+                        reason: Some(why.to_string()),
                     },
                 ),
             },

@@ -71,11 +71,31 @@ pub fn encode(h: &Histogram<u64>) -> String {
 ///
 /// # Errors
 /// Not base64, or not an HdrHistogram V2 (deflate) histogram.
-pub fn decode(s: &str) -> Result<Histogram<u64>, String> {
+pub fn decode(s: &str) -> Result<Histogram<u64>, DecodeError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s.trim())
-        .map_err(|e| format!("a histogram in the report is not base64: {e}"))?;
+        .map_err(DecodeError::Base64)?;
     Deserializer::new()
         .deserialize(&mut bytes.as_slice())
-        .map_err(|e| format!("a histogram in the report does not decode: {e:?}"))
+        .map_err(DecodeError::Histogram)
 }
+
+/// Why a histogram of a report could not be decoded.
+#[derive(Debug)]
+pub enum DecodeError {
+    /// The text is not base64.
+    Base64(base64::DecodeError),
+    /// The bytes are not an HdrHistogram V2 (DEFLATE) histogram.
+    Histogram(hdrhistogram::serialization::DeserializeError),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Base64(e) => write!(f, "a histogram in the report is not base64: {e}"),
+            DecodeError::Histogram(e) => write!(f, "a histogram in the report does not decode: {e:?}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}

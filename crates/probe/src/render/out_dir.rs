@@ -70,14 +70,34 @@ pub fn group_points(report: &Report) -> Vec<GroupPoint> {
         .collect()
 }
 
+/// A file of the `--out` directory that could not be written; `Display` names it and says why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutDirError {
+    /// The file (or the directory) that could not be written.
+    pub path: PathBuf,
+    /// Why: the I/O error, or the report's histogram that does not decode.
+    pub cause: String,
+}
+
+impl std::fmt::Display for OutDirError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--out: could not write {}: {}", self.path.display(), self.cause)
+    }
+}
+
+impl std::error::Error for OutDirError {}
+
 /// Writes `report` and its files into `dir` (created if missing); returns the paths written.
 /// A report without histograms (an older report, or a run that measured nothing) gets
 /// `report.json` and `groups.csv` only.
 ///
 /// # Errors
 /// One line naming the file that could not be written and why.
-pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let io = |p: &Path, e: &dyn std::fmt::Display| format!("--out: could not write {}: {e}", p.display());
+pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, OutDirError> {
+    let io = |p: &Path, e: &dyn std::fmt::Display| OutDirError {
+        path: p.to_owned(),
+        cause: e.to_string(),
+    };
     std::fs::create_dir_all(dir).map_err(|e| io(dir, &e))?;
     let mut written = Vec::new();
     let json = dir.join("report.json");

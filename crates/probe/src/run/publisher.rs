@@ -113,7 +113,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubRun, SetupError> {
     let started_at = utc_timestamp(SystemTime::now());
     let (padding, measured) = check(cfg)?;
     let planned = cfg.warmup + measured;
-    let monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
+    let monitor = Monitor::new(cfg.diagnostics).map_err(|e| SetupError(e.to_string()))?;
     let client = crate::run::connect(&cfg.dir)?;
     let (publisher, pong) = open(&client, cfg)?;
     let live = client.liveness();

@@ -116,7 +116,7 @@ impl Echo {
 /// # Errors
 /// [`SetupError`] when the driver, subscription, core or the diagnostics source is unusable.
 pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
-    let monitor = Monitor::new(cfg.diagnostics).map_err(SetupError)?;
+    let monitor = Monitor::new(cfg.diagnostics).map_err(|e| SetupError(e.to_string()))?;
     let client = crate::run::connect(&cfg.dir)?;
     let plant = if cfg.hot_path_lock {
         Some(crate::sys::plant::LockPlant::spawn().map_err(|e| SetupError(format!("--hot-path-lock: {e}")))?)

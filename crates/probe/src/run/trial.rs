@@ -4,7 +4,7 @@
 use super::process::{spawn, wait_bounded, SpawnError, EXIT_REFUSED};
 use super::{Delivery, PongPath};
 use crate::measure::floor::FloorRun;
-use crate::measure::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest};
+use crate::measure::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest, HiccupSkipped};
 use crate::model::{Mode, PubReport, RawJitter, Report, DRIVER_EMBEDDED, DRIVER_EXTERNAL};
 use crate::report::build::combine;
 use crate::units::format_ns;
@@ -254,7 +254,7 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
 }
 
 /// The hiccup meter: only on a core no hot thread uses, unless forced; or why it does not run.
-fn hiccup_meter(t: &Trial, notes: &mut Vec<String>) -> Result<HiccupMeter, String> {
+fn hiccup_meter(t: &Trial, notes: &mut Vec<String>) -> Result<HiccupMeter, HiccupSkipped> {
     let hot_cores: Vec<usize> = [t.sub_core, t.pub_core].into_iter().flatten().collect();
     let core = hiccup::choose_core(t.hiccup, &hot_cores, &t.available)?;
     if hot_cores.contains(&core) {
@@ -266,7 +266,7 @@ fn hiccup_meter(t: &Trial, notes: &mut Vec<String>) -> Result<HiccupMeter, Strin
         core: Some(core),
         ..HiccupConfig::default()
     })
-    .map_err(|e| format!("skipped: {e}"))
+    .map_err(|e| HiccupSkipped::Thread(e.to_string()))
 }
 
 /// The floor, right before the run, on the two hot cores (nothing else spins there yet).
@@ -355,7 +355,7 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
     let (sub_jitter, pub_jitter) = (read_raw(&c.sub_raw), read_raw(&c.pub_raw));
     let h = match &meter {
         Ok(log) => crate::analysis::jitter::Hiccup::Ran(log),
-        Err(why) => crate::analysis::jitter::Hiccup::Skipped(why.clone()),
+        Err(why) => crate::analysis::jitter::Hiccup::Skipped(why.to_string()),
     };
     let mut report = if rtt {
         // Ping's report is the result; pong's is its one-way view of the same messages.

@@ -6,6 +6,6 @@
 pub mod clock;
 pub mod env;
 pub mod pacing;
-pub(crate) mod perf;
+pub mod perf;
 pub mod plant;
 pub mod thread;

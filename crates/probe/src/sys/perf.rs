@@ -97,22 +97,50 @@ fn parse_switch_format(events: &Path) -> Option<SwitchFormat> {
     })
 }
 
-impl PerfSetup {
-    /// Finds the tracepoints and checks that this process may count kernel events of a thread.
-    /// The error is the reason, in words, that perf cannot be used (with the fix).
-    pub(crate) fn probe() -> Result<PerfSetup, String> {
-        mount_tracefs();
-        let events = tracefs_events().ok_or_else(|| {
-            "tracefs is not mounted, so the futex tracepoint cannot be found (as root: mount -t tracefs nodev \
-             /sys/kernel/tracing)"
-                .to_owned()
-        })?;
-        let futex_ids: Vec<u64> = FUTEX_TRACEPOINTS.iter().filter_map(|n| read_id(&events, n)).collect();
-        if futex_ids.is_empty() {
-            return Err(format!(
+/// Why perf events cannot be used for the diagnostics; `Display` says it with the fix.
+#[derive(Debug)]
+pub enum PerfUnavailable {
+    /// tracefs is not mounted (and could not be mounted).
+    NoTracefs,
+    /// The kernel has no futex syscall tracepoints.
+    NoFutexTracepoint {
+        /// Where the tracepoints were looked for.
+        events: PathBuf,
+    },
+    /// perf_event_open failed on this thread.
+    Open(io::Error),
+}
+
+impl std::fmt::Display for PerfUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PerfUnavailable::NoTracefs => f.write_str(
+                "tracefs is not mounted, so the futex tracepoint cannot be found (as root: mount -t tracefs nodev \
+                 /sys/kernel/tracing)",
+            ),
+            PerfUnavailable::NoFutexTracepoint { events } => write!(
+                f,
                 "no syscalls:sys_enter_futex tracepoint under {} (kernel built without CONFIG_FTRACE_SYSCALLS)",
                 events.display()
-            ));
+            ),
+            PerfUnavailable::Open(e) => f.write_str(&explain_open_error(e)),
+        }
+    }
+}
+
+impl std::error::Error for PerfUnavailable {}
+
+impl PerfSetup {
+    /// Finds the tracepoints and checks that this process may count kernel events of a thread.
+    ///
+    /// # Errors
+    /// Why perf cannot be used here.
+    pub(crate) fn probe() -> Result<PerfSetup, PerfUnavailable> {
+        mount_tracefs();
+        let events = tracefs_events().ok_or(PerfUnavailable::NoTracefs)?;
+        let futex_ids: Vec<u64> = FUTEX_TRACEPOINTS.iter().filter_map(|n| read_id(&events, n)).collect();
+        if futex_ids.is_empty() {
+            return Err(PerfUnavailable::NoFutexTracepoint { events });
         }
         let setup = PerfSetup {
             futex_ids,
@@ -122,7 +150,7 @@ impl PerfSetup {
         setup
             .open_group(crate::sys::thread::current_tid())
             .map(|_| setup)
-            .map_err(|e| explain_open_error(&e))
+            .map_err(PerfUnavailable::Open)
     }
 
     /// Opens the counting group for `tid`: the futex tracepoints, migrations, minor and major
