@@ -1,6 +1,6 @@
 //! The report readers on arbitrary bytes: `serde_json::from_slice::<latency_probe::model::Report>`
 //! must not panic; a report it reads must write back to JSON that reads again, render as text,
-//! compare with itself, and its embedded histograms (`results::decode`, base64 V2+DEFLATE) must
+//! compare with itself, and its embedded histograms (`model::decode`, base64 V2+DEFLATE) must
 //! decode or fail with an error, never panic. Run with `make fuzz` (all targets) or
 //! `cargo +nightly fuzz run report_json`.
 #![no_main]
