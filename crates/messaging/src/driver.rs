@@ -59,6 +59,7 @@ pub struct EmbeddedDriverBuilder {
     driver_timeout: Option<Duration>,
     sparse: Option<bool>,
     remove_stale: bool,
+    delete_on_start: bool,
 }
 
 impl EmbeddedDriverBuilder {
@@ -118,6 +119,17 @@ impl EmbeddedDriverBuilder {
         self
     }
 
+    /// Before starting, delete the directory if a dead driver left it (Aeron's
+    /// `dirDeleteOnStart`, `AERON_DIR_DELETE_ON_START`). Off by default: the driver then cleans a
+    /// dead driver's directory itself, after reporting the errors it logged. Either way a
+    /// directory whose driver is alive is never touched: [`spawn`](Self::spawn) refuses it with
+    /// [`DriverLaunchError::ActiveDriver`].
+    #[must_use]
+    pub fn dir_delete_on_start(mut self, on: bool) -> Self {
+        self.delete_on_start = on;
+        self
+    }
+
     /// Before starting, remove the `aeron-latency-<pid>-<n>` directories beside this driver's
     /// own whose process no longer exists and whose driver is dead (a stale heartbeat, or no
     /// `cnc.dat` for over a minute): what runs killed with SIGKILL leave behind, with their
@@ -146,7 +158,8 @@ impl EmbeddedDriverBuilder {
     /// good (the driver creates log files for as long as it runs).
     ///
     /// # Errors
-    /// [`DriverLaunchError`]: no space for the buffers, a rejected setting, a failed start.
+    /// [`DriverLaunchError`]: a live driver already in the directory, no space for the buffers,
+    /// a rejected setting, a failed start.
     pub fn spawn(self) -> Result<EmbeddedDriver, DriverLaunchError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let dir = self.dir.clone().unwrap_or_else(|| {
@@ -156,6 +169,14 @@ impl EmbeddedDriverBuilder {
                 COUNTER.fetch_add(1, Ordering::Relaxed)
             ))
         });
+        let timeout = self.driver_timeout.unwrap_or(crate::DEFAULT_DRIVER_TIMEOUT);
+        if let crate::DriverStatus::Alive { heartbeat_age } = crate::cnc::driver_status(&dir, timeout) {
+            return Err(DriverLaunchError::ActiveDriver {
+                pid: crate::cnc::driver_pid(&dir),
+                dir,
+                heartbeat_age,
+            });
+        }
         let ipc_term = self.effective_ipc_term_length();
         if let Err(reason) = check_term_length(ipc_term) {
             return Err(DriverLaunchError::Config {
@@ -201,7 +222,10 @@ impl EmbeddedDriverBuilder {
             detail: "the path contains a NUL byte".into(),
         })?;
         ctx.set_dir(&dir_c).map_err(cfg("dir"))?;
-        ctx.set_dir_delete_on_start(true).map_err(cfg("dir delete on start"))?;
+        // Never on a live driver's directory (refused above); a dead driver's directory is
+        // cleaned by the driver itself (Aeron's rule), or deleted first with the opt-in.
+        ctx.set_dir_delete_on_start(self.delete_on_start)
+            .map_err(cfg("dir delete on start"))?;
         ctx.set_dir_delete_on_shutdown(true)
             .map_err(cfg("dir delete on shutdown"))?;
         if !env_set("AERON_THREADING_MODE") {

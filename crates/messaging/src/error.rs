@@ -379,6 +379,15 @@ pub enum DriverLaunchError {
         /// The driver's words.
         detail: String,
     },
+    /// A media driver is running in the directory: starting another there would wipe its files.
+    ActiveDriver {
+        /// The directory.
+        dir: PathBuf,
+        /// The running driver's process id, from its `cnc.dat`.
+        pid: Option<u32>,
+        /// How old its heartbeat is.
+        heartbeat_age: Duration,
+    },
     /// The driver failed to start.
     Start {
         /// The driver's words.
@@ -417,6 +426,18 @@ impl fmt::Display for DriverLaunchError {
             Self::Config { setting, detail } => {
                 write!(f, "media driver setting {setting} was rejected: {detail}")
             }
+            Self::ActiveDriver {
+                dir,
+                pid,
+                heartbeat_age,
+            } => write!(
+                f,
+                "a media driver{} is running at {} (heartbeat {} ms ago): connect to it with Client::connect, or \
+                 start this one in another directory (EmbeddedDriverBuilder::dir)",
+                pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+                dir.display(),
+                heartbeat_age.as_millis()
+            ),
             Self::Start { detail } => write!(f, "the media driver did not start: {detail}"),
         }
     }
