@@ -14,7 +14,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,17 +30,29 @@ use crate::cnc::{
     default_aeron_dir, driver_status, list_counters, DriverCounter, DriverStatus, AERON_DRIVER_TIMEOUT_ENV,
     DEFAULT_DRIVER_TIMEOUT, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
-use crate::conductor::{conductor_loop, Inner, Shared};
-use crate::error::{AddError, ConnectError};
+use crate::conductor::{
+    conductor_loop, mark_lost, Inner, Shared, ACTIVE, CLIENT_TIMED_OUT, DRIVER_CLOSED, DRIVER_TIMED_OUT,
+};
+use crate::error::{AddError, ConnectError, LivenessError};
 use crate::publication::Publisher;
 use crate::subscription::Subscriber;
 
-/// Whether a [`Client`]'s media driver still answers (Aeron's `isDriverActive`).
+/// Whether a [`Client`] can still work with its media driver.
 ///
 /// Guarantees: [`is_active`](Self::is_active) is one atomic load (no lock, no syscall), so a
-/// hot loop may ask it as often as it likes; it turns false, for good, once the client
-/// conductor saw no driver heartbeat for longer than the driver timeout
-/// (`AERON_DRIVER_TIMEOUT`, default 10 s). Cloning is cheap.
+/// hot loop may ask it as often as it likes. It turns false, for good, within one conductor duty
+/// cycle ([`CONDUCTOR_IDLE`](crate::CONDUCTOR_IDLE)) of any of these, and
+/// [`error`](Self::error) says which ([`LivenessError`]):
+/// - the driver closed in order (it writes a null heartbeat when it stops; aeron-rs 0.1.8
+///   never notices);
+/// - the driver's heartbeat is older than the driver timeout (`AERON_DRIVER_TIMEOUT`, default
+///   10 s): it was killed, hangs, or is stopped;
+/// - the driver timed this client out (the client did not keep in touch for longer than the
+///   driver's client liveness timeout, e.g. its process was paused): its publications and
+///   subscriptions are gone.
+///
+/// The driver's heartbeat is read from `cnc.dat` by this client's conductor thread, not by
+/// the hot path. Cloning is cheap.
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -50,24 +62,39 @@ use crate::subscription::Subscriber;
 ///     // poll, offer, ...
 /// #   break;
 /// }
-/// if !live.is_active() {
-///     eprintln!("{}", live.describe());
+/// if let Some(e) = live.error() {
+///     eprintln!("{e}");
 /// }
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct DriverLiveness {
-    lost: Arc<AtomicBool>,
+    state: Arc<AtomicU8>,
     dir: PathBuf,
     timeout: Duration,
 }
 
 impl DriverLiveness {
-    /// False once the driver stopped answering.
+    /// False once the client lost its driver (see [`error`](Self::error) for why).
     #[inline]
     #[must_use]
     pub fn is_active(&self) -> bool {
-        !self.lost.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) == ACTIVE
+    }
+
+    /// Why the client lost its driver, or `None` while it has it.
+    #[must_use]
+    pub fn error(&self) -> Option<LivenessError> {
+        let dir = self.dir.clone();
+        match self.state.load(Ordering::Acquire) {
+            ACTIVE => None,
+            DRIVER_CLOSED => Some(LivenessError::DriverClosed { dir }),
+            DRIVER_TIMED_OUT => Some(LivenessError::DriverTimedOut {
+                dir,
+                timeout: self.timeout,
+            }),
+            _ => Some(LivenessError::ClientTimedOut { dir }),
+        }
     }
 
     /// The driver timeout this client applies.
@@ -76,15 +103,10 @@ impl DriverLiveness {
         self.timeout
     }
 
-    /// One line for the user: which driver, for how long, what to do.
+    /// One line for the user: which driver, what happened, what to do (empty while active).
     #[must_use]
     pub fn describe(&self) -> String {
-        format!(
-            "media driver at {} stopped responding (no heartbeat for over {:.1} s, the driver timeout \
-             {AERON_DRIVER_TIMEOUT_ENV}); check that it is running (it may have been killed) and start the run again",
-            self.dir.display(),
-            self.timeout.as_secs_f64()
-        )
+        self.error().map(|e| e.to_string()).unwrap_or_default()
     }
 }
 
@@ -190,14 +212,16 @@ impl ClientBuilder {
         // through return values, the rest are counted here.
         // A driver timeout is reported once, by `DriverLiveness` (aeron-rs repeats it on
         // every duty cycle); everything else is printed as it comes.
-        let lost = Arc::new(AtomicBool::new(false));
-        let lost2 = lost.clone();
-        ctx.set_error_handler(move |e: AeronError| {
-            if matches!(e, AeronError::DriverTimeout(_)) {
-                lost2.store(true, Ordering::Release);
-            } else {
-                eprintln!("aeron client: {e}");
+        let state = Arc::new(AtomicU8::new(ACTIVE));
+        let state2 = state.clone();
+        ctx.set_error_handler(move |e: AeronError| match e {
+            AeronError::DriverTimeout(_) => mark_lost(&state2, DRIVER_TIMED_OUT),
+            AeronError::ClientTimeoutException
+            | AeronError::Generic(GenericError::ClientHeartbeatNotActive)
+            | AeronError::Generic(GenericError::TimeoutBetweenServiceCallsOverTimeout(_)) => {
+                mark_lost(&state2, CLIENT_TIMED_OUT);
             }
+            e => eprintln!("aeron client: {e}"),
         });
         let aeron = Aeron::new(ctx).map_err(|e| connect_error(&dir, e))?;
         let cnc = MemoryMappedFile::map_existing(dir.join("cnc.dat"), false).map_err(|e| ConnectError::Client {
@@ -211,10 +235,19 @@ impl ClientBuilder {
             }
         })?;
         let client_id = aeron.client_id();
+        let heartbeat = ManyToOneRingBuffer::new(cnc_file_descriptor::create_to_driver_buffer(&cnc)).map_err(|e| {
+            ConnectError::Client {
+                dir: dir.clone(),
+                detail: format!("{e:?}"),
+            }
+        })?;
         let shared = Arc::new(Shared {
             aeron: Mutex::new(Some(aeron)),
             stop: AtomicBool::new(false),
-            lost,
+            state,
+            heartbeat,
+            timeout_ms: timeout.as_millis() as i64,
+            _cnc: cnc,
         });
         let shared2 = shared.clone();
         let conductor = std::thread::Builder::new()
@@ -229,7 +262,6 @@ impl ClientBuilder {
                 shared,
                 conductor: Some(conductor),
                 to_driver,
-                _cnc: cnc,
                 client_id,
                 dir,
                 timeout,
@@ -338,11 +370,18 @@ impl Client {
         driver_status(&self.inner.dir, self.inner.timeout)
     }
 
+    /// True once this client lost its driver (closed, timed out, or this client timed out by
+    /// it): one atomic load, never the conductor's lock. See [`DriverLiveness`].
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.inner.shared.state.load(Ordering::Relaxed) != ACTIVE
+    }
+
     /// Whether the driver still answers, as this client sees it: a cheap handle for hot loops.
     #[must_use]
     pub fn liveness(&self) -> DriverLiveness {
         DriverLiveness {
-            lost: self.inner.shared.lost.clone(),
+            state: self.inner.shared.state.clone(),
             dir: self.inner.dir.clone(),
             timeout: self.inner.timeout,
         }

@@ -2,9 +2,9 @@
 //! every handle of a client shares, which tells the driver the client closed when it goes.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aeron_rs::aeron::Aeron;
 use aeron_rs::command::control_protocol_events::AeronCommand;
@@ -19,26 +19,69 @@ use crate::error::AddError;
 /// (`IDLE_SLEEP_MS`). Each wake-up briefly takes a core; a late publisher is noticed within it.
 pub const CONDUCTOR_IDLE: Duration = Duration::from_millis(4);
 
-/// The aeron-rs client and the flag that stops our conductor thread.
+/// [`Shared::state`]: the client works with its driver.
+pub(crate) const ACTIVE: u8 = 0;
+/// The driver closed in order (it wrote the null heartbeat).
+pub(crate) const DRIVER_CLOSED: u8 = 1;
+/// The driver's heartbeat is older than the driver timeout (killed, hung, stopped).
+pub(crate) const DRIVER_TIMED_OUT: u8 = 2;
+/// The driver timed this client out (it did not hear from it for the client liveness timeout).
+pub(crate) const CLIENT_TIMED_OUT: u8 = 3;
+
+/// Records the first reason the client lost its driver; later ones do not overwrite it.
+pub(crate) fn mark_lost(state: &AtomicU8, why: u8) {
+    let _ = state.compare_exchange(ACTIVE, why, Ordering::AcqRel, Ordering::Acquire);
+}
+
+/// The aeron-rs client, the flag that stops our conductor thread, and what the conductor
+/// watches of the driver.
 pub(crate) struct Shared {
     pub(crate) aeron: Mutex<Option<Aeron>>,
     pub(crate) stop: AtomicBool,
-    /// Set by the error handler when aeron-rs reports the driver timed out.
-    pub(crate) lost: Arc<AtomicBool>,
+    /// [`ACTIVE`], or why the client lost its driver: set by the duty cycle (the driver's
+    /// heartbeat) and by the error handler (aeron-rs's timeouts), read with one load.
+    pub(crate) state: Arc<AtomicU8>,
+    /// The to-driver ring buffer in `cnc`: its consumer heartbeat is the driver's.
+    pub(crate) heartbeat: ManyToOneRingBuffer,
+    /// The driver timeout, ms.
+    pub(crate) timeout_ms: i64,
+    /// Our own mapping of the driver's cnc.dat (outlives `heartbeat` and `Inner::to_driver`).
+    pub(crate) _cnc: MemoryMappedFile,
 }
 
 // SAFETY: `Aeron` holds `Arc<Mutex<..>>`s and raw pointers into memory maps it owns for its
 // whole life; aeron-rs itself shares it between the caller and its conductor thread. Here it
-// is only ever touched through the Mutex above.
+// is only ever touched through the Mutex above. `heartbeat` points into `cnc`, a shared
+// mapping that lives as long as this struct; it is only read (one volatile load).
 unsafe impl Send for Shared {}
-// SAFETY: as above; all access goes through the Mutex or the atomic flag.
+// SAFETY: as above; all access goes through the Mutex, the atomics or read-only loads.
 unsafe impl Sync for Shared {}
+
+/// Milliseconds since the epoch, the clock of the driver's heartbeat.
+fn epoch_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Checks the driver's heartbeat (one load): a null heartbeat is an orderly close, an old one
+/// a driver that was killed or hangs. aeron-rs 0.1.8 treats the null heartbeat as "never
+/// times out", and checks the age only when its own conductor runs.
+fn check_driver(shared: &Shared) {
+    let hb = shared.heartbeat.consumer_heartbeat_time();
+    if hb < 0 {
+        mark_lost(&shared.state, DRIVER_CLOSED);
+    } else if hb > 0 && epoch_ms() - hb > shared.timeout_ms {
+        mark_lost(&shared.state, DRIVER_TIMED_OUT);
+    }
+}
 
 /// One duty cycle every `CONDUCTOR_IDLE`, taking the lock only for the duty cycle itself.
 pub(crate) fn conductor_loop(shared: &Shared) {
     while !shared.stop.load(Ordering::Acquire) {
         // Once the driver is gone there is nothing to do but wait to be dropped.
-        if shared.lost.load(Ordering::Acquire) {
+        check_driver(shared);
+        if shared.state.load(Ordering::Acquire) != ACTIVE {
             std::thread::sleep(CONDUCTOR_IDLE);
             continue;
         }
@@ -54,8 +97,8 @@ pub(crate) fn conductor_loop(shared: &Shared) {
 pub(crate) struct Inner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) conductor: Option<std::thread::JoinHandle<()>>,
+    /// The to-driver ring buffer in `shared.cnc` (CLIENT_CLOSE goes there).
     pub(crate) to_driver: ManyToOneRingBuffer,
-    pub(crate) _cnc: MemoryMappedFile,
     pub(crate) client_id: i64,
     pub(crate) dir: PathBuf,
     pub(crate) timeout: Duration,

@@ -395,6 +395,64 @@ pub enum DriverLaunchError {
     },
 }
 
+/// Why a [`Client`](crate::Client) can no longer work with its media driver
+/// ([`DriverLiveness::error`](crate::DriverLiveness::error)). Each is final for this client: its
+/// publications and subscriptions no longer move. To carry on, build a new [`Client`](crate::Client)
+/// once a driver runs at the directory again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LivenessError {
+    /// The driver closed in order (it wrote the null heartbeat of a clean shutdown).
+    DriverClosed {
+        /// The driver's directory.
+        dir: PathBuf,
+    },
+    /// The driver's heartbeat is older than the driver timeout: it was killed, hangs or is
+    /// stopped.
+    DriverTimedOut {
+        /// The driver's directory.
+        dir: PathBuf,
+        /// The driver timeout (`AERON_DRIVER_TIMEOUT`).
+        timeout: std::time::Duration,
+    },
+    /// The driver timed this client out: the client did not keep in touch for longer than the
+    /// driver's client liveness timeout (its process was paused or starved), and the driver
+    /// closed what it held.
+    ClientTimedOut {
+        /// The driver's directory.
+        dir: PathBuf,
+    },
+}
+
+impl fmt::Display for LivenessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DriverClosed { dir } => write!(
+                f,
+                "media driver at {} closed (it shut down in order); build a new client once a driver runs there again",
+                dir.display()
+            ),
+            Self::DriverTimedOut { dir, timeout } => write!(
+                f,
+                "media driver at {} stopped responding (no heartbeat for over {:.1} s, the driver timeout \
+                 AERON_DRIVER_TIMEOUT): it was killed, hangs or is stopped; build a new client once a driver runs \
+                 there again",
+                dir.display(),
+                timeout.as_secs_f64()
+            ),
+            Self::ClientTimedOut { dir } => write!(
+                f,
+                "media driver at {} timed this client out (the client was silent for longer than the driver's \
+                 client liveness timeout, AERON_CLIENT_LIVENESS_TIMEOUT: its process was paused or starved) and \
+                 closed its publications and subscriptions; build a new client",
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LivenessError {}
+
 impl fmt::Display for DriverLaunchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -95,3 +95,30 @@ pub fn connect(dir: &std::path::Path) -> Result<aeron_latency::messaging::Client
         .build()
         .map_err(|e| SetupError(e.to_string()))
 }
+
+/// Why a run side lost its media driver, in the probe's words (the library's message tells a
+/// service to build a new client; a run is started again). Empty while the driver answers.
+#[must_use]
+pub fn driver_lost(live: &aeron_latency::messaging::DriverLiveness) -> String {
+    use aeron_latency::messaging::LivenessError;
+    match live.error() {
+        None => String::new(),
+        Some(LivenessError::DriverClosed { dir }) => format!(
+            "media driver at {} closed (it shut down in order during the run); start it again, or drop --dir \
+             for an embedded one, and start the run again",
+            dir.display()
+        ),
+        Some(LivenessError::DriverTimedOut { dir, timeout }) => format!(
+            "media driver at {} stopped responding (no heartbeat for over {:.1} s, the driver timeout \
+             AERON_DRIVER_TIMEOUT); check that it is running (it may have been killed) and start the run again",
+            dir.display(),
+            timeout.as_secs_f64()
+        ),
+        Some(LivenessError::ClientTimedOut { dir }) => format!(
+            "media driver at {} timed this process out (it was silent for longer than the driver's client \
+             liveness timeout: was it stopped or starved of CPU?); start the run again",
+            dir.display()
+        ),
+        Some(other) => format!("{other}; start the run again"),
+    }
+}

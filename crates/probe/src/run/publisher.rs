@@ -218,7 +218,7 @@ fn await_subscriber<'a>(
     let waited = Instant::now();
     while !publisher.is_connected() || pong.is_some_and(|p| !p.is_connected()) {
         if !live.is_active() {
-            return Err(NotReady::DriverLost(live.describe()));
+            return Err(NotReady::DriverLost(crate::run::driver_lost(live)));
         }
         if waited.elapsed() > cfg.wait {
             return Err(if publisher.is_connected() {
@@ -347,7 +347,7 @@ fn drive(
 fn incomplete_reason(d: &Driven, live: &DriverLiveness) -> Option<String> {
     let stop = d.sent.stop.as_ref()?;
     let mut why = if stop.driver_lost() {
-        format!("{}; {stop}", live.describe())
+        format!("{}; {stop}", crate::run::driver_lost(live))
     } else {
         stop.to_string()
     };

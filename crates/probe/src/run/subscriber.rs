@@ -313,7 +313,7 @@ impl Ends {
     /// Why the loop must stop now, if it must (the caller decides how often to ask).
     fn reached(&self, started: Instant) -> Option<String> {
         if !self.live.is_active() {
-            return Some(self.live.describe());
+            return Some(crate::run::driver_lost(&self.live));
         }
         (started.elapsed() > self.timeout).then(|| timeout_reason(self.timeout))
     }

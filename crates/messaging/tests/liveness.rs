@@ -1,0 +1,287 @@
+//! What a client sees when its media driver goes away, against real drivers: an orderly stop
+//! (the driver writes the null heartbeat), a SIGKILL and a SIGSTOP of a driver in another
+//! process (its heartbeat goes stale), and a client paused for longer than the driver's client
+//! liveness timeout. Each checks the typed cause, how soon it is noticed
+//! (within the driver timeout plus slack), and that what was received before stays received.
+#![cfg(feature = "embedded-driver")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::wait_until_connected;
+use messaging::{Client, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError, MessageHeader};
+
+/// The driver timeout of these tests: short, so a lost driver is noticed quickly.
+const TIMEOUT: Duration = Duration::from_secs(2);
+/// What a loaded 2-core machine may add to it.
+const SLACK: Duration = Duration::from_secs(3);
+
+fn private_dir(tag: &str) -> PathBuf {
+    let d = PathBuf::from(format!("/dev/shm/messaging-liveness-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn client(dir: &Path) -> Client {
+    Client::builder()
+        .dir(dir)
+        .driver_timeout(TIMEOUT)
+        .build()
+        .expect("client connects")
+}
+
+/// Sends `n` messages on a fresh IPC stream and receives them all; returns how many arrived.
+fn move_messages(client: &Client, stream: i32, n: u64) -> u64 {
+    let mut sub = client.subscription("aeron:ipc", stream).expect("subscription");
+    let mut publ = client.publication("aeron:ipc", stream).expect("publication");
+    wait_until_connected(&publ, &sub);
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let mut received = 0;
+    for i in 0..n {
+        while let Err(e) = publ.offer(&i.to_le_bytes()) {
+            assert!(e.is_retryable(), "{e}");
+            idle.idle_once();
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while received < n {
+        assert!(Instant::now() < deadline, "received {received} of {n}");
+        let got = sub.poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64);
+        idle.idle(got);
+    }
+    received
+}
+
+/// Waits until `live` is inactive; returns how long it took, or fails after `limit`.
+fn time_to_notice(live: &DriverLiveness, since: Instant, limit: Duration) -> Duration {
+    while live.is_active() {
+        assert!(since.elapsed() < limit, "still active after {:?}", since.elapsed());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    since.elapsed()
+}
+
+#[test]
+fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
+    let dir = private_dir("orderly");
+    let driver = EmbeddedDriver::builder()
+        .dir(&dir)
+        .ipc_term_length(64 << 10)
+        .driver_timeout(TIMEOUT)
+        .spawn()
+        .expect("driver starts");
+    let client = client(&dir);
+    let live = client.liveness();
+    assert_eq!(move_messages(&client, 10, 100), 100);
+    assert!(live.is_active() && !client.is_closed() && live.error().is_none());
+
+    let stopped = Instant::now();
+    driver.stop();
+    let took = time_to_notice(&live, stopped, TIMEOUT + SLACK);
+    assert_eq!(live.error(), Some(LivenessError::DriverClosed { dir: dir.clone() }));
+    assert!(client.is_closed());
+    let msg = live.describe();
+    assert!(
+        msg.contains(&dir.display().to_string()) && msg.contains("closed"),
+        "{msg}"
+    );
+    // The null heartbeat is seen by the next duty cycle, long before the driver timeout.
+    assert!(took < TIMEOUT, "noticed after {took:?}");
+    eprintln!("orderly stop noticed after {took:?}");
+}
+
+/// A media driver in a child process (this test binary, running only
+/// `driver_process_for_liveness_tests`), so it can be killed or stopped.
+struct DriverProcess {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl DriverProcess {
+    fn spawn(tag: &str) -> DriverProcess {
+        DriverProcess::spawn_with(tag, &[])
+    }
+
+    /// With `AERON_*` settings for the driver.
+    fn spawn_with(tag: &str, env: &[(&str, &str)]) -> DriverProcess {
+        let dir = private_dir(tag);
+        let child = Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "driver_process_for_liveness_tests",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env("LIVENESS_TEST_DRIVER_DIR", &dir)
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("driver process starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !matches!(messaging::driver_status(&dir, TIMEOUT), DriverStatus::Alive { .. }) {
+            assert!(Instant::now() < deadline, "the driver process did not start");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        DriverProcess { child, dir }
+    }
+
+    fn signal(&self, sig: &str) {
+        signal(&self.child, sig);
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig}");
+}
+
+impl Drop for DriverProcess {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Not a test: the body of [`DriverProcess`]. Does nothing unless `LIVENESS_TEST_DRIVER_DIR`
+/// is set.
+#[test]
+#[ignore = "runs only as the child process of the liveness tests"]
+fn driver_process_for_liveness_tests() {
+    let Some(dir) = std::env::var_os("LIVENESS_TEST_DRIVER_DIR") else {
+        return;
+    };
+    let _driver = EmbeddedDriver::builder()
+        .dir(PathBuf::from(dir))
+        .ipc_term_length(64 << 10)
+        .driver_timeout(TIMEOUT)
+        .spawn()
+        .expect("driver starts");
+    // Until killed; a parent that died without killing it is noticed within a minute.
+    for _ in 0..600 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn a_driver_that_stops_beating(sig: &str, tag: &str) {
+    let driver = DriverProcess::spawn(tag);
+    let client = client(&driver.dir);
+    let live = client.liveness();
+    assert_eq!(move_messages(&client, 20, 100), 100);
+    let at = Instant::now();
+    driver.signal(sig);
+    let took = time_to_notice(&live, at, TIMEOUT + SLACK);
+    assert_eq!(
+        live.error(),
+        Some(LivenessError::DriverTimedOut {
+            dir: driver.dir.clone(),
+            timeout: TIMEOUT
+        })
+    );
+    assert!(client.is_closed());
+    assert!(live.describe().contains("stopped responding"), "{}", live.describe());
+    // Not before the timeout (the heartbeat was fresh when the signal went), and not long after.
+    assert!(took + Duration::from_millis(1_100) >= TIMEOUT, "noticed after {took:?}");
+    eprintln!("{sig}: noticed after {took:?}");
+}
+
+#[test]
+fn a_killed_driver_is_noticed_as_timed_out_within_the_driver_timeout() {
+    a_driver_that_stops_beating("-KILL", "killed");
+}
+
+#[test]
+fn a_stopped_driver_is_noticed_as_timed_out_within_the_driver_timeout() {
+    a_driver_that_stops_beating("-STOP", "stopped");
+}
+
+/// Not a test: a client in a child process for `a_paused_client_...`. Connects to
+/// `LIVENESS_TEST_CLIENT_DIR`, moves messages, says `ready`, then waits until its liveness
+/// turns false and prints the cause (`{:?}`) and how long after `resumed` it noticed.
+#[test]
+#[ignore = "runs only as the child process of the liveness tests"]
+fn client_process_for_liveness_tests() {
+    let Some(dir) = std::env::var_os("LIVENESS_TEST_CLIENT_DIR") else {
+        return;
+    };
+    let client = client(Path::new(&dir));
+    let live = client.liveness();
+    assert_eq!(move_messages(&client, 30, 100), 100);
+    println!("ready");
+    let started = Instant::now();
+    let mut last = Instant::now();
+    let mut resumed = None;
+    while live.is_active() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(1));
+        // A gap in this loop is the SIGSTOP: the time to notice counts from the resume.
+        if last.elapsed() > Duration::from_millis(500) {
+            resumed = Some(Instant::now());
+        }
+        last = Instant::now();
+    }
+    // Already lost at the first look after the resume: noticed at once.
+    let took = resumed
+        .map(|r| r.elapsed())
+        .or_else(|| (last.elapsed() > Duration::from_millis(500)).then_some(Duration::ZERO));
+    let ms = took.map_or(f64::MAX, |d| d.as_secs_f64() * 1e3);
+    println!(
+        "cause {:?} closed {} after-resume-ms {ms}",
+        live.error(),
+        client.is_closed()
+    );
+}
+
+#[test]
+fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
+    // The driver forgets a silent client after 1 s; the client is stopped for 2.5 s.
+    let driver = DriverProcess::spawn_with("paused-client", &[("AERON_CLIENT_LIVENESS_TIMEOUT", "1s")]);
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "client_process_for_liveness_tests",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("LIVENESS_TEST_CLIENT_DIR", &driver.dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("client process starts");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    use std::io::BufRead as _;
+    while !line.contains("ready") {
+        line.clear();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "the client process ended before it was ready"
+        );
+    }
+    signal(&child, "-STOP");
+    std::thread::sleep(Duration::from_millis(2_500));
+    signal(&child, "-CONT");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let _ = child.wait();
+    let want = format!("cause Some(ClientTimedOut {{ dir: {:?} }}) closed true", driver.dir);
+    assert!(rest.contains(&want), "client process said: {rest}");
+    let took: f64 = rest
+        .split("after-resume-ms ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::MAX);
+    eprintln!("paused client: {rest}");
+    assert!(
+        took < (TIMEOUT + SLACK).as_millis() as f64,
+        "noticed {took} ms after the resume"
+    );
+}
