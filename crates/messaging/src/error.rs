@@ -215,6 +215,9 @@ pub enum OfferError {
     },
     /// aeron-rs returned something undocumented (final; please report it).
     Unexpected(i64),
+    /// The client lost its media driver (final: see
+    /// [`DriverLiveness::error`](crate::DriverLiveness::error) for why, and build a new client).
+    ClientClosed,
 }
 
 impl OfferError {
@@ -233,6 +236,7 @@ impl OfferError {
             Self::BackPressured => "back_pressured",
             Self::AdminAction => "admin_action",
             Self::Closed => "closed",
+            Self::ClientClosed => "client_closed",
             Self::MaxPositionExceeded => "max_position_exceeded",
             Self::MessageTooLong { .. } => "message_too_long",
             Self::Unexpected(_) => "unexpected",
@@ -272,6 +276,9 @@ impl fmt::Display for OfferError {
             Self::BackPressured => f.write_str("back-pressured: the subscriber is behind (retry)"),
             Self::AdminAction => f.write_str("admin action: term rotation or client busy (retry)"),
             Self::Closed => f.write_str("the publication is closed"),
+            Self::ClientClosed => f.write_str(
+                "the client lost its media driver (Client::liveness().error() says why); build a new client",
+            ),
             Self::MaxPositionExceeded => {
                 f.write_str("the stream reached its maximum position; use a larger term length or a new publication")
             }

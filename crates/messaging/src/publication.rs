@@ -57,6 +57,8 @@ pub struct Publisher {
     stream_id: i32,
     /// Calls that found the publication lock held (by aeron-rs's conductor).
     busy: std::sync::atomic::AtomicU64,
+    /// The client's liveness state (one load per offer/try_claim).
+    live: Arc<std::sync::atomic::AtomicU8>,
     client: Arc<Inner>,
 }
 
@@ -95,6 +97,7 @@ impl Publisher {
             channel: channel.to_owned(),
             stream_id,
             busy: std::sync::atomic::AtomicU64::new(0),
+            live: client.shared.state.clone(),
             client,
         }
     }
@@ -128,6 +131,9 @@ impl Publisher {
 
     #[inline]
     fn lock(&self) -> Result<MutexGuard<'_, Publication>, OfferError> {
+        if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
+            return Err(OfferError::ClientClosed);
+        }
         match self.publication.try_lock() {
             Ok(g) => Ok(g),
             Err(TryLockError::WouldBlock) => {

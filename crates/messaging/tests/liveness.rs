@@ -12,7 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::wait_until_connected;
-use messaging::{Client, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError, MessageHeader};
+use messaging::{
+    Client, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError, MessageHeader, OfferError,
+};
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -65,6 +67,33 @@ fn time_to_notice(live: &DriverLiveness, since: Instant, limit: Duration) -> Dur
 }
 
 #[test]
+fn after_a_driver_restart_a_new_client_carries_on() {
+    let dir = private_dir("restart");
+    let spawn = || {
+        EmbeddedDriver::builder()
+            .dir(&dir)
+            .ipc_term_length(64 << 10)
+            .driver_timeout(TIMEOUT)
+            .spawn()
+            .expect("driver starts")
+    };
+    let first = spawn();
+    let old = client(&dir);
+    assert_eq!(move_messages(&old, 14, 50), 50);
+    first.stop();
+    time_to_notice(&old.liveness(), Instant::now(), TIMEOUT + SLACK);
+    // The documented way on: a new driver in the same directory, a new client; the old client
+    // is dropped whenever convenient (its close goes to the old, unlinked cnc.dat).
+    let _second = spawn();
+    let new = client(&dir);
+    assert!(new.liveness().is_active());
+    assert_eq!(move_messages(&new, 14, 50), 50);
+    assert!(old.is_closed());
+    drop(old);
+    assert_eq!(move_messages(&new, 15, 50), 50);
+}
+
+#[test]
 fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     let dir = private_dir("orderly");
     let driver = EmbeddedDriver::builder()
@@ -77,12 +106,16 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     let live = client.liveness();
     assert_eq!(move_messages(&client, 10, 100), 100);
     assert!(live.is_active() && !client.is_closed() && live.error().is_none());
+    let mut publ = client.publication("aeron:ipc", 13).expect("publication");
 
     let stopped = Instant::now();
     driver.stop();
     let took = time_to_notice(&live, stopped, TIMEOUT + SLACK);
     assert_eq!(live.error(), Some(LivenessError::DriverClosed { dir: dir.clone() }));
     assert!(client.is_closed());
+    // The next offer and claim say so, typed, instead of back-pressure that never clears.
+    assert_eq!(publ.offer(b"after the stop"), Err(OfferError::ClientClosed));
+    assert_eq!(publ.try_claim(8).err(), Some(OfferError::ClientClosed));
     let msg = live.describe();
     assert!(
         msg.contains(&dir.display().to_string()) && msg.contains("closed"),
