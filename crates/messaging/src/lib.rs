@@ -15,9 +15,22 @@
 //! - **Clean close**: dropping the last handle removes publications and subscriptions and
 //!   sends `CLIENT_CLOSE` (which aeron-rs 0.1.8 never does), so a second run right after the
 //!   first on the same driver and stream does not stall.
+//! - **Never dies silently**: [`DriverLiveness`] (one atomic load) turns false within one
+//!   conductor duty cycle of a driver's orderly close, within the driver timeout of a driver
+//!   killed or hung, and when the driver timed this client out; [`LivenessError`] says which,
+//!   and the next [`Publisher::offer`] / [`Publisher::try_claim`] returns
+//!   [`OfferError::ClientClosed`]. Carry on by building a new [`Client`] once a driver runs
+//!   again.
+//! - **Never harms another driver**: [`EmbeddedDriver`] refuses a directory whose driver is
+//!   alive ([`DriverLaunchError::ActiveDriver`], with its pid).
 //! - **Aeron's names**: `AERON_DIR`, `AERON_*` variables, idle strategies `spin`, `noop`,
 //!   `yield`, `sleep-ns`, `backoff`; offer / try_claim / poll.
 //! - No aeron-rs type appears in this crate's public API.
+//!
+//! # Features
+//! - `embedded-driver` (off by default): [`EmbeddedDriver`], an Aeron C 1.54 media driver in
+//!   this process (builds Aeron from source: CMake >= 3.30, libclang). Without it, connect to a
+//!   running `aeronmd` or Java `MediaDriver` with [`Client::connect`].
 //!
 //! # Example
 //! ```no_run
