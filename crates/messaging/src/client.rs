@@ -31,9 +31,10 @@ use crate::cnc::{
     DEFAULT_DRIVER_TIMEOUT, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
 use crate::conductor::{
-    conductor_loop, mark_lost, Inner, Shared, ACTIVE, CLIENT_TIMED_OUT, DRIVER_CLOSED, DRIVER_TIMED_OUT,
+    conductor_loop, liveness_error, print_error, ErrorHandler, Inner, Lost, Shared, ACTIVE, CLIENT_TIMED_OUT,
+    DRIVER_TIMED_OUT,
 };
-use crate::error::{AddError, ConnectError, LivenessError};
+use crate::error::{AddError, AsyncError, ConnectError, LivenessError};
 use crate::publication::Publisher;
 use crate::subscription::Subscriber;
 
@@ -85,16 +86,7 @@ impl DriverLiveness {
     /// Why the client lost its driver, or `None` while it has it.
     #[must_use]
     pub fn error(&self) -> Option<LivenessError> {
-        let dir = self.dir.clone();
-        match self.state.load(Ordering::Acquire) {
-            ACTIVE => None,
-            DRIVER_CLOSED => Some(LivenessError::DriverClosed { dir }),
-            DRIVER_TIMED_OUT => Some(LivenessError::DriverTimedOut {
-                dir,
-                timeout: self.timeout,
-            }),
-            _ => Some(LivenessError::ClientTimedOut { dir }),
-        }
+        liveness_error(self.state.load(Ordering::Acquire), &self.dir, self.timeout)
     }
 
     /// The driver timeout this client applies.
@@ -111,11 +103,23 @@ impl DriverLiveness {
 }
 
 /// Configures and connects a [`Client`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     dir: Option<PathBuf>,
     driver_timeout: Option<Duration>,
     pre_touch: bool,
+    on_error: Option<ErrorHandler>,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("dir", &self.dir)
+            .field("driver_timeout", &self.driver_timeout)
+            .field("pre_touch", &self.pre_touch)
+            .field("error_handler", &self.on_error.as_ref().map(|_| "custom"))
+            .finish()
+    }
 }
 
 impl Default for ClientBuilder {
@@ -132,7 +136,26 @@ impl ClientBuilder {
             dir: None,
             driver_timeout: None,
             pre_touch: false,
+            on_error: None,
         }
+    }
+
+    /// Where the client's asynchronous errors go ([`AsyncError`]: the loss of the driver, once,
+    /// and what aeron-rs's conductor reports), instead of a line on stderr. Called from the
+    /// client's conductor thread: keep it short, and never call back into the client.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = messaging::Client::builder()
+    ///     .dir("/dev/shm/aeron-root")
+    ///     .error_handler(|e| eprintln!("order-gateway: {e}"))
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn error_handler(mut self, handler: impl Fn(&AsyncError) + Send + Sync + 'static) -> Self {
+        self.on_error = Some(Arc::new(handler));
+        self
     }
 
     /// The media driver's directory (overrides `AERON_DIR`).
@@ -195,6 +218,7 @@ impl ClientBuilder {
     /// (garbage, truncated, never initialised), other variants for what aeron-rs reports.
     pub fn build(self) -> Result<Client, ConnectError> {
         let pre_touch = self.pre_touch;
+        let on_error: ErrorHandler = self.on_error.clone().unwrap_or_else(|| Arc::new(print_error));
         let (dir, timeout) = self.resolve();
         check_dir(&dir, timeout)?;
         let mut ctx = Context::new();
@@ -212,16 +236,21 @@ impl ClientBuilder {
         // through return values, the rest are counted here.
         // A driver timeout is reported once, by `DriverLiveness` (aeron-rs repeats it on
         // every duty cycle); everything else is printed as it comes.
-        let state = Arc::new(AtomicU8::new(ACTIVE));
-        let state2 = state.clone();
+        let lost = Lost {
+            state: Arc::new(AtomicU8::new(ACTIVE)),
+            on_error: on_error.clone(),
+            dir: dir.clone(),
+            timeout,
+        };
+        let lost2 = lost.clone();
         ctx.set_error_handler(move |e: AeronError| match e {
-            AeronError::DriverTimeout(_) => mark_lost(&state2, DRIVER_TIMED_OUT),
+            AeronError::DriverTimeout(_) => lost2.mark(DRIVER_TIMED_OUT),
             AeronError::ClientTimeoutException
             | AeronError::Generic(GenericError::ClientHeartbeatNotActive)
             | AeronError::Generic(GenericError::TimeoutBetweenServiceCallsOverTimeout(_)) => {
-                mark_lost(&state2, CLIENT_TIMED_OUT);
+                lost2.mark(CLIENT_TIMED_OUT);
             }
-            e => eprintln!("aeron client: {e}"),
+            e => (lost2.on_error)(&AsyncError::Client { message: e.to_string() }),
         });
         let aeron = Aeron::new(ctx).map_err(|e| connect_error(&dir, e))?;
         let cnc = MemoryMappedFile::map_existing(dir.join("cnc.dat"), false).map_err(|e| ConnectError::Client {
@@ -244,7 +273,7 @@ impl ClientBuilder {
         let shared = Arc::new(Shared {
             aeron: Mutex::new(Some(aeron)),
             stop: AtomicBool::new(false),
-            state,
+            lost,
             heartbeat,
             timeout_ms: timeout.as_millis() as i64,
             _cnc: cnc,
@@ -374,14 +403,14 @@ impl Client {
     /// it): one atomic load, never the conductor's lock. See [`DriverLiveness`].
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.inner.shared.state.load(Ordering::Relaxed) != ACTIVE
+        self.inner.shared.lost.state.load(Ordering::Relaxed) != ACTIVE
     }
 
     /// Whether the driver still answers, as this client sees it: a cheap handle for hot loops.
     #[must_use]
     pub fn liveness(&self) -> DriverLiveness {
         DriverLiveness {
-            state: self.inner.shared.state.clone(),
+            state: self.inner.shared.lost.state.clone(),
             dir: self.inner.dir.clone(),
             timeout: self.inner.timeout,
         }

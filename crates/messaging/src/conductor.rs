@@ -13,7 +13,7 @@ use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::ring_buffer::ManyToOneRingBuffer;
 use aeron_rs::utils::memory_mapped_file::MemoryMappedFile;
 
-use crate::error::AddError;
+use crate::error::{AddError, AsyncError, LivenessError};
 
 /// How long the conductor thread sleeps between duty cycles: aeron-rs's own 4 ms
 /// (`IDLE_SLEEP_MS`). Each wake-up briefly takes a core; a late publisher is noticed within it.
@@ -28,9 +28,50 @@ pub(crate) const DRIVER_TIMED_OUT: u8 = 2;
 /// The driver timed this client out (it did not hear from it for the client liveness timeout).
 pub(crate) const CLIENT_TIMED_OUT: u8 = 3;
 
-/// Records the first reason the client lost its driver; later ones do not overwrite it.
-pub(crate) fn mark_lost(state: &AtomicU8, why: u8) {
-    let _ = state.compare_exchange(ACTIVE, why, Ordering::AcqRel, Ordering::Acquire);
+/// Where a client's asynchronous errors go.
+pub(crate) type ErrorHandler = Arc<dyn Fn(&AsyncError) + Send + Sync>;
+
+/// The default handler: one line on stderr.
+pub(crate) fn print_error(e: &AsyncError) {
+    eprintln!("{e}");
+}
+
+/// The liveness error for state `code` (`None` while [`ACTIVE`]).
+pub(crate) fn liveness_error(code: u8, dir: &Path, timeout: Duration) -> Option<LivenessError> {
+    let dir = dir.to_owned();
+    match code {
+        ACTIVE => None,
+        DRIVER_CLOSED => Some(LivenessError::DriverClosed { dir }),
+        DRIVER_TIMED_OUT => Some(LivenessError::DriverTimedOut { dir, timeout }),
+        _ => Some(LivenessError::ClientTimedOut { dir }),
+    }
+}
+
+/// A client's liveness state and where its errors go; shared by the conductor thread and
+/// aeron-rs's error handler.
+#[derive(Clone)]
+pub(crate) struct Lost {
+    /// [`ACTIVE`], or why the client lost its driver (read with one load).
+    pub(crate) state: Arc<AtomicU8>,
+    pub(crate) on_error: ErrorHandler,
+    pub(crate) dir: PathBuf,
+    pub(crate) timeout: Duration,
+}
+
+impl Lost {
+    /// Records the first reason the client lost its driver and hands it to the error handler;
+    /// later reasons (aeron-rs repeats its own every duty cycle) change nothing.
+    pub(crate) fn mark(&self, why: u8) {
+        if self
+            .state
+            .compare_exchange(ACTIVE, why, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            if let Some(e) = liveness_error(why, &self.dir, self.timeout) {
+                (self.on_error)(&AsyncError::Liveness(e));
+            }
+        }
+    }
 }
 
 /// The aeron-rs client, the flag that stops our conductor thread, and what the conductor
@@ -38,9 +79,9 @@ pub(crate) fn mark_lost(state: &AtomicU8, why: u8) {
 pub(crate) struct Shared {
     pub(crate) aeron: Mutex<Option<Aeron>>,
     pub(crate) stop: AtomicBool,
-    /// [`ACTIVE`], or why the client lost its driver: set by the duty cycle (the driver's
-    /// heartbeat) and by the error handler (aeron-rs's timeouts), read with one load.
-    pub(crate) state: Arc<AtomicU8>,
+    /// The liveness state: set by the duty cycle (the driver's heartbeat) and by aeron-rs's
+    /// error handler (its timeouts).
+    pub(crate) lost: Lost,
     /// The to-driver ring buffer in `cnc`: its consumer heartbeat is the driver's.
     pub(crate) heartbeat: ManyToOneRingBuffer,
     /// The driver timeout, ms.
@@ -70,9 +111,9 @@ fn epoch_ms() -> i64 {
 fn check_driver(shared: &Shared) {
     let hb = shared.heartbeat.consumer_heartbeat_time();
     if hb < 0 {
-        mark_lost(&shared.state, DRIVER_CLOSED);
+        shared.lost.mark(DRIVER_CLOSED);
     } else if hb > 0 && epoch_ms() - hb > shared.timeout_ms {
-        mark_lost(&shared.state, DRIVER_TIMED_OUT);
+        shared.lost.mark(DRIVER_TIMED_OUT);
     }
 }
 
@@ -81,7 +122,7 @@ pub(crate) fn conductor_loop(shared: &Shared) {
     while !shared.stop.load(Ordering::Acquire) {
         // Once the driver is gone there is nothing to do but wait to be dropped.
         check_driver(shared);
-        if shared.state.load(Ordering::Acquire) != ACTIVE {
+        if shared.lost.state.load(Ordering::Acquire) != ACTIVE {
             std::thread::sleep(CONDUCTOR_IDLE);
             continue;
         }

@@ -460,6 +460,33 @@ impl fmt::Display for LivenessError {
 
 impl std::error::Error for LivenessError {}
 
+/// An error the client reports on its own, not as the answer to one of your calls: it reaches
+/// the [`ClientBuilder::error_handler`](crate::ClientBuilder::error_handler) (by default, a line
+/// on stderr).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AsyncError {
+    /// The client lost its media driver: delivered once, whichever check saw it first.
+    Liveness(LivenessError),
+    /// Anything else aeron-rs's conductor reported (a channel endpoint error, a registration
+    /// error on a resource added earlier, ...), in its words.
+    Client {
+        /// What aeron-rs said.
+        message: String,
+    },
+}
+
+impl fmt::Display for AsyncError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Liveness(e) => e.fmt(f),
+            Self::Client { message } => write!(f, "aeron client: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for AsyncError {}
+
 impl fmt::Display for DriverLaunchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -86,7 +86,8 @@ pub use driver::{
     check_term_length, driver_version, free_bytes, EmbeddedDriver, EmbeddedDriverBuilder, DEFAULT_DRIVER_IDLE,
 };
 pub use error::{
-    AddError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PrefaultError, SpawnError,
+    AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PrefaultError,
+    SpawnError,
 };
 pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,

@@ -97,7 +97,7 @@ impl Publisher {
             channel: channel.to_owned(),
             stream_id,
             busy: std::sync::atomic::AtomicU64::new(0),
-            live: client.shared.state.clone(),
+            live: client.shared.lost.state.clone(),
             client,
         }
     }

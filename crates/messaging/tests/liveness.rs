@@ -9,11 +9,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::wait_until_connected;
 use messaging::{
-    Client, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError, MessageHeader, OfferError,
+    AsyncError, Client, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError, MessageHeader,
+    OfferError,
 };
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
@@ -33,6 +35,36 @@ fn client(dir: &Path) -> Client {
         .driver_timeout(TIMEOUT)
         .build()
         .expect("client connects")
+}
+
+/// What a client's error handler received.
+type Errors = Arc<Mutex<Vec<AsyncError>>>;
+
+/// A client whose asynchronous errors are collected instead of printed.
+fn client_with_errors(dir: &Path) -> (Client, Errors) {
+    let errors = Errors::default();
+    let sink = errors.clone();
+    let client = Client::builder()
+        .dir(dir)
+        .driver_timeout(TIMEOUT)
+        .error_handler(move |e| sink.lock().unwrap().push(e.clone()))
+        .build()
+        .expect("client connects");
+    (client, errors)
+}
+
+/// The liveness errors the handler received (after giving a repeating aeron-rs a moment).
+fn liveness_errors(errors: &Errors) -> Vec<LivenessError> {
+    std::thread::sleep(Duration::from_millis(100));
+    errors
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            AsyncError::Liveness(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Sends `n` messages on a fresh IPC stream and receives them all; returns how many arrived.
@@ -102,7 +134,7 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
         .driver_timeout(TIMEOUT)
         .spawn()
         .expect("driver starts");
-    let client = client(&dir);
+    let (client, errors) = client_with_errors(&dir);
     let live = client.liveness();
     assert_eq!(move_messages(&client, 10, 100), 100);
     assert!(live.is_active() && !client.is_closed() && live.error().is_none());
@@ -116,6 +148,11 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     // The next offer and claim say so, typed, instead of back-pressure that never clears.
     assert_eq!(publ.offer(b"after the stop"), Err(OfferError::ClientClosed));
     assert_eq!(publ.try_claim(8).err(), Some(OfferError::ClientClosed));
+    // The error handler heard it once.
+    assert_eq!(
+        liveness_errors(&errors),
+        [LivenessError::DriverClosed { dir: dir.clone() }]
+    );
     let msg = live.describe();
     assert!(
         msg.contains(&dir.display().to_string()) && msg.contains("closed"),
@@ -207,7 +244,7 @@ fn driver_process_for_liveness_tests() {
 
 fn a_driver_that_stops_beating(sig: &str, tag: &str) {
     let driver = DriverProcess::spawn(tag);
-    let client = client(&driver.dir);
+    let (client, errors) = client_with_errors(&driver.dir);
     let live = client.liveness();
     assert_eq!(move_messages(&client, 20, 100), 100);
     let at = Instant::now();
@@ -222,6 +259,14 @@ fn a_driver_that_stops_beating(sig: &str, tag: &str) {
     );
     assert!(client.is_closed());
     assert!(live.describe().contains("stopped responding"), "{}", live.describe());
+    // Once, although aeron-rs reports its own driver timeout on every duty cycle after it.
+    assert_eq!(
+        liveness_errors(&errors),
+        [LivenessError::DriverTimedOut {
+            dir: driver.dir.clone(),
+            timeout: TIMEOUT
+        }]
+    );
     // Not before the timeout (the heartbeat was fresh when the signal went), and not long after.
     assert!(took + Duration::from_millis(1_100) >= TIMEOUT, "noticed after {took:?}");
     eprintln!("{sig}: noticed after {took:?}");
