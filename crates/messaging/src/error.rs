@@ -59,28 +59,29 @@ impl fmt::Display for ConnectError {
         match self {
             Self::NoDriver { dir } => write!(
                 f,
-                "no media driver at {}: {} is missing; start one (aeronmd, the Java MediaDriver, or \
-                 drop --dir to use the embedded driver) or point --dir / AERON_DIR at the driver's directory",
+                "no media driver at {}: {} is missing; start one there (aeronmd, the Java MediaDriver, or an \
+                 EmbeddedDriver), or connect to the directory of a running one (ClientBuilder::dir, AERON_DIR)",
                 dir.display(),
                 dir.join("cnc.dat").display()
             ),
             Self::NotADirectory { dir } => write!(
                 f,
-                "no media driver at {}: it is a file, not a directory; point --dir / AERON_DIR at the media \
-                 driver's directory (the one holding cnc.dat), or drop --dir to use the embedded driver",
+                "no media driver at {}: it is a file, not a directory; connect to the media driver's directory \
+                 (the one holding cnc.dat) with ClientBuilder::dir or AERON_DIR",
                 dir.display()
             ),
             Self::BadCnc { dir, detail } => write!(
                 f,
                 "no usable media driver at {}: {} {detail}; start a media driver there (after deleting the \
-                 stale directory), or point --dir / AERON_DIR at a running driver's directory",
+                 stale directory), or connect to a running driver's directory (ClientBuilder::dir, AERON_DIR)",
                 dir.display(),
                 dir.join("cnc.dat").display()
             ),
             Self::DriverDead { dir, heartbeat_age } => write!(
                 f,
                 "media driver at {} is not running: its last heartbeat is {:.1} s old; restart the driver \
-                 (or delete the stale directory), or point --dir / AERON_DIR at a running driver's directory",
+                 (or delete the stale directory), or connect to a running driver's directory \
+                 (ClientBuilder::dir, AERON_DIR)",
                 dir.display(),
                 heartbeat_age.as_secs_f64()
             ),
@@ -92,7 +93,7 @@ impl fmt::Display for ConnectError {
             Self::Client { dir, detail } => write!(
                 f,
                 "could not connect to the media driver at {}: {detail}; check that the driver is running and \
-                 that --dir / AERON_DIR name its directory",
+                 that ClientBuilder::dir or AERON_DIR names its directory",
                 dir.display()
             ),
         }
@@ -498,9 +499,10 @@ impl fmt::Display for DriverLaunchError {
             } => write!(
                 f,
                 "not enough space for the media driver's term buffers in {}: needs about {} MiB (2 streams x 3 \
-                 terms of {} + 16 MiB), {} MiB free; use a smaller term length (latency-probe --term-length, \
-                 AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room (mount -o remount,size=2G /dev/shm; in \
-                 Docker: docker run --shm-size=2g) or put the driver where there is room (latency-probe --driver-dir)",
+                 terms of {} + 16 MiB), {} MiB free; use a smaller term length \
+                 (EmbeddedDriverBuilder::ipc_term_length, AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room \
+                 (mount -o remount,size=2G /dev/shm; in Docker: docker run --shm-size=2g) or put the driver where \
+                 there is room (EmbeddedDriverBuilder::dir)",
                 dir.display(),
                 needed.div_ceil(1 << 20),
                 if term_length % (1 << 20) == 0 {
@@ -623,6 +625,56 @@ impl std::error::Error for PrefaultError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connect_and_launch_messages_speak_to_a_service_not_to_the_probe() {
+        let dir = PathBuf::from("/dev/shm/aeron-x");
+        let messages = [
+            ConnectError::NoDriver { dir: dir.clone() }.to_string(),
+            ConnectError::NotADirectory { dir: dir.clone() }.to_string(),
+            ConnectError::BadCnc {
+                dir: dir.clone(),
+                detail: "is garbage".into(),
+            }
+            .to_string(),
+            ConnectError::DriverDead {
+                dir: dir.clone(),
+                heartbeat_age: Duration::from_secs(30),
+            }
+            .to_string(),
+            ConnectError::Client {
+                dir: dir.clone(),
+                detail: "x".into(),
+            }
+            .to_string(),
+            DriverLaunchError::NoSpace {
+                dir: dir.clone(),
+                needed: 100 << 20,
+                available: 10 << 20,
+                term_length: 16 << 20,
+            }
+            .to_string(),
+            DriverLaunchError::ActiveDriver {
+                dir: dir.clone(),
+                pid: Some(7),
+                heartbeat_age: Duration::from_millis(3),
+            }
+            .to_string(),
+            LivenessError::DriverClosed { dir: dir.clone() }.to_string(),
+            LivenessError::DriverTimedOut {
+                dir: dir.clone(),
+                timeout: Duration::from_secs(10),
+            }
+            .to_string(),
+            LivenessError::ClientTimedOut { dir }.to_string(),
+        ];
+        for m in messages {
+            assert!(m.contains("/dev/shm/aeron-x"), "names the directory: {m}");
+            for probe_words in ["--dir", "--driver-dir", "--term-length", "latency-", "the run"] {
+                assert!(!m.contains(probe_words), "{probe_words:?} in: {m}");
+            }
+        }
+    }
 
     #[test]
     fn only_the_three_transient_offer_results_are_retryable() {

@@ -47,7 +47,7 @@ impl StreamArgs {
         aeron_latency::messaging::Client::builder()
             .dir(&dir)
             .check()
-            .map_err(|e| UsageError::new(e.to_string()))
+            .map_err(|e| UsageError::new(crate::run::connect_error(&e)))
     }
 }
 

@@ -93,7 +93,73 @@ pub fn connect(dir: &std::path::Path) -> Result<aeron_latency::messaging::Client
         .dir(dir)
         .pre_touch_mapped_memory(true)
         .build()
-        .map_err(|e| SetupError(e.to_string()))
+        .map_err(|e| SetupError(connect_error(&e)))
+}
+
+/// Why the probe could not connect to a media driver, with the probe's flags as the fix (the
+/// library's message names the builder and `AERON_DIR`).
+#[must_use]
+pub fn connect_error(e: &aeron_latency::messaging::ConnectError) -> String {
+    use aeron_latency::messaging::ConnectError;
+    match e {
+        ConnectError::NoDriver { dir } => format!(
+            "no media driver at {}: {} is missing; start one (aeronmd, the Java MediaDriver, or drop --dir to use \
+             the embedded driver) or point --dir / AERON_DIR at the driver's directory",
+            dir.display(),
+            dir.join("cnc.dat").display()
+        ),
+        ConnectError::NotADirectory { dir } => format!(
+            "no media driver at {}: it is a file, not a directory; point --dir / AERON_DIR at the media driver's \
+             directory (the one holding cnc.dat), or drop --dir to use the embedded driver",
+            dir.display()
+        ),
+        ConnectError::BadCnc { dir, detail } => format!(
+            "no usable media driver at {}: {} {detail}; start a media driver there (after deleting the stale \
+             directory), or point --dir / AERON_DIR at a running driver's directory",
+            dir.display(),
+            dir.join("cnc.dat").display()
+        ),
+        ConnectError::DriverDead { dir, heartbeat_age } => format!(
+            "media driver at {} is not running: its last heartbeat is {:.1} s old; restart the driver (or delete \
+             the stale directory), or point --dir / AERON_DIR at a running driver's directory",
+            dir.display(),
+            heartbeat_age.as_secs_f64()
+        ),
+        ConnectError::Client { dir, detail } => format!(
+            "could not connect to the media driver at {}: {detail}; check that the driver is running and that \
+             --dir / AERON_DIR name its directory",
+            dir.display()
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Why the embedded driver did not start, with the probe's flags as the fix.
+#[must_use]
+pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError) -> String {
+    use aeron_latency::messaging::DriverLaunchError;
+    match e {
+        DriverLaunchError::NoSpace {
+            dir,
+            needed,
+            available,
+            term_length,
+        } => format!(
+            "not enough space for the media driver's term buffers in {}: needs about {} MiB (2 streams x 3 terms \
+             of {} + 16 MiB), {} MiB free; use a smaller term length (latency-probe --term-length, \
+             AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room (mount -o remount,size=2G /dev/shm; in \
+             Docker: docker run --shm-size=2g) or put the driver where there is room (latency-probe --driver-dir)",
+            dir.display(),
+            needed.div_ceil(1 << 20),
+            if term_length % (1 << 20) == 0 {
+                format!("{} MiB", term_length >> 20)
+            } else {
+                format!("{} KiB", term_length.div_ceil(1 << 10))
+            },
+            available / (1 << 20)
+        ),
+        other => other.to_string(),
+    }
 }
 
 /// Why a run side lost its media driver, in the probe's words (the library's message tells a
