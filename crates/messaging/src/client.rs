@@ -55,9 +55,11 @@ use crate::subscription::Subscriber;
 /// The driver's heartbeat is read from `cnc.dat` by this client's conductor thread, not by
 /// the hot path. Cloning is cheap.
 ///
-/// ```no_run
+/// ```
+/// # #[cfg(feature = "embedded-driver")]
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = messaging::Client::connect("/dev/shm/aeron-root")?;
+/// # let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+/// let client = messaging::Client::connect(driver.dir())?;
 /// let live = client.liveness();
 /// while live.is_active() {
 ///     // poll, offer, ...
@@ -67,6 +69,7 @@ use crate::subscription::Subscriber;
 ///     eprintln!("{e}");
 /// }
 /// # Ok(()) }
+/// # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 /// ```
 #[derive(Debug, Clone)]
 pub struct DriverLiveness {
@@ -144,13 +147,17 @@ impl ClientBuilder {
     /// and what aeron-rs's conductor reports), instead of a line on stderr. Called from the
     /// client's conductor thread: keep it short, and never call back into the client.
     ///
-    /// ```no_run
+    /// ```
+    /// # #[cfg(feature = "embedded-driver")]
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
     /// let client = messaging::Client::builder()
-    ///     .dir("/dev/shm/aeron-root")
+    ///     .dir(driver.dir())
     ///     .error_handler(|e| eprintln!("order-gateway: {e}"))
     ///     .build()?;
+    /// # drop(client);
     /// # Ok(()) }
+    /// # #[cfg(not(feature = "embedded-driver"))] fn main() {}
     /// ```
     #[must_use]
     pub fn error_handler(mut self, handler: impl Fn(&AsyncError) + Send + Sync + 'static) -> Self {

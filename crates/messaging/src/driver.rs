@@ -15,7 +15,7 @@
 //!   then the builder's setters;
 //! - space for the log buffers is checked before the driver starts, with the amount needed.
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
 //! let client = messaging::Client::connect(driver.dir())?;

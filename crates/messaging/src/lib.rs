@@ -33,7 +33,7 @@
 //!   running `aeronmd` or Java `MediaDriver` with [`Client::connect`].
 //!
 //! # Example
-//! ```no_run
+//! ```
 //! # #[cfg(feature = "embedded-driver")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader};

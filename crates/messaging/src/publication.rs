@@ -9,17 +9,37 @@
 //! - every failure is one typed [`OfferError`]; retry exactly when
 //!   [`is_retryable`](OfferError::is_retryable) says so.
 //!
-//! ```no_run
+//! ```
+//! # #[cfg(feature = "embedded-driver")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = messaging::Client::connect("/dev/shm/aeron-root")?;
+//! use messaging::{Client, IdleStrategy};
+//! # let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! let client = Client::connect(driver.dir())?;
 //! let mut publisher = client.publication("aeron:ipc", 1001)?;
-//! // copy in
-//! publisher.offer(b"hello")?;
-//! // or write straight into the term buffer
-//! let mut claim = publisher.try_claim(8)?;
-//! claim.buffer_mut().copy_from_slice(&42u64.to_le_bytes());
-//! claim.commit();
+//! # let _subscriber = client.subscription("aeron:ipc", 1001)?;
+//! let mut idle: IdleStrategy = "yield".parse()?;
+//! // Copy in. Until a subscriber is connected (and whenever it is behind) the offer says so:
+//! // retry what is retryable, give up on the rest.
+//! while let Err(e) = publisher.offer(b"hello") {
+//!     if !e.is_retryable() {
+//!         return Err(e.into());
+//!     }
+//!     idle.idle_once();
+//! }
+//! // Or write straight into the term buffer.
+//! loop {
+//!     match publisher.try_claim(8) {
+//!         Ok(mut claim) => {
+//!             claim.buffer_mut().copy_from_slice(&42u64.to_le_bytes());
+//!             claim.commit();
+//!             break;
+//!         }
+//!         Err(e) if e.is_retryable() => idle.idle_once(),
+//!         Err(e) => return Err(e.into()),
+//!     }
+//! }
 //! # Ok(()) }
+//! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 //! ```
 
 use std::fmt;

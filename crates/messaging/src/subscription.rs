@@ -11,11 +11,16 @@
 //! - unfragmented messages (the usual case) are passed straight from the term buffer without
 //!   a copy; reassembly buffers are allocated once per publisher and reused.
 //!
-//! ```no_run
+//! ```
+//! # #[cfg(feature = "embedded-driver")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use messaging::{Client, IdleStrategy};
-//! let client = Client::connect("/dev/shm/aeron-root")?;
+//! # let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! let client = Client::connect(driver.dir())?;
 //! let mut sub = client.subscription("aeron:ipc", 1001)?;
+//! # let mut publ = client.publication("aeron:ipc", 1001)?;
+//! # let mut n = 0;
+//! # while n < 10 { if publ.offer(b"tick").is_ok() { n += 1 } else { std::thread::yield_now() } }
 //! let mut idle: IdleStrategy = "backoff".parse()?;
 //! let mut got = 0;
 //! while got < 10 {
@@ -23,6 +28,7 @@
 //!     idle.idle(n);
 //! }
 //! # Ok(()) }
+//! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 //! ```
 
 use std::fmt;
