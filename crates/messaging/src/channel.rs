@@ -66,9 +66,18 @@ fn channel_syntax(channel: &str) -> Result<(), String> {
             channel.len()
         ));
     }
-    let Some(rest) = channel.strip_prefix("aeron:") else {
-        return Err("it must start with \"aeron:\"".into());
+    // A spy subscription (Aeron's `aeron-spy:` prefix) reads a network publication of this
+    // driver straight from its log.
+    let (spy, channel) = match channel.strip_prefix("aeron-spy:") {
+        Some(inner) => (true, inner),
+        None => (false, channel),
     };
+    let Some(rest) = channel.strip_prefix("aeron:") else {
+        return Err("it must start with \"aeron:\" (or \"aeron-spy:aeron:udp\" for a spy)".into());
+    };
+    if spy && !rest.starts_with("udp") {
+        return Err("a spy (aeron-spy:) watches a network publication: aeron-spy:aeron:udp?endpoint=...".into());
+    }
     let (media, params) = match rest.split_once('?') {
         Some((media, params)) => (media, Some(params)),
         None => (rest, None),
@@ -189,6 +198,7 @@ mod tests {
     #[test]
     fn well_formed_channels_pass_validate_channel() {
         for good in [
+            "aeron-spy:aeron:udp?endpoint=localhost:40123",
             "aeron:ipc",
             "aeron:ipc?term-length=64k",
             "aeron:ipc?term-length=64k|mtu=8192|alias=a=b",
@@ -214,7 +224,11 @@ mod tests {
             ("aeron:ipc\0", "NUL"),
             ("aeron:ipc?alias=a b", "whitespace"),
             (long.as_str(), "at most 4095"),
-            ("aeron-spy:aeron:ipc", "must start with \"aeron:\""),
+            (
+                "aeron-spy:aeron:ipc",
+                "a spy (aeron-spy:) watches a network publication",
+            ),
+            ("aeron-spy:ipc", "must start with \"aeron:\""),
             ("Aeron:ipc", "must start with \"aeron:\""),
             ("aeron:tcp?endpoint=localhost:1", "\"tcp\" is neither ipc nor udp"),
             ("aeron:ipcx", "\"ipcx\" is neither ipc nor udp"),

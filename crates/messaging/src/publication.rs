@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::logbuffer::buffer_claim::BufferClaim;
 use aeron_rs::publication::Publication;
+use aeron_rs::utils::types::Index;
 
 use crate::conductor::Inner;
 use crate::error::{OfferError, PrefaultError};
@@ -60,6 +61,16 @@ use crate::PrefaultMethod;
 const DATA_HEADER_LEN: usize = 32;
 /// Aeron's frame alignment in the log.
 const FRAME_ALIGNMENT: usize = 32;
+
+thread_local! {
+    /// The reserved value of the offer in progress on this thread.
+    static RESERVED_VALUE: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// aeron-rs's `OnReservedValueSupplier` for [`Publisher::offer_with_reserved_value`].
+fn reserved_value_of_this_thread(_: AtomicBuffer, _: Index, _: Index) -> i64 {
+    RESERVED_VALUE.with(std::cell::Cell::get)
+}
 
 /// A publication on one channel and stream.
 pub struct Publisher {
@@ -180,6 +191,28 @@ impl Publisher {
         let src = AtomicBuffer::wrap_raw_slice(std::ptr::from_ref(msg).cast_mut());
         let p = self.lock()?;
         p.offer(src).map_err(OfferError::from_aeron)
+    }
+
+    /// [`offer`](Self::offer) with the frame's reserved value set to `reserved_value` (Aeron's
+    /// `ReservedValueSupplier`); a message longer than one frame carries it in every fragment.
+    ///
+    /// # Errors
+    /// As [`offer`](Self::offer).
+    #[inline]
+    pub fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError> {
+        if msg.len() > self.max_message {
+            return Err(OfferError::MessageTooLong {
+                length: msg.len(),
+                max: self.max_message,
+            });
+        }
+        let src = AtomicBuffer::wrap_raw_slice(std::ptr::from_ref(msg).cast_mut());
+        let p = self.lock()?;
+        // aeron-rs takes the supplier as a plain `fn`: the value travels in a thread-local the
+        // supplier reads (set and read on this thread, inside this call).
+        RESERVED_VALUE.with(|v| v.set(reserved_value));
+        p.offer_opt(src, 0, msg.len() as Index, reserved_value_of_this_thread)
+            .map_err(OfferError::from_aeron)
     }
 
     /// Claims `len` bytes in the log for zero-copy writing. Fill
@@ -331,6 +364,14 @@ impl Claim<'_> {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Sets the frame's reserved value (a 64-bit field of Aeron's data header subscribers read
+    /// as [`MessageHeader::reserved_value`](crate::MessageHeader::reserved_value); e.g. a
+    /// checksum or a timestamp). Call it before [`commit`](Self::commit).
+    #[inline]
+    pub fn set_reserved_value(&mut self, value: i64) {
+        self.frame.set_reserved_value(value);
     }
 
     /// Publishes the written bytes.

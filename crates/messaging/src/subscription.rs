@@ -51,13 +51,27 @@ use crate::idle::IdleStrategy;
 use crate::prefault::{self, PrefaultStats};
 use crate::thread::{PinnedThread, ThreadBuilder};
 
-/// What the handler learns about a message besides its bytes.
+/// What the handler learns about a message besides its bytes: Aeron's frame header. For a
+/// message reassembled from fragments, the header of its last fragment (as Aeron's
+/// `FragmentAssembler` gives it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct MessageHeader {
     /// The publishing session (one per publication).
     pub session_id: i32,
+    /// The stream id.
+    pub stream_id: i32,
     /// The reserved value the publisher set in the frame header (0 by default).
     pub reserved_value: i64,
+    /// The term the (last) fragment is in.
+    pub term_id: i32,
+    /// Its offset in that term, bytes.
+    pub term_offset: i32,
+    /// The stream position just after this message (what a subscriber position reads once it
+    /// is consumed).
+    pub position: i64,
+    /// The frame flags (`0xC0` unfragmented; `0x80` begin, `0x40` end of a fragmented message).
+    pub flags: u8,
 }
 
 /// A subscription on one channel and stream.
@@ -124,7 +138,12 @@ impl Subscriber {
             let flags = header.flags();
             let h = MessageHeader {
                 session_id: header.session_id(),
+                stream_id: header.stream_id(),
                 reserved_value: header.reserved_value(),
+                term_id: header.term_id(),
+                term_offset: header.term_offset(),
+                position: header.position(),
+                flags: header.flags(),
             };
             if flags & UNFRAGMENTED == UNFRAGMENTED {
                 handler(bytes, &h);

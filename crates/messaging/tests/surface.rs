@@ -1,0 +1,117 @@
+//! Aeron's client surface beyond offer and poll, against a real driver: the full frame header a
+//! handler sees (stream, term id and offset, position, flags), the reserved value set on a
+//! claim and on an offer (also across the fragments of a long message), and a spy subscription
+//! reading a UDP publication from its log.
+#![cfg(feature = "embedded-driver")]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{driver, wait_until_connected};
+use messaging::{Client, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+
+/// Aeron's frame alignment and data header length.
+const ALIGN: i64 = 32;
+const HEADER: i64 = 32;
+
+fn offer(publ: &mut Publisher, mut f: impl FnMut(&mut Publisher) -> Result<u64, OfferError>) {
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match f(publ) {
+            Ok(_) => return,
+            Err(e) if e.is_retryable() && Instant::now() < deadline => idle.idle_once(),
+            Err(e) => panic!("offer: {e}"),
+        }
+    }
+}
+
+/// Polls until `n` messages arrived; returns them with their headers.
+fn receive(sub: &mut Subscriber, n: usize) -> Vec<(Vec<u8>, MessageHeader)> {
+    let mut got = Vec::new();
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < n {
+        assert!(Instant::now() < deadline, "received {} of {n}", got.len());
+        let k = sub.poll(&mut |m: &[u8], h: &MessageHeader| got.push((m.to_vec(), *h)), 16);
+        idle.idle(k);
+    }
+    got
+}
+
+#[test]
+fn the_handler_sees_aeron_s_full_frame_header() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 40).unwrap();
+    let mut publ = client.publication("aeron:ipc", 40).unwrap();
+    wait_until_connected(&publ, &sub);
+    let start = publ.position().unwrap();
+    for len in [8_usize, 100, 8] {
+        offer(&mut publ, |p| p.offer(&vec![7; len]));
+    }
+    let got = receive(&mut sub, 3);
+    let mut at = start;
+    for ((msg, h), len) in got.iter().zip([8_i64, 100, 8]) {
+        assert_eq!(msg.len() as i64, len);
+        assert_eq!(h.stream_id, 40);
+        assert_eq!(h.session_id, publ.session_id());
+        assert_eq!(h.flags, 0xC0, "unfragmented");
+        assert_eq!(h.reserved_value, 0);
+        // Each frame starts where the last ended; the position is just past this one.
+        assert_eq!(i64::from(h.term_offset), at % publ.term_length() as i64, "{h:?}");
+        at += (HEADER + len + ALIGN - 1) / ALIGN * ALIGN;
+        assert_eq!(h.position, at, "{h:?}");
+    }
+}
+
+#[test]
+fn a_reserved_value_set_on_a_claim_or_an_offer_reaches_the_subscriber() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 41).unwrap();
+    let mut publ = client.publication("aeron:ipc", 41).unwrap();
+    wait_until_connected(&publ, &sub);
+    offer(&mut publ, |p| {
+        let mut claim = p.try_claim(8)?;
+        claim.buffer_mut().copy_from_slice(&1_u64.to_le_bytes());
+        claim.set_reserved_value(0x1234_5678_9abc);
+        claim.commit();
+        Ok(0)
+    });
+    offer(&mut publ, |p| p.offer_with_reserved_value(b"two", -42));
+    // Longer than one frame: every fragment carries it, the reassembled message too.
+    let long = vec![3_u8; 3 * publ.max_payload_length()];
+    offer(&mut publ, |p| p.offer_with_reserved_value(&long, 77));
+    offer(&mut publ, |p| p.offer(b"plain"));
+    let got = receive(&mut sub, 4);
+    let values: Vec<i64> = got.iter().map(|(_, h)| h.reserved_value).collect();
+    assert_eq!(values, [0x1234_5678_9abc, -42, 77, 0]);
+    assert_eq!(got[2].0, long);
+    assert_eq!(got[2].1.flags & 0x40, 0x40, "the last fragment's header: end flag set");
+}
+
+#[test]
+fn a_spy_subscription_reads_a_udp_publication_from_its_log() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let port = 20_000 + std::process::id() % 20_000;
+    let channel = format!("aeron:udp?endpoint=localhost:{port}");
+    let mut net = client.subscription(&channel, 42).unwrap();
+    let mut spy = client.subscription(&format!("aeron-spy:{channel}"), 42).unwrap();
+    let mut publ = client.publication(&channel, 42).unwrap();
+    wait_until_connected(&publ, &net);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while spy.image_count() == 0 {
+        assert!(Instant::now() < deadline, "the spy never saw the publication");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for i in 0..10_u64 {
+        offer(&mut publ, |p| p.offer(&i.to_le_bytes()));
+    }
+    let seen: Vec<Vec<u8>> = receive(&mut spy, 10).into_iter().map(|(m, _)| m).collect();
+    let sent: Vec<Vec<u8>> = (0..10_u64).map(|i| i.to_le_bytes().to_vec()).collect();
+    assert_eq!(seen, sent);
+    assert_eq!(receive(&mut net, 10).len(), 10);
+}
