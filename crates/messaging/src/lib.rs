@@ -96,7 +96,7 @@ pub use idle::{
 pub use perms::{world_writable, world_writable_warning};
 pub use prefault::{PrefaultMethod, PrefaultStats};
 pub use publication::{Claim, Publisher};
-pub use subscription::{Handoff, HandoffOptions, MessageHeader, SubscribeError, Subscriber};
+pub use subscription::{ControlledAction, Handoff, HandoffOptions, MessageHeader, SubscribeError, Subscriber};
 pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
 
 /// The Aeron client this crate wraps, for reports.

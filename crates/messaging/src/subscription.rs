@@ -39,7 +39,7 @@ use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::logbuffer::frame_descriptor::{BEGIN_FRAG, END_FRAG, UNFRAGMENTED};
 use aeron_rs::concurrent::logbuffer::header::Header;
 use aeron_rs::concurrent::logbuffer::log_buffer_descriptor::LOG_META_DATA_SECTION_INDEX;
-use aeron_rs::image::Image;
+use aeron_rs::image::{ControlledPollAction, Image};
 use aeron_rs::subscription::Subscription;
 use aeron_rs::utils::log_buffers::LogBuffers;
 use aeron_rs::utils::types::Index;
@@ -50,6 +50,31 @@ use crate::error::{AddError, PrefaultError, SpawnError};
 use crate::idle::IdleStrategy;
 use crate::prefault::{self, PrefaultStats};
 use crate::thread::{PinnedThread, ThreadBuilder};
+
+/// What a [`Subscriber::controlled_poll`] handler wants done after a message (Aeron's
+/// `ControlledFragmentHandler.Action`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlledAction {
+    /// Do not consume this message: stop the poll; the next poll hands it over again.
+    Abort,
+    /// Consume this message and stop the poll.
+    Break,
+    /// Consume this message, make the position durable now, and go on.
+    Commit,
+    /// Consume this message and go on.
+    Continue,
+}
+
+impl From<ControlledAction> for ControlledPollAction {
+    fn from(a: ControlledAction) -> Self {
+        match a {
+            ControlledAction::Abort => ControlledPollAction::Abort,
+            ControlledAction::Break => ControlledPollAction::Break,
+            ControlledAction::Commit => ControlledPollAction::Commit,
+            ControlledAction::Continue => ControlledPollAction::Continue,
+        }
+    }
+}
 
 /// What the handler learns about a message besides its bytes: Aeron's frame header. For a
 /// message reassembled from fragments, the header of its last fragment (as Aeron's
@@ -169,6 +194,72 @@ impl Subscriber {
             }
         };
         let n = sub.poll(&mut on_fragment, fragment_limit.min(i32::MAX as usize) as i32);
+        n.max(0) as usize
+    }
+
+    /// Like [`poll`](Self::poll), but the handler decides what happens to the stream position
+    /// after each message (Aeron's controlled poll, with `ControlledFragmentAssembler`'s
+    /// reassembly): [`ControlledAction::Continue`] goes on, [`ControlledAction::Break`] stops
+    /// this poll after the message, [`ControlledAction::Commit`] goes on and makes the position
+    /// durable now, and [`ControlledAction::Abort`] stops without consuming the message: the
+    /// next poll hands it over again (a handler whose own output is back-pressured refuses a
+    /// message this way). Returns the number of fragments consumed.
+    #[inline]
+    pub fn controlled_poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> usize
+    where
+        F: FnMut(&[u8], &MessageHeader) -> ControlledAction,
+    {
+        let mut sub = match self.subscription.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::WouldBlock) => {
+                self.busy += 1;
+                return 0;
+            }
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        let assembly = &mut self.assembly;
+        let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
+            let bytes = buf.as_sub_slice(offset, length);
+            let flags = header.flags();
+            let h = MessageHeader {
+                session_id: header.session_id(),
+                stream_id: header.stream_id(),
+                reserved_value: header.reserved_value(),
+                term_id: header.term_id(),
+                term_offset: header.term_offset(),
+                position: header.position(),
+                flags,
+            };
+            if flags & UNFRAGMENTED == UNFRAGMENTED {
+                return Ok(handler(bytes, &h).into());
+            }
+            let slot = match assembly.iter().position(|(s, _)| *s == h.session_id) {
+                Some(i) => i,
+                None => {
+                    assembly.push((h.session_id, Vec::new()));
+                    assembly.len() - 1
+                }
+            };
+            let buf = &mut assembly[slot].1;
+            if flags & BEGIN_FRAG != 0 {
+                buf.clear();
+                buf.extend_from_slice(bytes);
+            } else if !buf.is_empty() {
+                buf.extend_from_slice(bytes);
+            }
+            if flags & END_FRAG == 0 || buf.is_empty() {
+                return Ok(ControlledPollAction::Continue);
+            }
+            let action = handler(buf, &h);
+            if action == ControlledAction::Abort {
+                // The last fragment comes again: keep what came before it.
+                buf.truncate(buf.len() - bytes.len());
+            } else {
+                buf.clear();
+            }
+            Ok(action.into())
+        };
+        let n = sub.controlled_poll(&mut on_fragment, fragment_limit.min(i32::MAX as usize) as i32);
         n.max(0) as usize
     }
 

@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{driver, wait_until_connected};
-use messaging::{Client, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+use messaging::{Client, ControlledAction, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
 
 /// Aeron's frame alignment and data header length.
 const ALIGN: i64 = 32;
@@ -114,4 +114,68 @@ fn a_spy_subscription_reads_a_udp_publication_from_its_log() {
     let sent: Vec<Vec<u8>> = (0..10_u64).map(|i| i.to_le_bytes().to_vec()).collect();
     assert_eq!(seen, sent);
     assert_eq!(receive(&mut net, 10).len(), 10);
+}
+
+#[test]
+fn controlled_poll_aborts_breaks_and_hands_every_message_over_once_in_order() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 43).unwrap();
+    let mut publ = client.publication("aeron:ipc", 43).unwrap();
+    wait_until_connected(&publ, &sub);
+    // Ten messages; the fifth is three frames long.
+    let long_len = 3 * publ.max_payload_length();
+    let messages: Vec<Vec<u8>> = (0..10_u8)
+        .map(|i| if i == 4 { vec![i; long_len] } else { vec![i; 16] })
+        .collect();
+    for m in &messages {
+        offer(&mut publ, |p| p.offer(m));
+    }
+    let mut consumed: Vec<Vec<u8>> = Vec::new();
+    let mut aborted = Vec::new();
+    let (mut polls, mut breaks) = (0, 0);
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while consumed.len() < messages.len() {
+        assert!(
+            Instant::now() < deadline,
+            "consumed {} of {}",
+            consumed.len(),
+            messages.len()
+        );
+        let before = consumed.len();
+        let n = sub.controlled_poll(
+            &mut |m: &[u8], _: &MessageHeader| {
+                let i = m[0];
+                // Refuse messages 2 and 4 (the long one) the first time they come.
+                if (i == 2 || i == 4) && !aborted.contains(&i) {
+                    aborted.push(i);
+                    return ControlledAction::Abort;
+                }
+                consumed.push(m.to_vec());
+                if i == 7 {
+                    breaks += 1;
+                    ControlledAction::Break
+                } else if i == 8 {
+                    ControlledAction::Commit
+                } else {
+                    ControlledAction::Continue
+                }
+            },
+            64,
+        );
+        polls += 1;
+        // The poll that handed over message 7 broke there: nothing after it in the same poll.
+        if consumed[before..].iter().any(|m| m[0] == 7) {
+            assert_eq!(consumed.last().map(|m| m[0]), Some(7), "Break stops the poll");
+        }
+        idle.idle(n);
+    }
+    assert_eq!(consumed, messages, "every message once, in order, the long one whole");
+    assert_eq!(aborted, [2, 4]);
+    assert_eq!(breaks, 1);
+    assert!(
+        polls >= 4,
+        "two aborts and a break end three polls early: {polls} polls"
+    );
 }
