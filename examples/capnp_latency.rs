@@ -310,30 +310,32 @@ fn receive(
     let mut done_since: Option<Instant> = None;
 
     while r.received < u64::from(count) {
-        let n = sub.poll(
-            &mut |msg: &[u8], _h: &MessageHeader| {
-                let now = clock.now_ns();
-                let Ok(sample) = wire::decode(msg) else {
-                    r.decode_errors += 1;
-                    return;
-                };
-                match seen.get_mut(sample.seq as usize) {
-                    Some(s) if !*s => *s = true,
-                    _ => {
-                        r.duplicates += 1;
+        let n = sub
+            .poll(
+                &mut |msg: &[u8], _h: &MessageHeader| {
+                    let now = clock.now_ns();
+                    let Ok(sample) = wire::decode(msg) else {
+                        r.decode_errors += 1;
                         return;
+                    };
+                    match seen.get_mut(sample.seq as usize) {
+                        Some(s) if !*s => *s = true,
+                        _ => {
+                            r.duplicates += 1;
+                            return;
+                        }
                     }
-                }
-                if sample.seq != next_seq {
-                    r.out_of_order += 1;
-                }
-                next_seq = sample.seq + 1;
-                r.received += 1;
-                record(&mut r.from_intended, now - sample.intended_ns);
-                record(&mut r.from_actual, now - sample.sent_ns);
-            },
-            common::FRAGMENT_LIMIT,
-        );
+                    if sample.seq != next_seq {
+                        r.out_of_order += 1;
+                    }
+                    next_seq = sample.seq + 1;
+                    r.received += 1;
+                    record(&mut r.from_intended, now - sample.intended_ns);
+                    record(&mut r.from_actual, now - sample.sent_ns);
+                },
+                common::FRAGMENT_LIMIT,
+            )
+            .unwrap_or(0);
         if n > 0 {
             empty_polls = 0;
             done_since = None;

@@ -269,18 +269,20 @@ fn ping(mut publ: Publisher, mut sub: Subscriber, warmup: u64, count: u64, mut i
         let mut empty_polls = 0_u32;
         let mut waiting_since: Option<Instant> = None;
         while rtt.is_none() {
-            let n = sub.poll(
-                &mut |msg: &[u8], _h: &MessageHeader| {
-                    let now = clock.now_ns();
-                    match parse(msg) {
-                        Some((echo_seq, echo_sent, echo_run)) if echo_seq == seq && echo_run == run_id => {
-                            rtt = Some(now - echo_sent);
+            let n = sub
+                .poll(
+                    &mut |msg: &[u8], _h: &MessageHeader| {
+                        let now = clock.now_ns();
+                        match parse(msg) {
+                            Some((echo_seq, echo_sent, echo_run)) if echo_seq == seq && echo_run == run_id => {
+                                rtt = Some(now - echo_sent);
+                            }
+                            _ => r.unexpected += 1,
                         }
-                        _ => r.unexpected += 1,
-                    }
-                },
-                1,
-            );
+                    },
+                    1,
+                )
+                .unwrap_or(0);
             if n == 0 {
                 empty_polls = empty_polls.wrapping_add(1);
                 if empty_polls.is_multiple_of(4096)

@@ -270,19 +270,21 @@ pub(crate) fn pong(
             report.stopped = format!("echoed the {} messages asked for", report.echoed);
             break;
         }
-        let n = sub.poll(
-            &mut |msg: &[u8], _h: &MessageHeader| {
-                if fatal.is_some() || limit.is_some_and(|l| report.echoed >= l) {
-                    return;
-                }
-                match echo(publ, msg, idle, &mut report.retries) {
-                    Ok(true) => report.echoed += 1,
-                    Ok(false) => report.dropped += 1,
-                    Err(e) => fatal = Some(e),
-                }
-            },
-            FRAGMENT_LIMIT,
-        );
+        let n = sub
+            .poll(
+                &mut |msg: &[u8], _h: &MessageHeader| {
+                    if fatal.is_some() || limit.is_some_and(|l| report.echoed >= l) {
+                        return;
+                    }
+                    match echo(publ, msg, idle, &mut report.retries) {
+                        Ok(true) => report.echoed += 1,
+                        Ok(false) => report.dropped += 1,
+                        Err(e) => fatal = Some(e),
+                    }
+                },
+                FRAGMENT_LIMIT,
+            )
+            .unwrap_or(0);
         if let Some(e) = fatal {
             report.stopped = format!("the pong publication failed: {e}");
             break;

@@ -461,6 +461,28 @@ impl fmt::Display for LivenessError {
 
 impl std::error::Error for LivenessError {}
 
+/// Why a [`Subscriber::poll`](crate::Subscriber::poll) or
+/// [`controlled_poll`](crate::Subscriber::controlled_poll) read nothing and never will.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PollError {
+    /// The client lost its media driver (final: see
+    /// [`DriverLiveness::error`](crate::DriverLiveness::error) for why, and build a new client).
+    ClientClosed,
+}
+
+impl fmt::Display for PollError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ClientClosed => f.write_str(
+                "the client lost its media driver (Client::liveness().error() says why); build a new client",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for PollError {}
+
 /// An error the client reports on its own, not as the answer to one of your calls: it reaches
 /// the [`ClientBuilder::error_handler`](crate::ClientBuilder::error_handler) (by default, a line
 /// on stderr).

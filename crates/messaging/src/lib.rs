@@ -50,7 +50,7 @@
 //! }
 //! let mut received = Vec::new();
 //! while received.is_empty() {
-//!     let n = sub.poll(&mut |msg: &[u8], _: &MessageHeader| received.extend_from_slice(msg), 10);
+//!     let n = sub.poll(&mut |msg: &[u8], _: &MessageHeader| received.extend_from_slice(msg), 10)?;
 //!     idle.idle(n);
 //! }
 //! assert_eq!(received, b"hello");
@@ -86,8 +86,8 @@ pub use driver::{
     check_term_length, driver_version, free_bytes, EmbeddedDriver, EmbeddedDriverBuilder, DEFAULT_DRIVER_IDLE,
 };
 pub use error::{
-    AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PrefaultError,
-    SpawnError,
+    AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PollError,
+    PrefaultError, SpawnError,
 };
 pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,

@@ -24,7 +24,7 @@
 //! let mut idle: IdleStrategy = "backoff".parse()?;
 //! let mut got = 0;
 //! while got < 10 {
-//!     let n = sub.poll(&mut |msg: &[u8], _h: &messaging::MessageHeader| { got += 1; let _ = msg; }, 10);
+//!     let n = sub.poll(&mut |msg: &[u8], _h: &messaging::MessageHeader| { got += 1; let _ = msg; }, 10)?;
 //!     idle.idle(n);
 //! }
 //! # Ok(()) }
@@ -46,7 +46,7 @@ use aeron_rs::utils::types::Index;
 
 use crate::client::Client;
 use crate::conductor::Inner;
-use crate::error::{AddError, PrefaultError, SpawnError};
+use crate::error::{AddError, PollError, PrefaultError, SpawnError};
 use crate::idle::IdleStrategy;
 use crate::prefault::{self, PrefaultStats};
 use crate::thread::{PinnedThread, ThreadBuilder};
@@ -106,6 +106,8 @@ pub struct Subscriber {
     channel: String,
     stream_id: i32,
     busy: u64,
+    /// The client's liveness state (one load per poll).
+    live: Arc<std::sync::atomic::AtomicU8>,
     _client: Arc<Inner>,
 }
 
@@ -132,6 +134,7 @@ impl Subscriber {
             channel: channel.to_owned(),
             stream_id,
             busy: 0,
+            live: client.shared.lost.state.clone(),
             _client: client,
         }
     }
@@ -145,15 +148,19 @@ impl Subscriber {
 
     /// Polls up to `fragment_limit` fragments and calls `handler` for every complete message.
     /// Returns the number of fragments read (the work count for an idle strategy).
-    pub fn poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> usize
+    ///
+    /// # Errors
+    /// [`PollError::ClientClosed`] once the client lost its media driver (one load per call).
+    pub fn poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
         F: FnMut(&[u8], &MessageHeader),
     {
+        self.check_open()?;
         let mut sub = match self.subscription.try_lock() {
             Ok(g) => g,
             Err(TryLockError::WouldBlock) => {
                 self.busy += 1;
-                return 0;
+                return Ok(0);
             }
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
@@ -194,7 +201,17 @@ impl Subscriber {
             }
         };
         let n = sub.poll(&mut on_fragment, fragment_limit.min(i32::MAX as usize) as i32);
-        n.max(0) as usize
+        Ok(n.max(0) as usize)
+    }
+
+    /// One load: the client lost its driver.
+    #[inline]
+    fn check_open(&self) -> Result<(), PollError> {
+        if self.live.load(std::sync::atomic::Ordering::Relaxed) == crate::conductor::ACTIVE {
+            Ok(())
+        } else {
+            Err(PollError::ClientClosed)
+        }
     }
 
     /// Like [`poll`](Self::poll), but the handler decides what happens to the stream position
@@ -204,16 +221,20 @@ impl Subscriber {
     /// durable now, and [`ControlledAction::Abort`] stops without consuming the message: the
     /// next poll hands it over again (a handler whose own output is back-pressured refuses a
     /// message this way). Returns the number of fragments consumed.
+    ///
+    /// # Errors
+    /// [`PollError::ClientClosed`] once the client lost its media driver.
     #[inline]
-    pub fn controlled_poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> usize
+    pub fn controlled_poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
         F: FnMut(&[u8], &MessageHeader) -> ControlledAction,
     {
+        self.check_open()?;
         let mut sub = match self.subscription.try_lock() {
             Ok(g) => g,
             Err(TryLockError::WouldBlock) => {
                 self.busy += 1;
-                return 0;
+                return Ok(0);
             }
             Err(TryLockError::Poisoned(p)) => p.into_inner(),
         };
@@ -260,7 +281,7 @@ impl Subscriber {
             Ok(action.into())
         };
         let n = sub.controlled_poll(&mut on_fragment, fragment_limit.min(i32::MAX as usize) as i32);
-        n.max(0) as usize
+        Ok(n.max(0) as usize)
     }
 
     /// Guarantees: on `Ok`, every page of the log buffers of every image attached right now
@@ -453,6 +474,9 @@ impl Client {
                         },
                         fragment_limit,
                     );
+                    // The client lost its driver: nothing more will come (the consumer sees
+                    // the channel end, and the client's liveness says why).
+                    let Ok(n) = n else { break };
                     idle.idle(n);
                 }
             })

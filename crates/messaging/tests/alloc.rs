@@ -212,7 +212,8 @@ fn one_thread(s: &mut Stream, how: Send, len: usize) -> Counted {
         }
         work += s
             .subscriber
-            .poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64);
+            .poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64)
+            .expect("the client has its driver");
         if work == 0 {
             assert!(started.elapsed() < DEADLINE, "stalled at {} of {total}", checker.next);
         }
@@ -272,7 +273,9 @@ fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
                 if before.is_none() && checker.next >= WARMUP {
                     before = Some(allocated());
                 }
-                let n = subscriber.poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64);
+                let n = subscriber
+                    .poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64)
+                    .expect("the client has its driver");
                 if n == 0 {
                     assert!(
                         started.elapsed() < DEADLINE,

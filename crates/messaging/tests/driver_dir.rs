@@ -27,7 +27,9 @@ fn move_messages(client: &Client, stream: i32, n: u64) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(10);
     while received < n {
         assert!(Instant::now() < deadline, "received {received} of {n}");
-        let got = sub.poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64);
+        let got = sub
+            .poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64)
+            .expect("the client has its driver");
         idle.idle(got);
     }
     received

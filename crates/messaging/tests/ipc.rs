@@ -32,7 +32,9 @@ fn receive(sub: &mut Subscriber, n: usize) -> Vec<Vec<u8>> {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     while got.len() < n {
         assert!(Instant::now() < deadline, "timed out with {} of {n}", got.len());
-        let k = sub.poll(&mut |m: &[u8], _: &MessageHeader| got.push(m.to_vec()), 64);
+        let k = sub
+            .poll(&mut |m: &[u8], _: &MessageHeader| got.push(m.to_vec()), 64)
+            .expect("the client has its driver");
         idle.idle(k);
     }
     got
@@ -136,7 +138,8 @@ fn a_publisher_that_joins_late_is_picked_up() {
     // Poll for a while with nobody publishing.
     for _ in 0..100 {
         assert_eq!(
-            sub.poll(&mut |_: &[u8], _: &MessageHeader| panic!("nothing was sent"), 10),
+            sub.poll(&mut |_: &[u8], _: &MessageHeader| panic!("nothing was sent"), 10)
+                .expect("the client has its driver"),
             0
         );
         std::thread::sleep(Duration::from_millis(1));

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::wait_until_connected;
 use messaging::{
-    AsyncError, Client, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError, MessageHeader,
-    OfferError,
+    AsyncError, Client, ControlledAction, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError,
+    MessageHeader, OfferError, PollError,
 };
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
@@ -83,7 +83,9 @@ fn move_messages(client: &Client, stream: i32, n: u64) -> u64 {
     let deadline = Instant::now() + Duration::from_secs(10);
     while received < n {
         assert!(Instant::now() < deadline, "received {received} of {n}");
-        let got = sub.poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64);
+        let got = sub
+            .poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64)
+            .expect("the client has its driver");
         idle.idle(got);
     }
     received
@@ -139,6 +141,7 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     assert_eq!(move_messages(&client, 10, 100), 100);
     assert!(live.is_active() && !client.is_closed() && live.error().is_none());
     let mut publ = client.publication("aeron:ipc", 13).expect("publication");
+    let mut sub = client.subscription("aeron:ipc", 13).expect("subscription");
 
     let stopped = Instant::now();
     driver.stop();
@@ -148,6 +151,14 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     // The next offer and claim say so, typed, instead of back-pressure that never clears.
     assert_eq!(publ.offer(b"after the stop"), Err(OfferError::ClientClosed));
     assert_eq!(publ.try_claim(8).err(), Some(OfferError::ClientClosed));
+    assert_eq!(
+        sub.poll(&mut |_: &[u8], _: &MessageHeader| (), 10),
+        Err(PollError::ClientClosed)
+    );
+    assert_eq!(
+        sub.controlled_poll(&mut |_: &[u8], _: &MessageHeader| ControlledAction::Continue, 10),
+        Err(PollError::ClientClosed)
+    );
     // The error handler heard it once.
     assert_eq!(
         liveness_errors(&errors),

@@ -34,7 +34,9 @@ fn receive(sub: &mut Subscriber, n: usize) -> Vec<(Vec<u8>, MessageHeader)> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while got.len() < n {
         assert!(Instant::now() < deadline, "received {} of {n}", got.len());
-        let k = sub.poll(&mut |m: &[u8], h: &MessageHeader| got.push((m.to_vec(), *h)), 16);
+        let k = sub
+            .poll(&mut |m: &[u8], h: &MessageHeader| got.push((m.to_vec(), *h)), 16)
+            .expect("the client has its driver");
         idle.idle(k);
     }
     got
@@ -144,26 +146,28 @@ fn controlled_poll_aborts_breaks_and_hands_every_message_over_once_in_order() {
             messages.len()
         );
         let before = consumed.len();
-        let n = sub.controlled_poll(
-            &mut |m: &[u8], _: &MessageHeader| {
-                let i = m[0];
-                // Refuse messages 2 and 4 (the long one) the first time they come.
-                if (i == 2 || i == 4) && !aborted.contains(&i) {
-                    aborted.push(i);
-                    return ControlledAction::Abort;
-                }
-                consumed.push(m.to_vec());
-                if i == 7 {
-                    breaks += 1;
-                    ControlledAction::Break
-                } else if i == 8 {
-                    ControlledAction::Commit
-                } else {
-                    ControlledAction::Continue
-                }
-            },
-            64,
-        );
+        let n = sub
+            .controlled_poll(
+                &mut |m: &[u8], _: &MessageHeader| {
+                    let i = m[0];
+                    // Refuse messages 2 and 4 (the long one) the first time they come.
+                    if (i == 2 || i == 4) && !aborted.contains(&i) {
+                        aborted.push(i);
+                        return ControlledAction::Abort;
+                    }
+                    consumed.push(m.to_vec());
+                    if i == 7 {
+                        breaks += 1;
+                        ControlledAction::Break
+                    } else if i == 8 {
+                        ControlledAction::Commit
+                    } else {
+                        ControlledAction::Continue
+                    }
+                },
+                64,
+            )
+            .expect("the client has its driver");
         polls += 1;
         // The poll that handed over message 7 broke there: nothing after it in the same poll.
         if consumed[before..].iter().any(|m| m[0] == 7) {

@@ -91,14 +91,16 @@ impl Ping {
         let pong = spawn_pinned("messaging-pong", core, move || {
             let mut r = PongReport::default();
             while !stop2.load(Ordering::Relaxed) {
-                let n = pong_sub.poll(
-                    &mut |msg: &[u8], _: &MessageHeader| {
-                        let m: &[u8; MSG_LEN] = msg.try_into().expect("a 32-byte ping");
-                        r.claim_retries.add(publish(&mut pong_publ, m, false));
-                        r.echoed += 1;
-                    },
-                    RT_FRAGMENT_LIMIT,
-                );
+                let n = pong_sub
+                    .poll(
+                        &mut |msg: &[u8], _: &MessageHeader| {
+                            let m: &[u8; MSG_LEN] = msg.try_into().expect("a 32-byte ping");
+                            r.claim_retries.add(publish(&mut pong_publ, m, false));
+                            r.echoed += 1;
+                        },
+                        RT_FRAGMENT_LIMIT,
+                    )
+                    .unwrap_or(0);
                 if n == 0 {
                     spin_loop();
                 }
@@ -156,7 +158,8 @@ impl Op for Ping {
                     }
                 },
                 RT_FRAGMENT_LIMIT,
-            );
+            )
+            .unwrap_or(0);
             got
         });
     }
@@ -225,7 +228,8 @@ impl Op for OfferPoll {
                     }
                 },
                 RT_FRAGMENT_LIMIT,
-            );
+            )
+            .unwrap_or(0);
             got
         });
     }
@@ -277,17 +281,19 @@ impl Flow {
             let mut r = SubReport::default();
             let mut expected = 1u64;
             loop {
-                let n = sub.poll(
-                    &mut |msg: &[u8], _: &MessageHeader| {
-                        let seq = seq_of(msg);
-                        if seq != expected {
-                            r.gaps += 1;
-                        }
-                        expected = seq.wrapping_add(1);
-                        r.received += 1;
-                    },
-                    limit,
-                );
+                let n = sub
+                    .poll(
+                        &mut |msg: &[u8], _: &MessageHeader| {
+                            let seq = seq_of(msg);
+                            if seq != expected {
+                                r.gaps += 1;
+                            }
+                            expected = seq.wrapping_add(1);
+                            r.received += 1;
+                        },
+                        limit,
+                    )
+                    .unwrap_or(0);
                 r.polls += 1;
                 if n > 0 {
                     received2.0.store(r.received, Ordering::Release);

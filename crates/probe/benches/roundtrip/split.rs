@@ -103,7 +103,10 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
             k,
             plan.split_rounds,
             |seq| retries.add(publish(&mut publ, &message(seq), use_offer)),
-            || sub.poll(&mut |m: &[u8], _: &MessageHeader| check.see(m), TP_FRAGMENT_LIMIT) as u64,
+            || {
+                sub.poll(&mut |m: &[u8], _: &MessageHeader| check.see(m), TP_FRAGMENT_LIMIT)
+                    .unwrap_or(0) as u64
+            },
         );
         assert_eq!(check.gaps, 0, "{name}: messages lost or reordered");
         drop((publ, sub, client));

@@ -553,7 +553,9 @@ fn await_echo<D: Diagnostics>(
     let mut polls: u32 = 0;
     loop {
         polls = polls.wrapping_add(1);
-        let n = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16);
+        let n = sub
+            .poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16)
+            .unwrap_or(0);
         if let Some((last, at)) = st.last {
             if last == seq {
                 diag.tick(at);

@@ -331,16 +331,18 @@ fn hot_loop(
     let mut stopped_early = None;
     let mut polls: u32 = 0;
     loop {
-        let n = sub.poll(
-            &mut |bytes: &[u8], _h: &MessageHeader| {
-                if let Some(e) = echo.as_deref_mut() {
-                    // Pong: echo first, measure after (the echo is what ping waits for).
-                    e.send(bytes);
-                }
-                st.on_message(bytes);
-            },
-            64,
-        );
+        let n = sub
+            .poll(
+                &mut |bytes: &[u8], _h: &MessageHeader| {
+                    if let Some(e) = echo.as_deref_mut() {
+                        // Pong: echo first, measure after (the echo is what ping waits for).
+                        e.send(bytes);
+                    }
+                    st.on_message(bytes);
+                },
+                64,
+            )
+            .unwrap_or(0);
         st.after_poll();
         if st.done(ends.total) {
             break;
