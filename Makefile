@@ -52,6 +52,7 @@ test: bootstrap
 	$(CARGO) fmt --all -- --check
 	$(WITH_CMAKE) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) $(CARGO) test --workspace
+	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
 
 bench: bootstrap
