@@ -117,6 +117,7 @@ fn run() -> Result<(), String> {
     messaging::check_term_length(term_length).map_err(|e| format!("--term-length: {e}"))?;
 
     let driver = EmbeddedDriver::builder()
+        .private_dir()
         .ipc_term_length(term_length)
         .spawn()
         .map_err(|e| e.to_string())?;

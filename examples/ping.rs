@@ -107,6 +107,7 @@ fn run() -> Result<(), String> {
     let driver = if embedded {
         Some(
             EmbeddedDriver::builder()
+                .private_dir()
                 .ipc_term_length(IPC_TERM_LENGTH)
                 .spawn()
                 .map_err(|e| e.to_string())?,

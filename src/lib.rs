@@ -18,7 +18,7 @@
 //! use aeron_latency::messaging::{Client, EmbeddedDriver, MessageHeader};
 //! use aeron_latency::wire::{self, Kind, Sample};
 //!
-//! let driver = EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! let driver = EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
 //! let mut sub = client.subscription("aeron:ipc", 7)?;
 //! let mut publ = client.publication("aeron:ipc", 7)?;

@@ -58,7 +58,7 @@ use crate::subscription::Subscriber;
 /// ```
 /// # #[cfg(feature = "embedded-driver")]
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+/// # let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 /// let client = messaging::Client::connect(driver.dir())?;
 /// let live = client.liveness();
 /// while live.is_active() {
@@ -150,7 +150,7 @@ impl ClientBuilder {
     /// ```
     /// # #[cfg(feature = "embedded-driver")]
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+    /// # let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
     /// let client = messaging::Client::builder()
     ///     .dir(driver.dir())
     ///     .error_handler(|e| eprintln!("order-gateway: {e}"))

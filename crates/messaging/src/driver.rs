@@ -17,7 +17,7 @@
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = messaging::Client::connect(driver.dir())?;
 //! # drop(client);
 //! # Ok(()) }
@@ -63,10 +63,23 @@ pub struct EmbeddedDriverBuilder {
 }
 
 impl EmbeddedDriverBuilder {
-    /// The driver's directory; default: a fresh `/dev/shm/aeron-latency-<pid>-<n>`.
+    /// The driver's directory; default: Aeron's, `AERON_DIR` or else `/dev/shm/aeron-$USER`,
+    /// where clients look by default ([`default_aeron_dir`](crate::default_aeron_dir)).
     #[must_use]
     pub fn dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.dir = Some(dir.into());
+        self
+    }
+
+    /// A fresh directory of this driver's own beside Aeron's default one,
+    /// `<default dir>-<pid>-<n>` (e.g. `/dev/shm/aeron-$USER-4242-0`): for tests and for a process
+    /// that owns its driver, so that it never meets another driver. Give it to clients with
+    /// [`EmbeddedDriver::dir`].
+    #[must_use]
+    pub fn private_dir(mut self) -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        self.dir = Some(private_dir_name(&crate::default_aeron_dir(), std::process::id(), n));
         self
     }
 
@@ -130,7 +143,7 @@ impl EmbeddedDriverBuilder {
         self
     }
 
-    /// Before starting, remove the `aeron-latency-<pid>-<n>` directories beside this driver's
+    /// Before starting, remove the `<default dir>-<pid>-<n>` ([`private_dir`](Self::private_dir)) directories beside this driver's
     /// own whose process no longer exists and whose driver is dead (a stale heartbeat, or no
     /// `cnc.dat` for over a minute): what runs killed with SIGKILL leave behind, with their
     /// non-sparse term buffers. Off by default; see [`EmbeddedDriver::stale_dirs_removed`].
@@ -161,14 +174,7 @@ impl EmbeddedDriverBuilder {
     /// [`DriverLaunchError`]: a live driver already in the directory, no space for the buffers,
     /// a rejected setting, a failed start.
     pub fn spawn(self) -> Result<EmbeddedDriver, DriverLaunchError> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dir = self.dir.clone().unwrap_or_else(|| {
-            PathBuf::from(format!(
-                "/dev/shm/aeron-latency-{}-{}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::Relaxed)
-            ))
-        });
+        let dir = self.dir.clone().unwrap_or_else(crate::default_aeron_dir);
         let timeout = self.driver_timeout.unwrap_or(crate::DEFAULT_DRIVER_TIMEOUT);
         if let crate::DriverStatus::Alive { heartbeat_age } = crate::cnc::driver_status(&dir, timeout) {
             return Err(DriverLaunchError::ActiveDriver {
@@ -190,7 +196,7 @@ impl EmbeddedDriverBuilder {
         // Directories of embedded drivers whose process was killed (SIGKILL skips our Drop)
         // hold their full, non-sparse term buffers until removed: remove them first.
         let stale_removed = if self.remove_stale {
-            remove_stale_dirs(parent)
+            remove_stale_dirs(parent, &private_prefix(&crate::default_aeron_dir()))
         } else {
             Vec::new()
         };
@@ -370,10 +376,28 @@ fn deny_world_write() {
     }
 }
 
-/// Removes the `aeron-latency-<pid>-<n>` directories under `parent` whose process is gone
+/// Removes the `<prefix><pid>-<n>` directories under `parent` whose process is gone
 /// (`kill(pid, 0)` says ESRCH) and whose driver is dead (stale heartbeat, or no readable
 /// `cnc.dat` and untouched for a minute); returns what it removed.
-fn remove_stale_dirs(parent: &Path) -> Vec<PathBuf> {
+/// `<default dir>-<pid>-<n>`: a private directory ([`EmbeddedDriverBuilder::private_dir`]).
+fn private_dir_name(default: &Path, pid: u32, n: u64) -> PathBuf {
+    let mut name = default.as_os_str().to_owned();
+    name.push(format!("-{pid}-{n}"));
+    PathBuf::from(name)
+}
+
+/// The file-name prefix of private directories: `<default dir's name>-`.
+fn private_prefix(default: &Path) -> String {
+    format!(
+        "{}-",
+        default
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    )
+}
+
+fn remove_stale_dirs(parent: &Path, prefix: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return Vec::new();
     };
@@ -382,7 +406,7 @@ fn remove_stale_dirs(parent: &Path) -> Vec<PathBuf> {
         let name = e.file_name();
         let Some(pid) = name
             .to_str()
-            .and_then(|n| n.strip_prefix("aeron-latency-"))
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|rest| rest.split_once('-'))
             .filter(|(pid, n)| {
                 !pid.is_empty() && !n.is_empty() && pid.bytes().chain(n.bytes()).all(|b| b.is_ascii_digit())
@@ -507,6 +531,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn private_dirs_sit_beside_aeron_s_default_and_stale_cleanup_knows_their_names() {
+        let a = EmbeddedDriver::builder().private_dir().dir.unwrap();
+        let b = EmbeddedDriver::builder().private_dir().dir.unwrap();
+        assert_ne!(a, b, "each private dir is fresh");
+        let default = crate::default_aeron_dir();
+        let prefix = format!("{}-{}-", default.display(), std::process::id());
+        assert!(a.to_string_lossy().starts_with(&prefix), "{} vs {prefix}", a.display());
+        assert_eq!(a.parent(), default.parent());
+        assert_eq!(
+            private_dir_name(Path::new("/dev/shm/aeron-ann"), 42, 7),
+            PathBuf::from("/dev/shm/aeron-ann-42-7")
+        );
+        assert_eq!(private_prefix(Path::new("/dev/shm/aeron-ann")), "aeron-ann-");
+        // Without a dir the driver goes where clients look by default.
+        assert_eq!(EmbeddedDriver::builder().dir, None);
+    }
+
+    #[test]
     fn term_lengths_follow_aeron_rules() {
         assert!(check_term_length(64 << 10).is_ok());
         assert!(check_term_length(1 << 30).is_ok());
@@ -517,7 +559,11 @@ mod tests {
 
     #[test]
     fn driver_starts_in_a_private_dir_and_removes_it_on_drop() {
-        let d = EmbeddedDriver::builder().ipc_term_length(64 << 10).spawn().unwrap();
+        let d = EmbeddedDriver::builder()
+            .private_dir()
+            .ipc_term_length(64 << 10)
+            .spawn()
+            .unwrap();
         let dir = d.dir().to_owned();
         assert!(dir.join("cnc.dat").exists());
         assert!(d.is_running());

@@ -38,7 +38,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader};
 //!
-//! let driver = EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! let driver = EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
 //! let mut sub = client.subscription("aeron:ipc", 10)?;
 //! let mut publ = client.publication("aeron:ipc", 10)?;

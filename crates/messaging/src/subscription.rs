@@ -15,7 +15,7 @@
 //! # #[cfg(feature = "embedded-driver")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use messaging::{Client, IdleStrategy};
-//! # let driver = messaging::EmbeddedDriver::builder().ipc_term_length(64 * 1024).spawn()?;
+//! # let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
 //! let mut sub = client.subscription("aeron:ipc", 1001)?;
 //! # let mut publ = client.publication("aeron:ipc", 1001)?;

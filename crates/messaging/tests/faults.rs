@@ -68,7 +68,7 @@ struct Faults {
 }
 
 fn run(prefault: Prefault, sparse: Option<bool>) -> Faults {
-    let mut builder = EmbeddedDriver::builder().ipc_term_length(TERM);
+    let mut builder = EmbeddedDriver::builder().private_dir().ipc_term_length(TERM);
     if let Some(sparse) = sparse {
         builder = builder.term_buffer_sparse_file(sparse);
     }

@@ -287,17 +287,22 @@ fn the_driver_pid_is_read_from_cnc_and_absent_without_a_driver() {
 fn a_new_embedded_driver_removes_the_directories_killed_runs_left_and_nothing_else() {
     let parent = std::env::temp_dir().join(format!("messaging-stale-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&parent);
+    // Private directories are `<Aeron's default dir>-<pid>-<n>` (EmbeddedDriverBuilder::private_dir).
+    let p = format!(
+        "{}-",
+        messaging::default_aeron_dir().file_name().unwrap().to_string_lossy()
+    );
     // A pid that exists nowhere (probing down from the top of the pid range).
     let gone = (100_000..4_000_000)
         .rev()
         .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
         .expect("a free pid");
-    let stale = parent.join(format!("aeron-latency-{gone}-0"));
-    let ours = parent.join(format!("aeron-latency-{}-9", std::process::id()));
-    let alive = parent.join("aeron-latency-1-0"); // pid 1 always exists
-    let foreign = parent.join("aeron-latency-notapid-0");
+    let stale = parent.join(format!("{p}{gone}-0"));
+    let ours = parent.join(format!("{p}{}-9", std::process::id()));
+    let alive = parent.join(format!("{p}1-0")); // pid 1 always exists
+    let foreign = parent.join(format!("{p}notapid-0"));
     // A dead pid but no cnc.dat and fresh: a driver starting in another pid namespace.
-    let starting = parent.join(format!("aeron-latency-{gone}-2"));
+    let starting = parent.join(format!("{p}{gone}-2"));
     for d in [&stale, &ours, &alive, &foreign, &starting] {
         std::fs::create_dir_all(d.join("publications")).unwrap();
         std::fs::write(d.join("publications").join("1.logbuffer"), [0u8; 4096]).unwrap();
@@ -307,7 +312,7 @@ fn a_new_embedded_driver_removes_the_directories_killed_runs_left_and_nothing_el
     std::fs::File::open(&stale).unwrap().set_modified(old).unwrap();
     // A dead pid in the name but a live heartbeat (this process runs it): kept.
     let live = EmbeddedDriver::builder()
-        .dir(parent.join(format!("aeron-latency-{gone}-1")))
+        .dir(parent.join(format!("{p}{gone}-1")))
         .ipc_term_length(64 * 1024)
         .spawn()
         .expect("driver with a live heartbeat");

@@ -89,7 +89,9 @@ fn refuse(c: &Case<'_>) -> String {
     if c.program == "latency-probe" {
         // Made by this very process: its pid, and not older than its start (pids are reused,
         // and an earlier process that exited with a driver running leaves its directory).
-        let prefix = format!("aeron-latency-{pid}-");
+        // Private driver directories are `<Aeron's default dir>-<pid>-<n>`.
+        let default = aeron_latency::messaging::default_aeron_dir();
+        let prefix = format!("{}-{pid}-", default.file_name().unwrap().to_string_lossy());
         let left: Vec<_> = std::fs::read_dir("/dev/shm")
             .map(|d| {
                 d.flatten()

@@ -9,6 +9,7 @@ use messaging::{EmbeddedDriver, Publisher, Subscriber};
 /// An embedded media driver of this test's own, in a private directory, with 64 KiB IPC terms.
 pub(crate) fn driver() -> EmbeddedDriver {
     EmbeddedDriver::builder()
+        .private_dir()
         .ipc_term_length(64 << 10)
         .spawn()
         .expect("driver starts")

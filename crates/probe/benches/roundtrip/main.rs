@@ -128,6 +128,7 @@ fn main() {
 
     let driver = at.unpinned(|| {
         EmbeddedDriver::builder()
+            .private_dir()
             .ipc_term_length(ROUND_TRIP_TERM)
             .spawn()
             .expect("starting the embedded media driver")

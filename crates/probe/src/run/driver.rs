@@ -113,13 +113,20 @@ fn embedded(term_length: Option<usize>, parent_dir: Option<&Path>) -> Result<Dri
     // thread takes no page fault while the run measures (each client pre-faults its mapping).
     // --term-length and --driver-dir were checked before anything started (cli::check_embedded).
     let mut b = aeron_latency::messaging::EmbeddedDriver::builder()
+        .private_dir()
         .term_buffer_sparse_file(false)
         .remove_stale_dirs(true);
     if let Some(t) = term_length {
         b = b.ipc_term_length(t);
     }
     if let Some(d) = parent_dir {
-        b = b.dir(d.join(format!("aeron-latency-{}-0", std::process::id())));
+        // The private directory's name (`<Aeron's default dir name>-<pid>-<n>`), under --driver-dir.
+        let default = aeron_latency::messaging::default_aeron_dir();
+        let name = default
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        b = b.dir(d.join(format!("{name}-{}-0", std::process::id())));
     }
     let d = b.spawn().map_err(DriverError::Launch)?;
     let stale = d.stale_dirs_removed();

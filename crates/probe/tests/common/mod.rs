@@ -61,7 +61,7 @@ pub(crate) fn read_json(p: &Path) -> Value {
 
 /// An embedded media driver in a private dir: `term_length`-byte IPC terms, `driver_timeout` if given.
 pub(crate) fn embedded_driver(term_length: usize, driver_timeout: Option<Duration>) -> EmbeddedDriver {
-    let mut builder = EmbeddedDriver::builder().ipc_term_length(term_length);
+    let mut builder = EmbeddedDriver::builder().private_dir().ipc_term_length(term_length);
     if let Some(t) = driver_timeout {
         builder = builder.driver_timeout(t);
     }
