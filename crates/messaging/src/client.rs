@@ -462,18 +462,8 @@ impl Client {
     /// # Errors
     /// [`AddError`]: bad channel, rejected by the driver, no answer within the driver timeout.
     pub fn publication(&self, channel: &str, stream_id: i32) -> Result<Publisher, AddError> {
-        let c = check_channel(channel)?;
-        let started = Instant::now();
-        let id = self
-            .inner
-            .with_aeron(|a| a.add_publication(c, stream_id))?
-            .map_err(|e| AddError::from_aeron(channel, stream_id, started.elapsed(), e))?;
-        let publication = self.await_resource(channel, stream_id, started, |a| match a.find_publication(id) {
-            Err(AeronError::PublicationNotReady(_)) => Ok(None),
-            Err(e) => Err(e),
-            Ok(p) => Ok(Some(p)),
-        })?;
-        Ok(Publisher::new(publication, self.inner.clone(), channel, stream_id))
+        let mut pending = self.async_add_publication(channel, stream_id)?;
+        wait_for(|| pending.poll())
     }
 
     /// Adds a subscription and waits until the driver has created it. Publishers that join
@@ -482,46 +472,150 @@ impl Client {
     /// # Errors
     /// [`AddError`]: bad channel, rejected by the driver, no answer within the driver timeout.
     pub fn subscription(&self, channel: &str, stream_id: i32) -> Result<Subscriber, AddError> {
+        let mut pending = self.async_add_subscription(channel, stream_id)?;
+        wait_for(|| pending.poll())
+    }
+
+    /// Starts adding a publication and returns at once (Aeron's `asyncAddPublication`): call
+    /// [`PendingPublication::poll`] from the service's own loop until it hands over the
+    /// [`Publisher`], instead of blocking in [`publication`](Self::publication).
+    ///
+    /// # Errors
+    /// [`AddError`]: a bad channel, or the command could not be sent.
+    pub fn async_add_publication(&self, channel: &str, stream_id: i32) -> Result<PendingPublication, AddError> {
+        let c = check_channel(channel)?;
+        let started = Instant::now();
+        let id = self
+            .inner
+            .with_aeron(|a| a.add_publication(c, stream_id))?
+            .map_err(|e| AddError::from_aeron(channel, stream_id, started.elapsed(), e))?;
+        Ok(PendingPublication(Pending::new(self, id, channel, stream_id, started)))
+    }
+
+    /// Starts adding a subscription and returns at once (Aeron's `asyncAddSubscription`): call
+    /// [`PendingSubscription::poll`] until it hands over the [`Subscriber`].
+    ///
+    /// # Errors
+    /// [`AddError`]: a bad channel, or the command could not be sent.
+    pub fn async_add_subscription(&self, channel: &str, stream_id: i32) -> Result<PendingSubscription, AddError> {
         let c = check_channel(channel)?;
         let started = Instant::now();
         let id = self
             .inner
             .with_aeron(|a| a.add_subscription(c, stream_id))?
             .map_err(|e| AddError::from_aeron(channel, stream_id, started.elapsed(), e))?;
-        let subscription = self.await_resource(channel, stream_id, started, |a| match a.find_subscription(id) {
-            Err(AeronError::SubscriptionNotReady(_)) => Ok(None),
-            Err(e) => Err(e),
-            Ok(s) => Ok(Some(s)),
-        })?;
-        Ok(Subscriber::new(subscription, self.inner.clone(), channel, stream_id))
-    }
-
-    fn await_resource<T>(
-        &self,
-        channel: &str,
-        stream_id: i32,
-        started: Instant,
-        mut find: impl FnMut(&mut Aeron) -> Result<Option<T>, AeronError>,
-    ) -> Result<T, AddError> {
-        let mut pause = Duration::from_micros(100);
-        loop {
-            match self.inner.with_aeron(&mut find)? {
-                Ok(Some(t)) => return Ok(t),
-                Ok(None) => {}
-                Err(e) => return Err(AddError::from_aeron(channel, stream_id, started.elapsed(), e)),
-            }
-            if started.elapsed() > self.inner.timeout {
-                return Err(AddError::Timeout {
-                    channel: channel.to_owned(),
-                    waited: started.elapsed(),
-                });
-            }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(5));
-        }
+        Ok(PendingSubscription(Pending::new(self, id, channel, stream_id, started)))
     }
 
     /// Drops this handle. The driver is told the client closed once every publisher and
     /// subscriber made from it is dropped too.
     pub fn close(self) {}
+}
+
+/// Polls `poll` until it hands something over, backing off from 100 µs to 5 ms.
+fn wait_for<T>(mut poll: impl FnMut() -> Result<Option<T>, AddError>) -> Result<T, AddError> {
+    let mut pause = Duration::from_micros(100);
+    loop {
+        if let Some(t) = poll()? {
+            return Ok(t);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// What a pending add knows: the registration and since when it waits.
+struct Pending {
+    inner: Arc<Inner>,
+    id: i64,
+    channel: String,
+    stream_id: i32,
+    started: Instant,
+}
+
+impl fmt::Debug for Pending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pending")
+            .field("registration_id", &self.id)
+            .field("channel", &self.channel)
+            .field("stream_id", &self.stream_id)
+            .field("waiting", &self.started.elapsed())
+            .finish()
+    }
+}
+
+impl Pending {
+    fn new(client: &Client, id: i64, channel: &str, stream_id: i32, started: Instant) -> Pending {
+        Pending {
+            inner: client.inner.clone(),
+            id,
+            channel: channel.to_owned(),
+            stream_id,
+            started,
+        }
+    }
+
+    /// One look: the resource, `None` while the driver has not answered, or why it failed
+    /// (including no answer within the driver timeout).
+    fn poll<T>(
+        &self,
+        find: impl FnOnce(&mut Aeron, i64) -> Result<Option<T>, AeronError>,
+    ) -> Result<Option<T>, AddError> {
+        match self.inner.with_aeron(|a| find(a, self.id))? {
+            Ok(Some(t)) => Ok(Some(t)),
+            Err(e) => Err(AddError::from_aeron(
+                &self.channel,
+                self.stream_id,
+                self.started.elapsed(),
+                e,
+            )),
+            Ok(None) if self.started.elapsed() > self.inner.timeout => Err(AddError::Timeout {
+                channel: self.channel.clone(),
+                waited: self.started.elapsed(),
+            }),
+            Ok(None) => Ok(None),
+        }
+    }
+}
+
+/// A publication being added ([`Client::async_add_publication`]).
+#[derive(Debug)]
+#[must_use = "poll it until it hands over the Publisher"]
+pub struct PendingPublication(Pending);
+
+impl PendingPublication {
+    /// The [`Publisher`] once the driver created it, `None` while it has not answered yet.
+    /// Takes the client's lock for one look (never waits for the driver).
+    ///
+    /// # Errors
+    /// [`AddError`]: the driver refused it, or did not answer within the driver timeout.
+    pub fn poll(&mut self) -> Result<Option<Publisher>, AddError> {
+        let found = self.0.poll(|a, id| match a.find_publication(id) {
+            Err(AeronError::PublicationNotReady(_)) => Ok(None),
+            Err(e) => Err(e),
+            Ok(p) => Ok(Some(p)),
+        })?;
+        Ok(found.map(|p| Publisher::new(p, self.0.inner.clone(), &self.0.channel, self.0.stream_id)))
+    }
+}
+
+/// A subscription being added ([`Client::async_add_subscription`]).
+#[derive(Debug)]
+#[must_use = "poll it until it hands over the Subscriber"]
+pub struct PendingSubscription(Pending);
+
+impl PendingSubscription {
+    /// The [`Subscriber`] once the driver created it, `None` while it has not answered yet.
+    /// Takes the client's lock for one look (never waits for the driver).
+    ///
+    /// # Errors
+    /// [`AddError`]: the driver refused it, or did not answer within the driver timeout.
+    pub fn poll(&mut self) -> Result<Option<Subscriber>, AddError> {
+        let found = self.0.poll(|a, id| match a.find_subscription(id) {
+            Err(AeronError::SubscriptionNotReady(_)) => Ok(None),
+            Err(e) => Err(e),
+            Ok(s) => Ok(Some(s)),
+        })?;
+        Ok(found.map(|s| Subscriber::new(s, self.0.inner.clone(), &self.0.channel, self.0.stream_id)))
+    }
 }

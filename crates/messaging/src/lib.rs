@@ -74,7 +74,7 @@ mod subscription;
 mod thread;
 
 pub use channel::{validate_channel, MAX_CHANNEL_LENGTH};
-pub use client::{Client, ClientBuilder, DriverLiveness};
+pub use client::{Client, ClientBuilder, DriverLiveness, PendingPublication, PendingSubscription};
 pub use cnc::{
     default_aeron_dir, driver_pid, driver_status, read_driver_counters, DriverCounter, DriverStatus, AERON_DIR_ENV,
     AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, DEFAULT_DRIVER_TIMEOUT,

@@ -183,3 +183,32 @@ fn controlled_poll_aborts_breaks_and_hands_every_message_over_once_in_order() {
         "two aborts and a break end three polls early: {polls} polls"
     );
 }
+
+#[test]
+fn an_async_add_returns_at_once_and_hands_over_working_handles_when_polled() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut pending_sub = client.async_add_subscription("aeron:ipc", 44).unwrap();
+    let mut pending_pub = client.async_add_publication("aeron:ipc", 44).unwrap();
+    let (mut sub, mut publ) = (None, None);
+    let mut looks = 0_u32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sub.is_none() || publ.is_none() {
+        assert!(Instant::now() < deadline, "the driver never created them");
+        if sub.is_none() {
+            sub = pending_sub.poll().unwrap();
+        }
+        if publ.is_none() {
+            publ = pending_pub.poll().unwrap();
+        }
+        looks += 1;
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    eprintln!("async add: ready after {looks} looks");
+    let (mut sub, mut publ) = (sub.unwrap(), publ.unwrap());
+    wait_until_connected(&publ, &sub);
+    offer(&mut publ, |p| p.offer(b"async"));
+    assert_eq!(receive(&mut sub, 1)[0].0, b"async");
+    // A bad channel fails at the start, not at a poll.
+    assert!(client.async_add_publication("aeron:tcp?endpoint=x:1", 44).is_err());
+}
