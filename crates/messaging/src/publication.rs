@@ -161,6 +161,17 @@ impl Publisher {
     }
 
     #[inline]
+    fn check_message_length(&self, length: usize) -> Result<(), OfferError> {
+        if length > self.max_message {
+            return Err(OfferError::MessageTooLong {
+                length,
+                max: self.max_message,
+            });
+        }
+        Ok(())
+    }
+
+    #[inline]
     fn lock(&self) -> Result<MutexGuard<'_, Publication>, OfferError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
             return Err(OfferError::ClientClosed);
@@ -181,12 +192,7 @@ impl Publisher {
     /// An [`OfferError`]; `NotConnected`, `BackPressured` and `AdminAction` are worth retrying.
     #[inline]
     pub fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
-        if msg.len() > self.max_message {
-            return Err(OfferError::MessageTooLong {
-                length: msg.len(),
-                max: self.max_message,
-            });
-        }
+        self.check_message_length(msg.len())?;
         // aeron-rs's AtomicBuffer wants a mutable pointer even for a source it only reads.
         let src = AtomicBuffer::wrap_raw_slice(std::ptr::from_ref(msg).cast_mut());
         let p = self.lock()?;
@@ -200,12 +206,7 @@ impl Publisher {
     /// As [`offer`](Self::offer).
     #[inline]
     pub fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError> {
-        if msg.len() > self.max_message {
-            return Err(OfferError::MessageTooLong {
-                length: msg.len(),
-                max: self.max_message,
-            });
-        }
+        self.check_message_length(msg.len())?;
         let src = AtomicBuffer::wrap_raw_slice(std::ptr::from_ref(msg).cast_mut());
         let p = self.lock()?;
         // aeron-rs takes the supplier as a plain `fn`: the value travels in a thread-local the

@@ -99,6 +99,43 @@ pub struct MessageHeader {
     pub flags: u8,
 }
 
+impl MessageHeader {
+    /// The header of the fragment aeron-rs hands over.
+    #[inline]
+    fn of(header: &Header) -> MessageHeader {
+        MessageHeader {
+            session_id: header.session_id(),
+            stream_id: header.stream_id(),
+            reserved_value: header.reserved_value(),
+            term_id: header.term_id(),
+            term_offset: header.term_offset(),
+            position: header.position(),
+            flags: header.flags(),
+        }
+    }
+}
+
+/// Adds one fragment of a fragmented message to its session's buffer (a BEGIN fragment starts
+/// it afresh; a fragment without its beginning is dropped) and returns the buffer.
+#[inline]
+fn assemble<'a>(assembly: &'a mut Vec<(i32, Vec<u8>)>, session: i32, flags: u8, bytes: &[u8]) -> &'a mut Vec<u8> {
+    let slot = match assembly.iter().position(|(s, _)| *s == session) {
+        Some(i) => i,
+        None => {
+            assembly.push((session, Vec::new()));
+            assembly.len() - 1
+        }
+    };
+    let buf = &mut assembly[slot].1;
+    if flags & BEGIN_FRAG != 0 {
+        buf.clear();
+        buf.extend_from_slice(bytes);
+    } else if !buf.is_empty() {
+        buf.extend_from_slice(bytes);
+    }
+    buf
+}
+
 /// A subscription on one channel and stream.
 pub struct Subscriber {
     subscription: Arc<Mutex<Subscription>>,
@@ -168,33 +205,12 @@ impl Subscriber {
         let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
             let bytes = buf.as_sub_slice(offset, length);
             let flags = header.flags();
-            let h = MessageHeader {
-                session_id: header.session_id(),
-                stream_id: header.stream_id(),
-                reserved_value: header.reserved_value(),
-                term_id: header.term_id(),
-                term_offset: header.term_offset(),
-                position: header.position(),
-                flags: header.flags(),
-            };
+            let h = MessageHeader::of(header);
             if flags & UNFRAGMENTED == UNFRAGMENTED {
                 handler(bytes, &h);
                 return;
             }
-            let slot = match assembly.iter().position(|(s, _)| *s == h.session_id) {
-                Some(i) => i,
-                None => {
-                    assembly.push((h.session_id, Vec::new()));
-                    assembly.len() - 1
-                }
-            };
-            let buf = &mut assembly[slot].1;
-            if flags & BEGIN_FRAG != 0 {
-                buf.clear();
-                buf.extend_from_slice(bytes);
-            } else if !buf.is_empty() {
-                buf.extend_from_slice(bytes);
-            }
+            let buf = assemble(assembly, h.session_id, flags, bytes);
             if flags & END_FRAG != 0 && !buf.is_empty() {
                 handler(buf, &h);
                 buf.clear();
@@ -242,32 +258,11 @@ impl Subscriber {
         let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
             let bytes = buf.as_sub_slice(offset, length);
             let flags = header.flags();
-            let h = MessageHeader {
-                session_id: header.session_id(),
-                stream_id: header.stream_id(),
-                reserved_value: header.reserved_value(),
-                term_id: header.term_id(),
-                term_offset: header.term_offset(),
-                position: header.position(),
-                flags,
-            };
+            let h = MessageHeader::of(header);
             if flags & UNFRAGMENTED == UNFRAGMENTED {
                 return Ok(handler(bytes, &h).into());
             }
-            let slot = match assembly.iter().position(|(s, _)| *s == h.session_id) {
-                Some(i) => i,
-                None => {
-                    assembly.push((h.session_id, Vec::new()));
-                    assembly.len() - 1
-                }
-            };
-            let buf = &mut assembly[slot].1;
-            if flags & BEGIN_FRAG != 0 {
-                buf.clear();
-                buf.extend_from_slice(bytes);
-            } else if !buf.is_empty() {
-                buf.extend_from_slice(bytes);
-            }
+            let buf = assemble(assembly, h.session_id, flags, bytes);
             if flags & END_FRAG == 0 || buf.is_empty() {
                 return Ok(ControlledPollAction::Continue);
             }

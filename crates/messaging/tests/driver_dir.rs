@@ -6,34 +6,9 @@
 mod common;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
-use common::wait_until_connected;
-use messaging::{Client, DriverLaunchError, EmbeddedDriver, IdleStrategy, MessageHeader};
-
-/// Sends `n` messages on a fresh IPC stream and receives them all; returns how many arrived.
-fn move_messages(client: &Client, stream: i32, n: u64) -> u64 {
-    let mut sub = client.subscription("aeron:ipc", stream).expect("subscription");
-    let mut publ = client.publication("aeron:ipc", stream).expect("publication");
-    wait_until_connected(&publ, &sub);
-    let mut idle: IdleStrategy = "yield".parse().unwrap();
-    let mut received = 0;
-    for i in 0..n {
-        while let Err(e) = publ.offer(&i.to_le_bytes()) {
-            assert!(e.is_retryable(), "{e}");
-            idle.idle_once();
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while received < n {
-        assert!(Instant::now() < deadline, "received {received} of {n}");
-        let got = sub
-            .poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64)
-            .expect("the client has its driver");
-        idle.idle(got);
-    }
-    received
-}
+use common::move_messages;
+use messaging::{Client, DriverLaunchError, EmbeddedDriver};
 
 #[test]
 fn a_second_embedded_driver_on_a_live_directory_is_refused_naming_the_pid() {

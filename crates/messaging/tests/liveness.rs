@@ -12,10 +12,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::wait_until_connected;
+use common::move_messages;
 use messaging::{
-    AsyncError, Client, ControlledAction, DriverLiveness, DriverStatus, EmbeddedDriver, IdleStrategy, LivenessError,
-    MessageHeader, OfferError, PollError,
+    AsyncError, Client, ControlledAction, DriverLiveness, DriverStatus, EmbeddedDriver, LivenessError, MessageHeader,
+    OfferError, PollError,
 };
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
@@ -65,30 +65,6 @@ fn liveness_errors(errors: &Errors) -> Vec<LivenessError> {
             _ => None,
         })
         .collect()
-}
-
-/// Sends `n` messages on a fresh IPC stream and receives them all; returns how many arrived.
-fn move_messages(client: &Client, stream: i32, n: u64) -> u64 {
-    let mut sub = client.subscription("aeron:ipc", stream).expect("subscription");
-    let mut publ = client.publication("aeron:ipc", stream).expect("publication");
-    wait_until_connected(&publ, &sub);
-    let mut idle: IdleStrategy = "yield".parse().unwrap();
-    let mut received = 0;
-    for i in 0..n {
-        while let Err(e) = publ.offer(&i.to_le_bytes()) {
-            assert!(e.is_retryable(), "{e}");
-            idle.idle_once();
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while received < n {
-        assert!(Instant::now() < deadline, "received {received} of {n}");
-        let got = sub
-            .poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64)
-            .expect("the client has its driver");
-        idle.idle(got);
-    }
-    received
 }
 
 /// Waits until `live` is inactive; returns how long it took, or fails after `limit`.
