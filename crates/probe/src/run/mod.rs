@@ -92,6 +92,13 @@ pub fn connect(dir: &std::path::Path) -> Result<aeron_latency::messaging::Client
     aeron_latency::messaging::Client::builder()
         .dir(dir)
         .pre_touch_mapped_memory(true)
+        // A lost driver is reported by the run itself, in its words (driver_lost); the rest
+        // as the library prints it.
+        .error_handler(|e| {
+            if !matches!(e, aeron_latency::messaging::AsyncError::Liveness(_)) {
+                eprintln!("{e}");
+            }
+        })
         .build()
         .map_err(|e| SetupError(connect_error(&e)))
 }

@@ -250,6 +250,8 @@ impl Sent {
 pub trait Diagnostics {
     /// A clock reading of the loop (stall detection).
     fn tick(&mut self, now: i64);
+    /// A clock reading taken for the diagnostics alone (none when they are off).
+    fn tick_now(&mut self);
     /// The loop paused on purpose (an idle sleep): forget the gap up to now.
     fn restart(&mut self);
     /// A claim is being retried at `now`: notes whether aeron-rs's conductor held the lock.
@@ -274,6 +276,8 @@ pub struct Off;
 impl Diagnostics for Off {
     #[inline(always)]
     fn tick(&mut self, _: i64) {}
+    #[inline(always)]
+    fn tick_now(&mut self) {}
     #[inline(always)]
     fn restart(&mut self) {}
     #[inline(always)]
@@ -326,6 +330,11 @@ impl Diagnostics for On {
     #[inline]
     fn tick(&mut self, now: i64) {
         self.stalls.tick(now);
+    }
+
+    #[inline]
+    fn tick_now(&mut self) {
+        self.stalls.tick(now_ns());
     }
 
     #[inline]
@@ -494,6 +503,8 @@ fn send<D: Diagnostics>(
             diag.retrying(publisher, now);
         }
         let e = match publisher.try_claim(wire::encoded_len(plan.padding)) {
+            // The client lost its driver: not an offer outcome (it never reached the log).
+            Err(OfferError::ClientClosed) => return Err(Stop::DriverLost { seq: i, sent: i }),
             Ok(mut claim) => {
                 sample.seq = i;
                 sample.intended_ns = intended;
@@ -553,9 +564,10 @@ fn await_echo<D: Diagnostics>(
     let mut polls: u32 = 0;
     loop {
         polls = polls.wrapping_add(1);
-        let n = sub
-            .poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16)
-            .unwrap_or(0);
+        let Ok(n) = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16) else {
+            // The client lost its driver.
+            return Err(Stop::EchoDriverLost { seq });
+        };
         if let Some((last, at)) = st.last {
             if last == seq {
                 diag.tick(at);
@@ -576,7 +588,7 @@ fn await_echo<D: Diagnostics>(
             continue;
         }
         // Waiting for the echo is the loop running, not a stall.
-        diag.tick(now_ns());
+        diag.tick_now();
         idle.idle(0);
         if sleeps {
             diag.restart();
@@ -609,4 +621,87 @@ fn send_end_marker(publisher: &mut Publisher, plan: &Plan, sent: u64) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The messages the publisher's loop wrote as `abort` strings before `Stop` existed; the
+    /// report's `incomplete_reason` must read the same.
+    #[test]
+    fn every_stop_reads_as_the_reason_reports_always_gave_and_says_whose_loss_it_was() {
+        let wait = Duration::from_millis(2_500);
+        let cases = [
+            (
+                Stop::DriverLost { seq: 7, sent: 8 },
+                "stopped at message 7 (8 sent)",
+                true,
+                false,
+            ),
+            (
+                Stop::DriverLost { seq: 7, sent: 7 },
+                "stopped at message 7 (7 sent)",
+                true,
+                false,
+            ),
+            (
+                Stop::EchoDriverLost { seq: 3 },
+                "stopped waiting for the echo of message 3",
+                true,
+                false,
+            ),
+            (
+                Stop::EchoTimeout { seq: 3, wait },
+                "no echo of message 3 within --wait 2.5 s: pong (latency-sub --mode rtt) stopped echoing or uses \
+                 another --pong-channel/--pong-stream",
+                false,
+                false,
+            ),
+            (
+                Stop::Offer {
+                    seq: 9,
+                    error: OfferError::Closed,
+                },
+                "publishing stopped at message 9: the publication is closed",
+                false,
+                false,
+            ),
+            (
+                Stop::SubscriberGone { seq: 4, wait },
+                "the subscriber went away: not connected for 2.5 s at message 4",
+                false,
+                true,
+            ),
+            (
+                Stop::BackPressure {
+                    seq: 5,
+                    for_ns: 5_000_000_000,
+                },
+                "back-pressure never cleared: 5.0 s at message 5; the subscriber stopped reading",
+                false,
+                true,
+            ),
+        ];
+        for (stop, text, driver, subscriber) in cases {
+            assert_eq!(stop.to_string(), text);
+            assert_eq!(
+                (stop.driver_lost(), stop.subscriber_lost()),
+                (driver, subscriber),
+                "{stop:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn offer_errors_map_to_their_report_outcomes() {
+        assert_eq!(outcome_of(&OfferError::BackPressured), OfferOutcome::BackPressured);
+        assert_eq!(outcome_of(&OfferError::NotConnected), OfferOutcome::NotConnected);
+        assert_eq!(outcome_of(&OfferError::AdminAction), OfferOutcome::AdminAction);
+        assert_eq!(
+            outcome_of(&OfferError::MaxPositionExceeded),
+            OfferOutcome::MaxPositionExceeded
+        );
+        assert_eq!(outcome_of(&OfferError::Unexpected(-9)), OfferOutcome::Other);
+    }
 }
