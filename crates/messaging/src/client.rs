@@ -27,8 +27,7 @@ use aeron_rs::utils::memory_mapped_file::MemoryMappedFile;
 
 use crate::channel::check_channel;
 use crate::cnc::{
-    default_aeron_dir, driver_status, list_counters, DriverCounter, DriverStatus, AERON_DRIVER_TIMEOUT_ENV,
-    DEFAULT_DRIVER_TIMEOUT, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
+    default_aeron_dir, driver_status, list_counters, DriverCounter, DriverStatus, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
 use crate::conductor::{
     conductor_loop, liveness_error, print_error, ErrorHandler, Inner, Lost, Shared, ACTIVE, CLIENT_TIMED_OUT,
@@ -207,12 +206,9 @@ impl ClientBuilder {
     /// The directory and driver timeout, with the defaults applied.
     fn resolve(self) -> (PathBuf, Duration) {
         let dir = self.dir.unwrap_or_else(default_aeron_dir);
-        let timeout = self.driver_timeout.unwrap_or_else(|| {
-            std::env::var(AERON_DRIVER_TIMEOUT_ENV)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map_or(DEFAULT_DRIVER_TIMEOUT, Duration::from_millis)
-        });
+        let timeout = self
+            .driver_timeout
+            .unwrap_or_else(crate::cnc::configured_driver_timeout);
         (dir, timeout)
     }
 
@@ -578,7 +574,8 @@ impl Pending {
     }
 }
 
-/// A publication being added ([`Client::async_add_publication`]).
+/// A publication being added ([`Client::async_add_publication`]). Dropped before it handed
+/// over the [`Publisher`], the publication stays with the driver until the client closes.
 #[derive(Debug)]
 #[must_use = "poll it until it hands over the Publisher"]
 pub struct PendingPublication(Pending);
@@ -599,7 +596,8 @@ impl PendingPublication {
     }
 }
 
-/// A subscription being added ([`Client::async_add_subscription`]).
+/// A subscription being added ([`Client::async_add_subscription`]). Dropped before it handed
+/// over the [`Subscriber`], the subscription stays with the driver until the client closes.
 #[derive(Debug)]
 #[must_use = "poll it until it hands over the Subscriber"]
 pub struct PendingSubscription(Pending);

@@ -15,6 +15,16 @@ pub const AERON_DRIVER_TIMEOUT_ENV: &str = "AERON_DRIVER_TIMEOUT";
 /// Aeron's default driver timeout: 10 s.
 pub const DEFAULT_DRIVER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The driver timeout a client or embedded driver uses when none is given:
+/// `AERON_DRIVER_TIMEOUT` (ms), else [`DEFAULT_DRIVER_TIMEOUT`].
+#[must_use]
+pub(crate) fn configured_driver_timeout() -> Duration {
+    std::env::var(AERON_DRIVER_TIMEOUT_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(DEFAULT_DRIVER_TIMEOUT, Duration::from_millis)
+}
+
 /// Aeron's default directory on Linux: `/dev/shm/aeron-$USER`, unless `AERON_DIR` is set.
 #[must_use]
 pub fn default_aeron_dir() -> PathBuf {

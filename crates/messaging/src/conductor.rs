@@ -162,7 +162,8 @@ impl Inner {
     pub(crate) fn with_aeron<T>(&self, f: impl FnOnce(&mut Aeron) -> T) -> Result<T, AddError> {
         let mut guard = self.shared.aeron.lock().map_err(|_| AddError::ClientClosed)?;
         let aeron = guard.as_mut().ok_or(AddError::ClientClosed)?;
-        if aeron.is_closed() {
+        // Lost its driver: the conductor no longer runs, nothing added would ever be answered.
+        if aeron.is_closed() || self.shared.lost.state.load(Ordering::Acquire) != ACTIVE {
             return Err(AddError::ClientClosed);
         }
         Ok(f(aeron))

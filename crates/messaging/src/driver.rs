@@ -3,8 +3,9 @@
 //! Guarantees:
 //! - [`EmbeddedDriver`] is a guard: dropping it stops the driver, joins its thread and
 //!   removes its directory;
-//! - each driver gets a fresh private directory under /dev/shm unless one is given, so tests
-//!   and concurrent runs never share state;
+//! - it starts in Aeron's default directory (`AERON_DIR`, else `/dev/shm/aeron-$USER`) unless
+//!   given one, and never in a directory whose driver is alive;
+//!   [`EmbeddedDriverBuilder::private_dir`] gives tests and concurrent runs a fresh one each;
 //! - it never spins: SHARED threading (one agent thread) with Aeron's `backoff` idle strategy
 //!   unless the environment or the builder says otherwise, because on small machines the hot
 //!   threads own the cores;
@@ -175,7 +176,9 @@ impl EmbeddedDriverBuilder {
     /// a rejected setting, a failed start.
     pub fn spawn(self) -> Result<EmbeddedDriver, DriverLaunchError> {
         let dir = self.dir.clone().unwrap_or_else(crate::default_aeron_dir);
-        let timeout = self.driver_timeout.unwrap_or(crate::DEFAULT_DRIVER_TIMEOUT);
+        let timeout = self
+            .driver_timeout
+            .unwrap_or_else(crate::cnc::configured_driver_timeout);
         if let crate::DriverStatus::Alive { heartbeat_age } = crate::cnc::driver_status(&dir, timeout) {
             return Err(DriverLaunchError::ActiveDriver {
                 pid: crate::cnc::driver_pid(&dir),
@@ -376,14 +379,11 @@ fn deny_world_write() {
     }
 }
 
-/// Removes the `<prefix><pid>-<n>` directories under `parent` whose process is gone
-/// (`kill(pid, 0)` says ESRCH) and whose driver is dead (stale heartbeat, or no readable
-/// `cnc.dat` and untouched for a minute); returns what it removed.
-/// `<default dir>-<pid>-<n>`: a private directory ([`EmbeddedDriverBuilder::private_dir`]).
+/// `<default dir>-<pid>-<n>`: a private directory ([`EmbeddedDriverBuilder::private_dir`]),
+/// beside the default one (a trailing `/` in `AERON_DIR` does not put it inside).
 fn private_dir_name(default: &Path, pid: u32, n: u64) -> PathBuf {
-    let mut name = default.as_os_str().to_owned();
-    name.push(format!("-{pid}-{n}"));
-    PathBuf::from(name)
+    let parent = default.parent().unwrap_or(Path::new("/dev/shm"));
+    parent.join(format!("{}{pid}-{n}", private_prefix(default)))
 }
 
 /// The file-name prefix of private directories: `<default dir's name>-`.
@@ -397,6 +397,9 @@ fn private_prefix(default: &Path) -> String {
     )
 }
 
+/// Removes the `<prefix><pid>-<n>` directories under `parent` whose process is gone
+/// (`kill(pid, 0)` says ESRCH) and whose driver is dead (stale heartbeat, or no readable
+/// `cnc.dat` and untouched for a minute); returns what it removed.
 fn remove_stale_dirs(parent: &Path, prefix: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return Vec::new();
@@ -542,6 +545,11 @@ mod tests {
         assert_eq!(
             private_dir_name(Path::new("/dev/shm/aeron-ann"), 42, 7),
             PathBuf::from("/dev/shm/aeron-ann-42-7")
+        );
+        assert_eq!(
+            private_dir_name(Path::new("/dev/shm/aeron-ann/"), 42, 7),
+            PathBuf::from("/dev/shm/aeron-ann-42-7"),
+            "a trailing slash does not put it inside the default directory"
         );
         assert_eq!(private_prefix(Path::new("/dev/shm/aeron-ann")), "aeron-ann-");
         // Without a dir the driver goes where clients look by default.

@@ -710,6 +710,7 @@ mod tests {
             OfferError::MaxPositionExceeded,
             OfferError::MessageTooLong { length: 2, max: 1 },
             OfferError::Unexpected(-7),
+            OfferError::ClientClosed,
         ];
         assert!(retryable.iter().all(OfferError::is_retryable));
         assert!(!fatal.iter().any(OfferError::is_retryable));

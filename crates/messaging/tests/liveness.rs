@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::move_messages;
 use messaging::{
-    AsyncError, Client, ControlledAction, DriverLiveness, DriverStatus, EmbeddedDriver, LivenessError, MessageHeader,
-    OfferError, PollError,
+    AddError, AsyncError, Client, ControlledAction, DriverLiveness, DriverStatus, EmbeddedDriver, LivenessError,
+    MessageHeader, OfferError, PollError,
 };
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
@@ -135,6 +135,13 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
         sub.controlled_poll(&mut |_: &[u8], _: &MessageHeader| ControlledAction::Continue, 10),
         Err(PollError::ClientClosed)
     );
+    // Adding fails at once, not after the driver timeout (the conductor no longer runs).
+    let asked = Instant::now();
+    assert!(matches!(
+        client.publication("aeron:ipc", 99),
+        Err(AddError::ClientClosed)
+    ));
+    assert!(asked.elapsed() < TIMEOUT, "took {:?}", asked.elapsed());
     // The error handler heard it once.
     assert_eq!(
         liveness_errors(&errors),
