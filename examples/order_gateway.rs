@@ -12,8 +12,9 @@
 //!   order publication is back-pressured (the exchange is slow: `--exchange-delay-us`), it
 //!   answers `ControlledAction::Abort`, so the tick stays in the log and comes again: no tick is
 //!   dropped and none is buffered in the gateway;
-//! - **shutdown**: the feed ends with an end tick; the gateway forwards it and stops; the
-//!   exchange stops when it sees it; every thread is joined;
+//! - **shutdown**: the feed ends with an end tick (repeated until the exchange saw one, since a
+//!   restart may lose it); the gateway forwards it; the exchange stops at the first and tells
+//!   the others; every thread is joined;
 //! - **a driver restart**: with `--restart-at N` the media driver is stopped in order after the
 //!   feed sent N ticks and a new one is started in the same directory. Each thread sees its
 //!   client's liveness turn false (`LivenessError::DriverClosed`), builds a new client and
@@ -101,19 +102,23 @@ fn connect(dir: &Path, role: &str) -> Client {
     }
 }
 
-/// The feed: ticks 0..n (8 bytes each, the sequence number), then the end tick. After losing
-/// the driver it reconnects and goes on from the first tick that was not published.
-fn feed(dir: PathBuf, n: u64, published: Arc<AtomicU64>) {
+/// The feed: ticks 0..n (8 bytes each, the sequence number), then the end tick until the
+/// exchange is done. After losing the driver it reconnects and goes on from the first tick that
+/// was not published.
+fn feed(dir: PathBuf, n: u64, published: Arc<AtomicU64>, finished: Arc<AtomicBool>) {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let mut seq = 0;
-    while seq <= n {
+    while !finished.load(Ordering::Acquire) {
         let client = connect(&dir, "feed");
         let mut publ = client
             .publication("aeron:ipc", TICKS)
             .unwrap_or_else(|e| die(&e.to_string()));
-        while seq <= n {
-            let tick = if seq == n { END } else { seq };
+        while !finished.load(Ordering::Acquire) {
+            // After the last tick, the end tick again and again until the exchange saw one: a
+            // driver restart may have lost it with the old driver's logs.
+            let tick = if seq >= n { END } else { seq };
             match publ.offer(&tick.to_le_bytes()) {
+                Ok(_) if tick == END => std::thread::sleep(Duration::from_millis(1)),
                 Ok(_) => {
                     seq += 1;
                     published.store(seq, Ordering::Release);
@@ -126,12 +131,12 @@ fn feed(dir: PathBuf, n: u64, published: Arc<AtomicU64>) {
     }
 }
 
-/// The gateway: one order per tick. A back-pressured order publication refuses the tick
-/// (`Abort`), so it comes again on the next poll.
-fn gateway(dir: PathBuf, refused: Arc<AtomicU64>) {
+/// The gateway: one order per tick (end ticks too), until the exchange is done. A
+/// back-pressured order publication refuses the tick (`Abort`), so it comes again on the next
+/// poll.
+fn gateway(dir: PathBuf, refused: Arc<AtomicU64>, finished: Arc<AtomicBool>) {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
-    let mut done = false;
-    while !done {
+    while !finished.load(Ordering::Acquire) {
         let client = connect(&dir, "gateway");
         let mut ticks: Subscriber = client
             .subscription("aeron:ipc", TICKS)
@@ -145,23 +150,20 @@ fn gateway(dir: PathBuf, refused: Arc<AtomicU64>) {
                     Ok(mut claim) => {
                         claim.buffer_mut().copy_from_slice(tick);
                         claim.commit();
-                        if tick == END.to_le_bytes() {
-                            done = true;
-                            return ControlledAction::Break;
-                        }
                         ControlledAction::Continue
                     }
                     Err(e) if e.is_retryable() => {
                         refused.fetch_add(1, Ordering::Relaxed);
                         ControlledAction::Abort
                     }
-                    Err(_) => ControlledAction::Abort, // the client closed: handled below
+                    Err(OfferError::ClientClosed) => ControlledAction::Abort, // handled below
+                    Err(e) => die(&format!("gateway: {e}")),
                 },
                 16,
             );
             match polled {
-                Ok(n) if !done => idle.idle(n),
-                Ok(_) => break,
+                Ok(_) if finished.load(Ordering::Acquire) => break,
+                Ok(n) => idle.idle(n),
                 Err(_) => break, // the driver went: a new client, the same loop
             }
         }
@@ -177,7 +179,7 @@ struct Received {
 }
 
 /// The exchange: reads orders until the end order, checks the sequence.
-fn exchange(dir: PathBuf, delay: Duration) -> Received {
+fn exchange(dir: PathBuf, delay: Duration, finished: Arc<AtomicBool>) -> Received {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let mut r = Received::default();
     let mut next = 0_u64;
@@ -215,6 +217,7 @@ fn exchange(dir: PathBuf, delay: Duration) -> Received {
             }
         }
     }
+    finished.store(true, Ordering::Release);
     r
 }
 
@@ -226,17 +229,18 @@ fn main() {
     let refused = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let delay = Duration::from_micros(a.exchange_delay_us);
+    let finished = Arc::new(AtomicBool::new(false));
     let exchange = std::thread::spawn({
-        let dir = dir.clone();
-        move || exchange(dir, delay)
+        let (dir, finished) = (dir.clone(), finished.clone());
+        move || exchange(dir, delay, finished)
     });
     let gateway = std::thread::spawn({
-        let (dir, refused) = (dir.clone(), refused.clone());
-        move || gateway(dir, refused)
+        let (dir, refused, finished) = (dir.clone(), refused.clone(), finished.clone());
+        move || gateway(dir, refused, finished)
     });
     let feed = std::thread::spawn({
-        let (dir, published, n) = (dir.clone(), published.clone(), a.ticks);
-        move || feed(dir, n, published)
+        let (dir, published, finished, n) = (dir.clone(), published.clone(), finished.clone(), a.ticks);
+        move || feed(dir, n, published, finished)
     });
     let restarted = Arc::new(AtomicBool::new(false));
     if let Some(at) = a.restart_at {
