@@ -5,7 +5,7 @@
 //! - Every report states its timing model ([`sys::clock::TIMING_MODEL`]): one CLOCK_MONOTONIC for
 //!   every process on the host; latency from the intended send time (coordinated-omission
 //!   corrected) and from the actual send time, side by side.
-//! - The hot loops ([`run::publisher`], [`run::subscriber`]) do not allocate, lock or make a
+//! - The hot loops ([`run::send`], [`run::receive`]) do not allocate, lock or make a
 //!   syscall per message; histograms are HdrHistograms allocated up front.
 //! - Sent, received, lost, duplicated, reordered and undecodable messages always add up
 //!   ([`model::Accounting::adds_up`]); a run that stops early still reports what it measured,

@@ -128,9 +128,9 @@ pub struct Args {
     /// IPC term length of the embedded driver in bytes (power of two, 64 KiB..1 GiB) [default: $AERON_IPC_TERM_BUFFER_LENGTH, else 64 MiB]
     #[arg(long = "term-length", allow_negative_numbers = true)]
     pub term_length: Option<usize>,
-    /// Directory the embedded driver puts its files in: a fresh aeron-latency-<pid>-0 inside it,
+    /// Directory the embedded driver puts its files in: a fresh aeron-$USER-<pid>-0 inside it,
     /// removed on exit; it needs room for 2 streams x 3 terms + 16 MiB (Docker's /dev/shm has
-    /// 64 MiB) [default: /dev/shm]. Not with --dir
+    /// 64 MiB) [default: beside $AERON_DIR, else /dev/shm]. Not with --dir
     #[arg(long = "driver-dir")]
     pub driver_dir: Option<PathBuf>,
     /// Seconds the publisher waits for the subscriber

@@ -36,7 +36,7 @@ impl OfferOutcome {
     ];
 
     /// Its key in reports (`ok`, `back_pressured`, …; the names `messaging::OfferError::name`
-    /// gives for the same failures).
+    /// gives for the same failures; a lost client is no outcome: the run stops).
     #[must_use]
     pub const fn name(self) -> &'static str {
         match self {
