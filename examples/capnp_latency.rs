@@ -313,7 +313,7 @@ fn receive(
     while r.received < u64::from(count) {
         let n = sub
             .poll(
-                &mut |msg: &[u8], _h: &MessageHeader| {
+                &mut |msg: &[u8], _h: &MessageHeader<'_>| {
                     let now = clock.now_ns();
                     let Ok(sample) = wire::decode(msg) else {
                         r.decode_errors += 1;

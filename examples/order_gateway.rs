@@ -146,7 +146,7 @@ fn gateway(dir: PathBuf, refused: Arc<AtomicU64>, finished: Arc<AtomicBool>) {
             .unwrap_or_else(|e| die(&e.to_string()));
         loop {
             let polled = ticks.controlled_poll(
-                &mut |tick: &[u8], _: &MessageHeader| match orders.try_claim(tick.len()) {
+                &mut |tick: &[u8], _: &MessageHeader<'_>| match orders.try_claim(tick.len()) {
                     Ok(mut claim) => {
                         claim.buffer_mut().copy_from_slice(tick);
                         claim.commit();
@@ -191,7 +191,7 @@ fn exchange(dir: PathBuf, delay: Duration, finished: Arc<AtomicBool>) -> Receive
             .unwrap_or_else(|e| die(&e.to_string()));
         loop {
             let polled = orders.poll(
-                &mut |order: &[u8], _: &MessageHeader| {
+                &mut |order: &[u8], _: &MessageHeader<'_>| {
                     let seq = u64::from_le_bytes(order.try_into().unwrap_or([0; 8]));
                     if seq == END {
                         done = true;

@@ -272,7 +272,7 @@ fn ping(mut publ: Publisher, mut sub: Subscriber, warmup: u64, count: u64, mut i
         while rtt.is_none() {
             let n = sub
                 .poll(
-                    &mut |msg: &[u8], _h: &MessageHeader| {
+                    &mut |msg: &[u8], _h: &MessageHeader<'_>| {
                         let now = clock.now_ns();
                         match parse(msg) {
                             Some((echo_seq, echo_sent, echo_run)) if echo_seq == seq && echo_run == run_id => {

@@ -40,7 +40,7 @@
 //! }
 //! let mut got = None;
 //! while got.is_none() {
-//!     sub.poll(&mut |bytes: &[u8], _: &MessageHeader| got = wire::decode(bytes).ok(), 10)?;
+//!     sub.poll(&mut |bytes: &[u8], _: &MessageHeader<'_>| got = wire::decode(bytes).ok(), 10)?;
 //! }
 //! assert_eq!(got, Some(sample));
 //! # Ok(()) }

@@ -272,7 +272,7 @@ pub(crate) fn pong(
         }
         let n = sub
             .poll(
-                &mut |msg: &[u8], _h: &MessageHeader| {
+                &mut |msg: &[u8], _h: &MessageHeader<'_>| {
                     if fatal.is_some() || limit.is_some_and(|l| report.echoed >= l) {
                         return;
                     }

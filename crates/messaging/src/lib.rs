@@ -50,7 +50,7 @@
 //! }
 //! let mut received = Vec::new();
 //! while received.is_empty() {
-//!     let n = sub.poll(&mut |msg: &[u8], _: &MessageHeader| received.extend_from_slice(msg), 10)?;
+//!     let n = sub.poll(&mut |msg: &[u8], _: &MessageHeader<'_>| received.extend_from_slice(msg), 10)?;
 //!     idle.idle(n);
 //! }
 //! assert_eq!(received, b"hello");
@@ -96,7 +96,9 @@ pub use idle::{
 pub use perms::{world_writable, world_writable_warning};
 pub use prefault::{PrefaultMethod, PrefaultStats};
 pub use publication::{Claim, Publisher};
-pub use subscription::{ControlledAction, Handoff, HandoffOptions, MessageHeader, SubscribeError, Subscriber};
+pub use subscription::{
+    ControlledAction, Handoff, HandoffOptions, HeaderValues, MessageHeader, SubscribeError, Subscriber,
+};
 pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
 
 /// The Aeron client this crate wraps, for reports.

@@ -24,7 +24,7 @@
 //! let mut idle: IdleStrategy = "backoff".parse()?;
 //! let mut got = 0;
 //! while got < 10 {
-//!     let n = sub.poll(&mut |msg: &[u8], _h: &messaging::MessageHeader| { got += 1; let _ = msg; }, 10)?;
+//!     let n = sub.poll(&mut |msg: &[u8], _h: &messaging::MessageHeader<'_>| { got += 1; let _ = msg; }, 10)?;
 //!     idle.idle(n);
 //! }
 //! # Ok(()) }
@@ -76,43 +76,106 @@ impl From<ControlledAction> for ControlledPollAction {
     }
 }
 
-/// What the handler learns about a message besides its bytes: Aeron's frame header. For a
-/// message reassembled from fragments, the header of its last fragment (as Aeron's
-/// `FragmentAssembler` gives it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct MessageHeader {
-    /// The publishing session (one per publication).
-    pub session_id: i32,
-    /// The stream id.
-    pub stream_id: i32,
-    /// The reserved value the publisher set in the frame header (0 by default).
-    pub reserved_value: i64,
-    /// The term the (last) fragment is in.
-    pub term_id: i32,
-    /// Its offset in that term, bytes.
-    pub term_offset: i32,
-    /// The stream position just after this message (what a subscriber position reads once it
-    /// is consumed).
-    pub position: i64,
-    /// The frame flags (`0xC0` unfragmented; `0x80` begin, `0x40` end of a fragmented message).
-    pub flags: u8,
+/// What the handler learns about a message besides its bytes: Aeron's frame header, read on
+/// demand (a view of the frame, like Aeron's `Header` flyweight: a handler that does not look
+/// at it costs nothing). For a message reassembled from fragments, the header of its last
+/// fragment (as Aeron's `FragmentAssembler` gives it). [`values`](Self::values) copies every
+/// field out, to keep after the handler returns.
+#[derive(Clone, Copy)]
+pub struct MessageHeader<'a> {
+    header: &'a Header,
 }
 
-impl MessageHeader {
-    /// The header of the fragment aeron-rs hands over.
+impl MessageHeader<'_> {
+    /// The publishing session (one per publication).
     #[inline]
-    fn of(header: &Header) -> MessageHeader {
-        MessageHeader {
-            session_id: header.session_id(),
-            stream_id: header.stream_id(),
-            reserved_value: header.reserved_value(),
-            term_id: header.term_id(),
-            term_offset: header.term_offset(),
-            position: header.position(),
-            flags: header.flags(),
+    #[must_use]
+    pub fn session_id(&self) -> i32 {
+        self.header.session_id()
+    }
+
+    /// The stream id.
+    #[inline]
+    #[must_use]
+    pub fn stream_id(&self) -> i32 {
+        self.header.stream_id()
+    }
+
+    /// The reserved value the publisher set in the frame header (0 by default).
+    #[inline]
+    #[must_use]
+    pub fn reserved_value(&self) -> i64 {
+        self.header.reserved_value()
+    }
+
+    /// The term the (last) fragment is in.
+    #[inline]
+    #[must_use]
+    pub fn term_id(&self) -> i32 {
+        self.header.term_id()
+    }
+
+    /// Its offset in that term, bytes.
+    #[inline]
+    #[must_use]
+    pub fn term_offset(&self) -> i32 {
+        self.header.term_offset()
+    }
+
+    /// The stream position just after this message (what a subscriber position reads once it
+    /// is consumed).
+    #[inline]
+    #[must_use]
+    pub fn position(&self) -> i64 {
+        self.header.position()
+    }
+
+    /// The frame flags (`0xC0` unfragmented; `0x80` begin, `0x40` end of a fragmented message).
+    #[inline]
+    #[must_use]
+    pub fn flags(&self) -> u8 {
+        self.header.flags()
+    }
+
+    /// Every field, copied out.
+    #[must_use]
+    pub fn values(&self) -> HeaderValues {
+        HeaderValues {
+            session_id: self.session_id(),
+            stream_id: self.stream_id(),
+            reserved_value: self.reserved_value(),
+            term_id: self.term_id(),
+            term_offset: self.term_offset(),
+            position: self.position(),
+            flags: self.flags(),
         }
     }
+}
+
+impl fmt::Debug for MessageHeader<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.values().fmt(f)
+    }
+}
+
+/// The fields of a [`MessageHeader`], owned ([`MessageHeader::values`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeaderValues {
+    /// See [`MessageHeader::session_id`].
+    pub session_id: i32,
+    /// See [`MessageHeader::stream_id`].
+    pub stream_id: i32,
+    /// See [`MessageHeader::reserved_value`].
+    pub reserved_value: i64,
+    /// See [`MessageHeader::term_id`].
+    pub term_id: i32,
+    /// See [`MessageHeader::term_offset`].
+    pub term_offset: i32,
+    /// See [`MessageHeader::position`].
+    pub position: i64,
+    /// See [`MessageHeader::flags`].
+    pub flags: u8,
 }
 
 /// Adds one fragment of a fragmented message to its session's buffer (a BEGIN fragment starts
@@ -190,7 +253,7 @@ impl Subscriber {
     /// [`PollError::ClientClosed`] once the client lost its media driver (one load per call).
     pub fn poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
-        F: FnMut(&[u8], &MessageHeader),
+        F: FnMut(&[u8], &MessageHeader<'_>),
     {
         self.check_open()?;
         let mut sub = match self.subscription.try_lock() {
@@ -205,12 +268,12 @@ impl Subscriber {
         let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
             let bytes = buf.as_sub_slice(offset, length);
             let flags = header.flags();
-            let h = MessageHeader::of(header);
+            let h = MessageHeader { header };
             if flags & UNFRAGMENTED == UNFRAGMENTED {
                 handler(bytes, &h);
                 return;
             }
-            let buf = assemble(assembly, h.session_id, flags, bytes);
+            let buf = assemble(assembly, h.session_id(), flags, bytes);
             if flags & END_FRAG != 0 && !buf.is_empty() {
                 handler(buf, &h);
                 buf.clear();
@@ -243,7 +306,7 @@ impl Subscriber {
     #[inline]
     pub fn controlled_poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
-        F: FnMut(&[u8], &MessageHeader) -> ControlledAction,
+        F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
         self.check_open()?;
         let mut sub = match self.subscription.try_lock() {
@@ -258,11 +321,11 @@ impl Subscriber {
         let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
             let bytes = buf.as_sub_slice(offset, length);
             let flags = header.flags();
-            let h = MessageHeader::of(header);
+            let h = MessageHeader { header };
             if flags & UNFRAGMENTED == UNFRAGMENTED {
                 return Ok(handler(bytes, &h).into());
             }
-            let buf = assemble(assembly, h.session_id, flags, bytes);
+            let buf = assemble(assembly, h.session_id(), flags, bytes);
             if flags & END_FRAG == 0 || buf.is_empty() {
                 return Ok(ControlledPollAction::Continue);
             }
@@ -460,7 +523,7 @@ impl Client {
                 let mut disconnected = false;
                 while !stop2.load(Ordering::Acquire) && !disconnected {
                     let n = sub.poll(
-                        &mut |msg: &[u8], _h: &MessageHeader| {
+                        &mut |msg: &[u8], _h: &MessageHeader<'_>| {
                             if sender.send(msg.to_vec()).is_err() {
                                 disconnected = true;
                             } else {

@@ -151,7 +151,7 @@ struct Checker {
 
 impl Checker {
     #[inline]
-    fn on_message(&mut self, msg: &[u8], _header: &MessageHeader) {
+    fn on_message(&mut self, msg: &[u8], _header: &MessageHeader<'_>) {
         assert_eq!(msg.len(), self.len, "message {} has the wrong length", self.next);
         let first = u64::from_le_bytes(msg[..8].try_into().unwrap());
         let last = u64::from_le_bytes(msg[msg.len() - 8..].try_into().unwrap());
@@ -212,7 +212,7 @@ fn one_thread(s: &mut Stream, how: Send, len: usize) -> Counted {
         }
         work += s
             .subscriber
-            .poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64)
+            .poll(&mut |msg: &[u8], h: &MessageHeader<'_>| checker.on_message(msg, h), 64)
             .expect("the client has its driver");
         if work == 0 {
             assert!(started.elapsed() < DEADLINE, "stalled at {} of {total}", checker.next);
@@ -274,7 +274,7 @@ fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
                     before = Some(allocated());
                 }
                 let n = subscriber
-                    .poll(&mut |msg: &[u8], h: &MessageHeader| checker.on_message(msg, h), 64)
+                    .poll(&mut |msg: &[u8], h: &MessageHeader<'_>| checker.on_message(msg, h), 64)
                     .expect("the client has its driver");
                 if n == 0 {
                     assert!(

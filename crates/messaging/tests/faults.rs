@@ -157,7 +157,7 @@ fn receive(subscriber: &mut Subscriber) -> u64 {
         }
         let n = subscriber
             .poll(
-                &mut |msg: &[u8], _: &MessageHeader| {
+                &mut |msg: &[u8], _: &MessageHeader<'_>| {
                     assert_eq!(msg.len(), PAYLOAD);
                     assert_eq!(
                         u64::from_le_bytes(msg[..8].try_into().unwrap()),

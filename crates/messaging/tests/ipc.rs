@@ -33,7 +33,7 @@ fn receive(sub: &mut Subscriber, n: usize) -> Vec<Vec<u8>> {
     while got.len() < n {
         assert!(Instant::now() < deadline, "timed out with {} of {n}", got.len());
         let k = sub
-            .poll(&mut |m: &[u8], _: &MessageHeader| got.push(m.to_vec()), 64)
+            .poll(&mut |m: &[u8], _: &MessageHeader<'_>| got.push(m.to_vec()), 64)
             .expect("the client has its driver");
         idle.idle(k);
     }
@@ -138,7 +138,7 @@ fn a_publisher_that_joins_late_is_picked_up() {
     // Poll for a while with nobody publishing.
     for _ in 0..100 {
         assert_eq!(
-            sub.poll(&mut |_: &[u8], _: &MessageHeader| panic!("nothing was sent"), 10)
+            sub.poll(&mut |_: &[u8], _: &MessageHeader<'_>| panic!("nothing was sent"), 10)
                 .expect("the client has its driver"),
             0
         );

@@ -128,11 +128,11 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     assert_eq!(publ.offer(b"after the stop"), Err(OfferError::ClientClosed));
     assert_eq!(publ.try_claim(8).err(), Some(OfferError::ClientClosed));
     assert_eq!(
-        sub.poll(&mut |_: &[u8], _: &MessageHeader| (), 10),
+        sub.poll(&mut |_: &[u8], _: &MessageHeader<'_>| (), 10),
         Err(PollError::ClientClosed)
     );
     assert_eq!(
-        sub.controlled_poll(&mut |_: &[u8], _: &MessageHeader| ControlledAction::Continue, 10),
+        sub.controlled_poll(&mut |_: &[u8], _: &MessageHeader<'_>| ControlledAction::Continue, 10),
         Err(PollError::ClientClosed)
     );
     // Adding fails at once, not after the driver timeout (the conductor no longer runs).

@@ -9,7 +9,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{driver, wait_until_connected};
-use messaging::{Client, ControlledAction, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+use messaging::{
+    Client, ControlledAction, HeaderValues, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
+};
 
 /// Aeron's frame alignment and data header length.
 const ALIGN: i64 = 32;
@@ -28,14 +30,17 @@ fn offer(publ: &mut Publisher, mut f: impl FnMut(&mut Publisher) -> Result<u64, 
 }
 
 /// Polls until `n` messages arrived; returns them with their headers.
-fn receive(sub: &mut Subscriber, n: usize) -> Vec<(Vec<u8>, MessageHeader)> {
+fn receive(sub: &mut Subscriber, n: usize) -> Vec<(Vec<u8>, HeaderValues)> {
     let mut got = Vec::new();
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while got.len() < n {
         assert!(Instant::now() < deadline, "received {} of {n}", got.len());
         let k = sub
-            .poll(&mut |m: &[u8], h: &MessageHeader| got.push((m.to_vec(), *h)), 16)
+            .poll(
+                &mut |m: &[u8], h: &MessageHeader<'_>| got.push((m.to_vec(), h.values())),
+                16,
+            )
             .expect("the client has its driver");
         idle.idle(k);
     }
@@ -148,7 +153,7 @@ fn controlled_poll_aborts_breaks_and_hands_every_message_over_once_in_order() {
         let before = consumed.len();
         let n = sub
             .controlled_poll(
-                &mut |m: &[u8], _: &MessageHeader| {
+                &mut |m: &[u8], _: &MessageHeader<'_>| {
                     let i = m[0];
                     // Refuse messages 2 and 4 (the long one) the first time they come.
                     if (i == 2 || i == 4) && !aborted.contains(&i) {

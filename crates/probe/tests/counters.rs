@@ -33,7 +33,7 @@ fn offer(p: &mut Publisher, sub: &mut Subscriber, got: &mut u32, msg: &[u8], dea
 }
 
 fn drain(sub: &mut Subscriber, got: &mut u32) -> usize {
-    sub.poll(&mut |_: &[u8], _: &MessageHeader| *got += 1, 64)
+    sub.poll(&mut |_: &[u8], _: &MessageHeader<'_>| *got += 1, 64)
         .expect("the client has its driver")
 }
 

@@ -41,7 +41,7 @@ pub(crate) fn move_messages(client: &Client, stream: i32, n: u64) -> u64 {
     while received < n {
         assert!(Instant::now() < deadline, "received {received} of {n}");
         let got = sub
-            .poll(&mut |_: &[u8], _: &MessageHeader| received += 1, 64)
+            .poll(&mut |_: &[u8], _: &MessageHeader<'_>| received += 1, 64)
             .expect("the client has its driver");
         idle.idle(got);
     }

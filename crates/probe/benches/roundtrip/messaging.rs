@@ -93,7 +93,7 @@ impl Ping {
             while !stop2.load(Ordering::Relaxed) {
                 let n = pong_sub
                     .poll(
-                        &mut |msg: &[u8], _: &MessageHeader| {
+                        &mut |msg: &[u8], _: &MessageHeader<'_>| {
                             let m: &[u8; MSG_LEN] = msg.try_into().expect("a 32-byte ping");
                             r.claim_retries.add(publish(&mut pong_publ, m, false));
                             r.echoed += 1;
@@ -152,7 +152,7 @@ impl Op for Ping {
         let sub = &mut self.sub;
         spin_until("messaging: waiting for the echo", || {
             sub.poll(
-                &mut |msg: &[u8], _: &MessageHeader| {
+                &mut |msg: &[u8], _: &MessageHeader<'_>| {
                     if seq_of(msg) == seq {
                         got = true;
                     }
@@ -222,7 +222,7 @@ impl Op for OfferPoll {
         let sub = &mut self.sub;
         spin_until("offer_poll: polling back", || {
             sub.poll(
-                &mut |msg: &[u8], _: &MessageHeader| {
+                &mut |msg: &[u8], _: &MessageHeader<'_>| {
                     if seq_of(msg) == seq {
                         got = true;
                     }
@@ -283,7 +283,7 @@ impl Flow {
             loop {
                 let n = sub
                     .poll(
-                        &mut |msg: &[u8], _: &MessageHeader| {
+                        &mut |msg: &[u8], _: &MessageHeader<'_>| {
                             let seq = seq_of(msg);
                             if seq != expected {
                                 r.gaps += 1;

@@ -104,7 +104,7 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
             plan.split_rounds,
             |seq| retries.add(publish(&mut publ, &message(seq), use_offer)),
             || {
-                sub.poll(&mut |m: &[u8], _: &MessageHeader| check.see(m), TP_FRAGMENT_LIMIT)
+                sub.poll(&mut |m: &[u8], _: &MessageHeader<'_>| check.see(m), TP_FRAGMENT_LIMIT)
                     .unwrap_or(0) as u64
             },
         );

@@ -564,7 +564,7 @@ fn await_echo<D: Diagnostics>(
     let mut polls: u32 = 0;
     loop {
         polls = polls.wrapping_add(1);
-        let Ok(n) = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader| st.on_message(bytes), 16) else {
+        let Ok(n) = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader<'_>| st.on_message(bytes), 16) else {
             // The client lost its driver.
             return Err(Stop::EchoDriverLost { seq });
         };

@@ -333,7 +333,7 @@ fn hot_loop(
     loop {
         let n = sub
             .poll(
-                &mut |bytes: &[u8], _h: &MessageHeader| {
+                &mut |bytes: &[u8], _h: &MessageHeader<'_>| {
                     if let Some(e) = echo.as_deref_mut() {
                         // Pong: echo first, measure after (the echo is what ping waits for).
                         e.send(bytes);
