@@ -89,6 +89,29 @@ fn paths(code: &str, root: &str) -> Vec<Vec<String>> {
         if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
             continue;
         }
+        // A group, `crate::{a, b::c}`: each member is a path of its own.
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let end = group
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '{' => 1,
+                        '}' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
+                .map_or(group.len(), |(i, _)| i);
+            for member in group[..end].split(',') {
+                let member = member.trim();
+                let first = member.split("::").next().unwrap_or("").trim();
+                if !first.is_empty() && first.chars().all(|c| c.is_alphanumeric() || c == '_') {
+                    found.push(member.split("::").map(|s| s.trim().to_owned()).collect());
+                }
+            }
+            continue;
+        }
         let mut segs = Vec::new();
         let mut s = rest;
         loop {
@@ -321,4 +344,9 @@ fn the_layer_check_reads_paths_in_code_but_not_in_comments_strings_or_tests() {
         "use crate::run::x;\n// crate::cli::y\nlet s = \"crate::cli::z\";\n#[cfg(test)]\nmod tests {\n use crate::cli::w;\n}\n",
     );
     assert_eq!(paths(&c, "crate"), vec![vec!["run".to_owned(), "x".into()]]);
+    let grouped = code("use crate::{cli, run::x};\n");
+    assert_eq!(
+        paths(&grouped, "crate"),
+        vec![vec!["cli".to_owned()], vec!["run".to_owned(), "x".into()]]
+    );
 }
