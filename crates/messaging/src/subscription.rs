@@ -33,7 +33,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::logbuffer::frame_descriptor::{BEGIN_FRAG, END_FRAG, UNFRAGMENTED};
@@ -255,16 +255,9 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
-        self.check_open()?;
-        let mut sub = match self.subscription.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::WouldBlock) => {
-                self.busy += 1;
-                return Ok(0);
-            }
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        let Some((mut sub, assembly)) = self.begin_poll()? else {
+            return Ok(0);
         };
-        let assembly = &mut self.assembly;
         let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
             let bytes = buf.as_sub_slice(offset, length);
             let flags = header.flags();
@@ -283,13 +276,22 @@ impl Subscriber {
         Ok(n.max(0) as usize)
     }
 
-    /// One load: the client lost its driver.
+    /// What both polls start with: the client must have its driver (one load), and the
+    /// subscription's lock is taken with `try_lock` (held by aeron-rs's conductor: `None`,
+    /// counted in `busy`). Hands out the guard and the reassembly buffers together.
     #[inline]
-    fn check_open(&self) -> Result<(), PollError> {
-        if self.live.load(std::sync::atomic::Ordering::Relaxed) == crate::conductor::ACTIVE {
-            Ok(())
-        } else {
-            Err(PollError::ClientClosed)
+    #[allow(clippy::type_complexity)]
+    fn begin_poll(&mut self) -> Result<Option<(MutexGuard<'_, Subscription>, &mut Vec<(i32, Vec<u8>)>)>, PollError> {
+        if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
+            return Err(PollError::ClientClosed);
+        }
+        match self.subscription.try_lock() {
+            Ok(g) => Ok(Some((g, &mut self.assembly))),
+            Err(TryLockError::WouldBlock) => {
+                self.busy += 1;
+                Ok(None)
+            }
+            Err(TryLockError::Poisoned(p)) => Ok(Some((p.into_inner(), &mut self.assembly))),
         }
     }
 
@@ -308,16 +310,9 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
-        self.check_open()?;
-        let mut sub = match self.subscription.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::WouldBlock) => {
-                self.busy += 1;
-                return Ok(0);
-            }
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        let Some((mut sub, assembly)) = self.begin_poll()? else {
+            return Ok(0);
         };
-        let assembly = &mut self.assembly;
         let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
             let bytes = buf.as_sub_slice(offset, length);
             let flags = header.flags();
