@@ -199,9 +199,14 @@ pub enum OfferError {
     NotConnected,
     /// A subscriber is connected but behind; the publication limit is reached (transient).
     BackPressured,
-    /// The log rotated to a new term, or the client conductor held the publication at that
-    /// instant; try again straight away (transient).
+    /// Aeron's admin action: the log rotated to a new term (or the publication was being
+    /// updated) during the call; try again straight away (transient).
     AdminAction,
+    /// The client conductor (aeron-rs's, which keeps each publication behind a lock it also
+    /// takes) held this publication at that instant; the call returned rather than wait for
+    /// it. Try again straight away (transient). Not one of Aeron's codes: counted apart so a
+    /// report can tell this client's lock contention from Aeron's admin actions.
+    ClientBusy,
     /// The publication is closed (final).
     Closed,
     /// The stream reached its maximum position for this term length (final: start a new
@@ -223,10 +228,13 @@ pub enum OfferError {
 
 impl OfferError {
     /// Whether the same offer may succeed if retried: true for `NotConnected`,
-    /// `BackPressured` and `AdminAction`.
+    /// `BackPressured`, `AdminAction` and `ClientBusy`.
     #[must_use]
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::NotConnected | Self::BackPressured | Self::AdminAction)
+        matches!(
+            self,
+            Self::NotConnected | Self::BackPressured | Self::AdminAction | Self::ClientBusy
+        )
     }
 
     /// A stable snake_case name, for counters and reports (`back_pressured`, ...).
@@ -236,6 +244,7 @@ impl OfferError {
             Self::NotConnected => "not_connected",
             Self::BackPressured => "back_pressured",
             Self::AdminAction => "admin_action",
+            Self::ClientBusy => "client_busy",
             Self::Closed => "closed",
             Self::ClientClosed => "client_closed",
             Self::MaxPositionExceeded => "max_position_exceeded",
@@ -275,7 +284,8 @@ impl fmt::Display for OfferError {
         match self {
             Self::NotConnected => f.write_str("no subscriber is connected (retry, or start a subscriber)"),
             Self::BackPressured => f.write_str("back-pressured: the subscriber is behind (retry)"),
-            Self::AdminAction => f.write_str("admin action: term rotation or client busy (retry)"),
+            Self::AdminAction => f.write_str("admin action: the log rotated to a new term (retry)"),
+            Self::ClientBusy => f.write_str("the client conductor held the publication at that instant (retry)"),
             Self::Closed => f.write_str("the publication is closed"),
             Self::ClientClosed => f.write_str(
                 "the client lost its media driver (Client::liveness().error() says why); build a new client",

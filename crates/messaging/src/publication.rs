@@ -4,7 +4,7 @@
 //! - neither call allocates, logs through our code, or makes a syscall;
 //! - neither call ever blocks: aeron-rs keeps each publication behind a `std::sync::Mutex`
 //!   that its conductor thread also takes; we `try_lock` it once per call, and if the
-//!   conductor holds it at that instant the call returns [`OfferError::AdminAction`]
+//!   conductor holds it at that instant the call returns [`OfferError::ClientBusy`]
 //!   (retryable) instead of parking the hot thread on a futex;
 //! - every failure is one typed [`OfferError`]; retry exactly when
 //!   [`is_retryable`](OfferError::is_retryable) says so.
@@ -153,8 +153,7 @@ impl Publisher {
     }
 
     /// How many offer/try_claim calls so far found the publication's lock held by aeron-rs's
-    /// conductor (and returned [`OfferError::AdminAction`] for it). The probe uses it to tell
-    /// this aeron-rs lock contention from Aeron's own admin actions.
+    /// conductor (and returned [`OfferError::ClientBusy`] for it).
     #[must_use]
     pub fn busy_count(&self) -> u64 {
         self.busy.load(std::sync::atomic::Ordering::Relaxed)
@@ -180,7 +179,7 @@ impl Publisher {
             Ok(g) => Ok(g),
             Err(TryLockError::WouldBlock) => {
                 self.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Err(OfferError::AdminAction)
+                Err(OfferError::ClientBusy)
             }
             Err(TryLockError::Poisoned(_)) => Err(OfferError::Closed),
         }
@@ -189,7 +188,7 @@ impl Publisher {
     /// Copies `msg` into the log. Returns the new stream position.
     ///
     /// # Errors
-    /// An [`OfferError`]; `NotConnected`, `BackPressured` and `AdminAction` are worth retrying.
+    /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
     #[inline]
     pub fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
         self.check_message_length(msg.len())?;
@@ -221,7 +220,7 @@ impl Publisher {
     /// `len` may be at most [`max_payload_length`](Self::max_payload_length) (one MTU).
     ///
     /// # Errors
-    /// An [`OfferError`]; `NotConnected`, `BackPressured` and `AdminAction` are worth retrying.
+    /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
     #[inline]
     pub fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
         if len > self.max_payload {

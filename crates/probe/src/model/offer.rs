@@ -13,8 +13,10 @@ pub enum OfferOutcome {
     NotConnected,
     /// The publication limit was reached.
     BackPressured,
-    /// A term rotation, or aeron-rs's conductor holding the publication.
+    /// A term rotation (Aeron's admin action).
     AdminAction,
+    /// aeron-rs's conductor held the publication's lock at that instant.
+    ClientBusy,
     /// The publication was closed.
     Closed,
     /// The stream reached its maximum position.
@@ -25,11 +27,12 @@ pub enum OfferOutcome {
 
 impl OfferOutcome {
     /// Every outcome, in report order.
-    pub const ALL: [OfferOutcome; 7] = [
+    pub const ALL: [OfferOutcome; 8] = [
         OfferOutcome::Ok,
         OfferOutcome::NotConnected,
         OfferOutcome::BackPressured,
         OfferOutcome::AdminAction,
+        OfferOutcome::ClientBusy,
         OfferOutcome::Closed,
         OfferOutcome::MaxPositionExceeded,
         OfferOutcome::Other,
@@ -44,6 +47,7 @@ impl OfferOutcome {
             OfferOutcome::NotConnected => "not_connected",
             OfferOutcome::BackPressured => "back_pressured",
             OfferOutcome::AdminAction => "admin_action",
+            OfferOutcome::ClientBusy => "client_busy",
             OfferOutcome::Closed => "closed",
             OfferOutcome::MaxPositionExceeded => "max_position_exceeded",
             OfferOutcome::Other => "other",
@@ -52,8 +56,8 @@ impl OfferOutcome {
 }
 
 /// Offer/try_claim outcome names, in the order the text report lists them.
-pub const OFFER_OUTCOMES: [&str; 7] = {
-    let mut names = [""; 7];
+pub const OFFER_OUTCOMES: [&str; 8] = {
+    let mut names = [""; 8];
     let mut i = 0;
     while i < names.len() {
         names[i] = OfferOutcome::ALL[i].name();
@@ -64,7 +68,7 @@ pub const OFFER_OUTCOMES: [&str; 7] = {
 
 /// How often each outcome happened. Counting is an array increment: fit for a hot loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OfferTally([u64; 7]);
+pub struct OfferTally([u64; 8]);
 
 impl OfferTally {
     /// Counts one `outcome`.
@@ -104,6 +108,7 @@ mod tests {
                 "not_connected",
                 "back_pressured",
                 "admin_action",
+                "client_busy",
                 "closed",
                 "max_position_exceeded",
                 "other"
@@ -129,7 +134,7 @@ mod tests {
             (2, 1, 0)
         );
         let m = t.to_map();
-        assert_eq!(m.len(), 7);
+        assert_eq!(m.len(), OfferOutcome::ALL.len());
         assert_eq!(m["ok"], 2);
         assert_eq!(m["back_pressured"], 1);
     }

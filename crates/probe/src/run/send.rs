@@ -28,6 +28,7 @@ pub fn outcome_of(e: &OfferError) -> OfferOutcome {
         OfferError::NotConnected => OfferOutcome::NotConnected,
         OfferError::BackPressured => OfferOutcome::BackPressured,
         OfferError::AdminAction => OfferOutcome::AdminAction,
+        OfferError::ClientBusy => OfferOutcome::ClientBusy,
         OfferError::Closed => OfferOutcome::Closed,
         OfferError::MaxPositionExceeded => OfferOutcome::MaxPositionExceeded,
         _ => OfferOutcome::Other,
@@ -698,6 +699,7 @@ mod tests {
         assert_eq!(outcome_of(&OfferError::BackPressured), OfferOutcome::BackPressured);
         assert_eq!(outcome_of(&OfferError::NotConnected), OfferOutcome::NotConnected);
         assert_eq!(outcome_of(&OfferError::AdminAction), OfferOutcome::AdminAction);
+        assert_eq!(outcome_of(&OfferError::ClientBusy), OfferOutcome::ClientBusy);
         assert_eq!(
             outcome_of(&OfferError::MaxPositionExceeded),
             OfferOutcome::MaxPositionExceeded
