@@ -22,6 +22,7 @@ use aeron_rs::aeron::Aeron;
 use aeron_rs::cnc_file_descriptor;
 use aeron_rs::concurrent::ring_buffer::ManyToOneRingBuffer;
 use aeron_rs::context::Context;
+use aeron_rs::image::Image;
 use aeron_rs::utils::errors::{AeronError, DriverInteractionError, GenericError};
 use aeron_rs::utils::memory_mapped_file::MemoryMappedFile;
 
@@ -30,10 +31,11 @@ use crate::cnc::{
     default_aeron_dir, driver_status, list_counters, DriverCounter, DriverStatus, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
 use crate::conductor::{
-    conductor_loop, liveness_error, print_error, ErrorHandler, Inner, Lost, Shared, ACTIVE, CLIENT_TIMED_OUT,
-    DRIVER_TIMED_OUT,
+    conductor_loop, liveness_error, print_error, DriverErrors, ErrorHandler, Inner, Lost, Shared, ACTIVE,
+    CLIENT_TIMED_OUT, DRIVER_TIMED_OUT,
 };
 use crate::error::{AddError, AsyncError, ConnectError, LivenessError};
+use crate::images::Images;
 use crate::publication::Publisher;
 use crate::subscription::Subscriber;
 
@@ -279,12 +281,13 @@ impl ClientBuilder {
             lost,
             heartbeat,
             timeout_ms: timeout.as_millis() as i64,
-            _cnc: cnc,
+            cnc,
         });
         let shared2 = shared.clone();
+        let errors = DriverErrors::primed(&shared.cnc);
         let conductor = std::thread::Builder::new()
             .name("aeron-conductor".into())
-            .spawn(move || conductor_loop(&shared2))
+            .spawn(move || conductor_loop(&shared2, errors))
             .map_err(|e| ConnectError::Client {
                 dir: dir.clone(),
                 detail: format!("could not start the conductor thread: {e}"),
@@ -421,12 +424,12 @@ impl Client {
 
     /// The positions of the subscribers reading the stream `stream_id` of publication
     /// `session_id` (Aeron's `sub-pos` counters, one per subscriber, as AeronStat shows them).
-    /// Empty when nobody reads it. Takes the client lock: not for a hot loop.
+    /// Empty when nobody reads it. Reads the counters through this client's own mapping of
+    /// `cnc.dat` (plain loads, never the conductor's lock), but scans them all and allocates:
+    /// not for a hot loop.
     #[must_use]
     pub fn subscriber_positions(&self, session_id: i32, stream_id: i32) -> Vec<i64> {
-        let Ok(Ok(reader)) = self.inner.with_aeron(|a| a.counters_reader()) else {
-            return Vec::new();
-        };
+        let reader = self.inner.counters_reader();
         let mut ids = Vec::new();
         reader.for_each(|id, type_id, key, _label| {
             // Aeron's stream counter key: registration id (i64), session id (i32), stream id (i32).
@@ -444,13 +447,11 @@ impl Client {
     }
 
     /// A snapshot of the driver's counters (as AeronStat shows them): back-pressure events,
-    /// errors, per-stream positions, client heartbeats, …
+    /// errors, per-stream positions, client heartbeats, … Plain loads through this client's
+    /// own mapping of `cnc.dat`, never the conductor's lock; allocates the list.
     #[must_use]
     pub fn counters(&self) -> Vec<DriverCounter> {
-        let Ok(Ok(reader)) = self.inner.with_aeron(|a| a.counters_reader()) else {
-            return Vec::new();
-        };
-        list_counters(&reader)
+        list_counters(&self.inner.counters_reader())
     }
 
     /// Adds a publication and waits until the driver has created it.
@@ -496,11 +497,23 @@ impl Client {
     pub fn async_add_subscription(&self, channel: &str, stream_id: i32) -> Result<PendingSubscription, AddError> {
         let c = check_channel(channel)?;
         let started = Instant::now();
+        let images = Images::new();
+        let (on_available, on_unavailable) = (images.clone(), images.clone());
         let id = self
             .inner
-            .with_aeron(|a| a.add_subscription(c, stream_id))?
+            .with_aeron(|a| {
+                a.add_subscription_opt(
+                    c,
+                    stream_id,
+                    Box::new(move |image: &Image| on_available.on_available(image)),
+                    Box::new(move |image: &Image| on_unavailable.on_unavailable(image)),
+                )
+            })?
             .map_err(|e| AddError::from_aeron(channel, stream_id, started.elapsed(), e))?;
-        Ok(PendingSubscription(Pending::new(self, id, channel, stream_id, started)))
+        Ok(PendingSubscription {
+            pending: Pending::new(self, id, channel, stream_id, started),
+            images,
+        })
     }
 
     /// Drops this handle. The driver is told the client closed once every publisher and
@@ -592,15 +605,26 @@ impl PendingPublication {
             Err(e) => Err(e),
             Ok(p) => Ok(Some(p)),
         })?;
-        Ok(found.map(|p| Publisher::new(p, self.0.inner.clone(), &self.0.channel, self.0.stream_id)))
+        found
+            .map(|p| Publisher::new(p, self.0.inner.clone(), &self.0.channel, self.0.stream_id))
+            .transpose()
     }
 }
 
 /// A subscription being added ([`Client::async_add_subscription`]). Dropped before it handed
 /// over the [`Subscriber`], the subscription stays with the driver until the client closes.
-#[derive(Debug)]
 #[must_use = "poll it until it hands over the Subscriber"]
-pub struct PendingSubscription(Pending);
+pub struct PendingSubscription {
+    pending: Pending,
+    /// Fed by the image handlers from the moment the subscription was asked for.
+    images: Arc<Images>,
+}
+
+impl fmt::Debug for PendingSubscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.pending.fmt(f)
+    }
+}
 
 impl PendingSubscription {
     /// The [`Subscriber`] once the driver created it, `None` while it has not answered yet.
@@ -609,11 +633,76 @@ impl PendingSubscription {
     /// # Errors
     /// [`AddError`]: the driver refused it, or did not answer within the driver timeout.
     pub fn poll(&mut self) -> Result<Option<Subscriber>, AddError> {
-        let found = self.0.poll(|a, id| match a.find_subscription(id) {
+        let p = &self.pending;
+        let found = p.poll(|a, id| match a.find_subscription(id) {
             Err(AeronError::SubscriptionNotReady(_)) => Ok(None),
             Err(e) => Err(e),
             Ok(s) => Ok(Some(s)),
         })?;
-        Ok(found.map(|s| Subscriber::new(s, self.0.inner.clone(), &self.0.channel, self.0.stream_id)))
+        Ok(found.map(|s| Subscriber::new(s, p.inner.clone(), self.images.clone(), &p.channel, p.stream_id)))
+    }
+}
+
+#[cfg(all(test, feature = "embedded-driver"))]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::{EmbeddedDriver, IdleStrategy};
+
+    /// Status reads are Aeron's plain reads: they answer while every lock aeron-rs's conductor
+    /// takes (the client's, the publication's, the subscription's) is held by someone else.
+    #[test]
+    fn status_reads_never_wait_for_the_conductor_s_locks() {
+        let d = EmbeddedDriver::builder()
+            .private_dir()
+            .ipc_term_length(64 << 10)
+            .spawn()
+            .unwrap();
+        let client = Client::connect(d.dir()).unwrap();
+        let sub = client.subscription("aeron:ipc", 60).unwrap();
+        let mut publ = client.publication("aeron:ipc", 60).unwrap();
+        let mut idle: IdleStrategy = "yield".parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Err(e) = publ.offer(&[1; 40]) {
+            assert!(e.is_retryable() && Instant::now() < deadline, "{e}");
+            idle.idle_once();
+        }
+        while sub.image_count() == 0 {
+            assert!(Instant::now() < deadline, "no image");
+            idle.idle_once();
+        }
+        let (shared, publication, subscription) = (
+            client.inner.shared.clone(),
+            publ.publication.clone(),
+            sub.subscription.clone(),
+        );
+        let (tx, rx) = mpsc::channel();
+        let answered = std::thread::scope(|s| {
+            let held = (
+                shared.aeron.lock().unwrap(),
+                publication.lock().unwrap(),
+                subscription.lock().unwrap(),
+            );
+            let client = &client;
+            s.spawn(move || {
+                let status = (
+                    publ.is_connected(),
+                    publ.position(),
+                    sub.image_count(),
+                    sub.is_connected(),
+                    client.counters().is_empty(),
+                    client.is_closed(),
+                );
+                let _ = tx.send(status);
+            });
+            let answered = rx.recv_timeout(Duration::from_secs(5));
+            // Let a reader that did wait finish, so the scope can join it.
+            drop(held);
+            answered
+        });
+        let status = answered.expect("a status read waited for a lock the conductor takes");
+        // One 40-byte message: a 32-byte header, 72 bytes aligned to 96.
+        assert_eq!(status, (true, Ok(96), 1, true, false, false));
     }
 }

@@ -1,16 +1,20 @@
 //! The client conductor: our thread that runs aeron-rs's conductor duty cycle, and the state
 //! every handle of a client shares, which tells the driver the client closed when it goes.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aeron_rs::aeron::Aeron;
+use aeron_rs::cnc_file_descriptor;
 use aeron_rs::command::control_protocol_events::AeronCommand;
 use aeron_rs::command::correlated_message_flyweight::CORRELATED_MESSAGE_LENGTH;
 use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
+use aeron_rs::concurrent::counters::CountersReader;
 use aeron_rs::concurrent::ring_buffer::ManyToOneRingBuffer;
+use aeron_rs::utils::errors::error_log_reader;
 use aeron_rs::utils::memory_mapped_file::MemoryMappedFile;
 
 use crate::error::{AddError, AsyncError, LivenessError};
@@ -87,7 +91,7 @@ pub(crate) struct Shared {
     /// The driver timeout, ms.
     pub(crate) timeout_ms: i64,
     /// Our own mapping of the driver's cnc.dat (outlives `heartbeat` and `Inner::to_driver`).
-    pub(crate) _cnc: MemoryMappedFile,
+    pub(crate) cnc: MemoryMappedFile,
 }
 
 // SAFETY: `Aeron` holds `Arc<Mutex<..>>`s and raw pointers into memory maps it owns for its
@@ -117,9 +121,63 @@ fn check_driver(shared: &Shared) {
     }
 }
 
-/// One duty cycle every `CONDUCTOR_IDLE`, taking the lock only for the duty cycle itself.
-pub(crate) fn conductor_loop(shared: &Shared) {
+/// How often the conductor reads the driver's error log.
+const ERROR_LOG_PERIOD: Duration = Duration::from_millis(100);
+
+/// What the conductor has seen of the driver's distinct error log (in `cnc.dat`): each
+/// entry's observation count, keyed by when it was first observed and its text.
+pub(crate) struct DriverErrors {
+    seen: HashMap<(i64, String), i32>,
+    last_scan: std::time::Instant,
+}
+
+impl DriverErrors {
+    /// What the log holds now, taken as already reported (older than this client).
+    pub(crate) fn primed(cnc: &MemoryMappedFile) -> Self {
+        let mut errors = Self {
+            seen: HashMap::new(),
+            last_scan: std::time::Instant::now(),
+        };
+        errors.scan(cnc, &mut |_| {});
+        errors
+    }
+
+    /// Hands every entry that is new, or observed again, since the last scan to `report`.
+    pub(crate) fn scan(&mut self, cnc: &MemoryMappedFile, report: &mut dyn FnMut(AsyncError)) {
+        self.last_scan = std::time::Instant::now();
+        let log = cnc_file_descriptor::create_error_log_buffer(cnc);
+        if log.capacity() <= 0 {
+            return;
+        }
+        let seen = &mut self.seen;
+        error_log_reader::read(
+            log,
+            |count: i32, first: i64, _last: i64, text: std::ffi::CString| {
+                let message = text.to_string_lossy().trim_end().to_owned();
+                let before = seen.insert((first, message.clone()), count);
+                if before.is_none_or(|b| b < count) {
+                    report(AsyncError::Driver {
+                        message,
+                        observations: count.max(0) as u32,
+                    });
+                }
+            },
+            0,
+        );
+    }
+
+    fn due(&self) -> bool {
+        self.last_scan.elapsed() >= ERROR_LOG_PERIOD
+    }
+}
+
+/// One duty cycle every `CONDUCTOR_IDLE`, taking the lock only for the duty cycle itself; the
+/// driver's error log every [`ERROR_LOG_PERIOD`].
+pub(crate) fn conductor_loop(shared: &Shared, mut errors: DriverErrors) {
     while !shared.stop.load(Ordering::Acquire) {
+        if errors.due() {
+            errors.scan(&shared.cnc, &mut |e| (shared.lost.on_error)(&e));
+        }
         // Once the driver is gone there is nothing to do but wait to be dropped.
         check_driver(shared);
         if shared.lost.state.load(Ordering::Acquire) != ACTIVE {
@@ -154,6 +212,15 @@ unsafe impl Send for Inner {}
 unsafe impl Sync for Inner {}
 
 impl Inner {
+    /// A reader of the driver's counters over our own mapping of cnc.dat: plain loads, never
+    /// the conductor's lock.
+    pub(crate) fn counters_reader(&self) -> CountersReader {
+        CountersReader::new(
+            cnc_file_descriptor::create_counter_metadata_buffer(&self.shared.cnc),
+            cnc_file_descriptor::create_counter_values_buffer(&self.shared.cnc),
+        )
+    }
+
     /// The driver directory this client is connected to.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir

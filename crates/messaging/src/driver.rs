@@ -51,7 +51,7 @@ fn env_set(name: &str) -> bool {
 }
 
 /// Configures an [`EmbeddedDriver`]; consuming setters, then [`spawn`](Self::spawn).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct EmbeddedDriverBuilder {
     dir: Option<PathBuf>,
     term_length: Option<usize>,
@@ -61,6 +61,25 @@ pub struct EmbeddedDriverBuilder {
     sparse: Option<bool>,
     remove_stale: bool,
     delete_on_start: bool,
+    linger: Option<Duration>,
+    on_error: Option<crate::conductor::ErrorHandler>,
+}
+
+impl fmt::Debug for EmbeddedDriverBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EmbeddedDriverBuilder")
+            .field("dir", &self.dir)
+            .field("term_length", &self.term_length)
+            .field("ipc_term_length", &self.ipc_term_length)
+            .field("idle", &self.idle)
+            .field("driver_timeout", &self.driver_timeout)
+            .field("sparse", &self.sparse)
+            .field("remove_stale", &self.remove_stale)
+            .field("delete_on_start", &self.delete_on_start)
+            .field("linger", &self.linger)
+            .field("error_handler", &self.on_error.as_ref().map(|_| "custom"))
+            .finish()
+    }
 }
 
 impl EmbeddedDriverBuilder {
@@ -111,6 +130,26 @@ impl EmbeddedDriverBuilder {
     #[must_use]
     pub fn driver_timeout(mut self, t: Duration) -> Self {
         self.driver_timeout = Some(t);
+        self
+    }
+
+    /// How long a closed publication's log stays after its subscribers drained it (Aeron's
+    /// `AERON_PUBLICATION_LINGER_TIMEOUT`, default 5 s); its subscribers' images go
+    /// unavailable when it ends.
+    #[must_use]
+    pub fn publication_linger(mut self, t: Duration) -> Self {
+        self.linger = Some(t);
+        self
+    }
+
+    /// Where the driver's own failures go instead of stderr: its work loop failing (the driver
+    /// then stops: [`EmbeddedDriver::is_running`] turns false, and its clients see it as a
+    /// driver that stopped). The errors the driver logs while it runs (its distinct error
+    /// log) reach every client's [`ClientBuilder::error_handler`](crate::ClientBuilder::error_handler)
+    /// as [`AsyncError::Driver`](crate::AsyncError::Driver). Called on the driver's thread.
+    #[must_use]
+    pub fn error_handler(mut self, handler: impl Fn(&crate::AsyncError) + Send + Sync + 'static) -> Self {
+        self.on_error = Some(std::sync::Arc::new(handler));
         self
     }
 
@@ -273,6 +312,15 @@ impl EmbeddedDriverBuilder {
                 .map_err(cfg("client liveness timeout"))?;
         }
 
+        if let Some(t) = self.linger {
+            ctx.set_publication_linger_timeout_ns(t.as_nanos() as u64)
+                .map_err(cfg("publication linger timeout"))?;
+        }
+        let on_error = self
+            .on_error
+            .clone()
+            .unwrap_or_else(|| Arc::new(crate::conductor::print_error));
+
         let stop = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<i32, String>>(1);
         let stop2 = stop.clone();
@@ -292,7 +340,13 @@ impl EmbeddedDriverBuilder {
                     match driver.main_do_work() {
                         Ok(work) => driver.main_idle_strategy(work),
                         Err(e) => {
-                            eprintln!("embedded media driver: {e:?}");
+                            let message = e.message().map_or_else(|| format!("{e:?}"), str::to_owned);
+                            on_error(&crate::AsyncError::Driver {
+                                message: format!(
+                                    "the embedded driver's work loop failed, the driver stopped: {message}"
+                                ),
+                                observations: 1,
+                            });
                             break;
                         }
                     }

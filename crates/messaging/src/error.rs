@@ -132,6 +132,14 @@ pub enum AddError {
     },
     /// The client is closed (its driver timed it out, or it was closed).
     ClientClosed,
+    /// The driver created the publication but this process could not map its log file (to
+    /// read its status without aeron-rs's lock).
+    LogUnreadable {
+        /// The log file.
+        path: std::path::PathBuf,
+        /// The operating system's words.
+        detail: String,
+    },
 }
 
 impl fmt::Display for AddError {
@@ -156,6 +164,12 @@ impl fmt::Display for AddError {
             Self::ClientClosed => {
                 f.write_str("the Aeron client is closed (the driver timed it out or it was closed); connect again")
             }
+            Self::LogUnreadable { path, detail } => write!(
+                f,
+                "could not map the publication's log {}: {detail}; run this process as the driver's user \
+                 (or one its files are readable by)",
+                path.display()
+            ),
         }
     }
 }
@@ -507,6 +521,15 @@ pub enum AsyncError {
         /// What aeron-rs said.
         message: String,
     },
+    /// An error the media driver logged (its distinct error log in `cnc.dat`, what Aeron's
+    /// `ErrorStat` prints) since this client connected, or the embedded driver's work loop
+    /// failing. Delivered once per new error and again each time the driver observes it anew.
+    Driver {
+        /// The driver's words.
+        message: String,
+        /// How many times the driver has observed it so far.
+        observations: u32,
+    },
 }
 
 impl fmt::Display for AsyncError {
@@ -514,6 +537,10 @@ impl fmt::Display for AsyncError {
         match self {
             Self::Liveness(e) => e.fmt(f),
             Self::Client { message } => write!(f, "aeron client: {message}"),
+            Self::Driver { message, observations } if *observations > 1 => {
+                write!(f, "media driver ({observations} times): {message}")
+            }
+            Self::Driver { message, .. } => write!(f, "media driver: {message}"),
         }
     }
 }

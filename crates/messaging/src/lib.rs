@@ -7,6 +7,13 @@
 //!   keeps every publication and subscription behind a `std::sync::Mutex` that its conductor
 //!   thread also takes; we `try_lock` it once per call and never hold it between calls (see
 //!   each method for what a busy lock returns).
+//! - **Status reads are plain loads**: [`Publisher::is_connected`], [`Publisher::position`],
+//!   [`Subscriber::image_count`], [`Subscriber::is_connected`], [`Client::is_closed`] and the
+//!   counter readers never take the conductor's lock (as in Aeron's own clients).
+//! - **Images and errors reach the service**: image available/unavailable events are queued
+//!   for [`Subscriber::poll_image_events`]; every asynchronous error (aeron-rs's, the loss of
+//!   the driver, what the driver logs) goes to [`ClientBuilder::error_handler`] as an
+//!   [`AsyncError`].
 //! - **No page faults while measuring**: [`Publisher::prefault`] and [`Subscriber::prefault`]
 //!   map every page of the log buffers into this process before the measured phase, without
 //!   changing them (see [`PrefaultStats`]).
@@ -67,6 +74,8 @@ mod conductor;
 mod driver;
 mod error;
 mod idle;
+mod images;
+mod logbuffer;
 mod perms;
 mod prefault;
 mod publication;
@@ -93,6 +102,7 @@ pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,
     DEFAULT_SLEEP_NS,
 };
+pub use images::{ImageEvent, ImageEventKind, IMAGE_EVENT_CAPACITY};
 pub use perms::{world_writable, world_writable_warning};
 pub use prefault::{PrefaultMethod, PrefaultStats};
 pub use publication::{Claim, Publisher};

@@ -52,7 +52,8 @@ use aeron_rs::publication::Publication;
 use aeron_rs::utils::types::Index;
 
 use crate::conductor::Inner;
-use crate::error::{OfferError, PrefaultError};
+use crate::error::{AddError, OfferError, PrefaultError};
+use crate::logbuffer::{position_of_raw_tail, LogMetadata};
 use crate::prefault::{self, PrefaultStats};
 #[cfg(doc)]
 use crate::PrefaultMethod;
@@ -72,11 +73,20 @@ fn reserved_value_of_this_thread(_: AtomicBuffer, _: Index, _: Index) -> i64 {
     RESERVED_VALUE.with(std::cell::Cell::get)
 }
 
+/// The log file of a publication: `<aeron dir>/publications/<original registration id>.logbuffer`
+/// (Aeron's C and Java drivers both name it so).
+fn log_path(client: &Inner, original_registration_id: i64) -> std::path::PathBuf {
+    client
+        .dir()
+        .join("publications")
+        .join(format!("{original_registration_id}.logbuffer"))
+}
+
 /// A publication on one channel and stream.
 pub struct Publisher {
     // Field order matters: the publication must drop (sending its remove through the
     // client's mapping) before the client handle below.
-    publication: Arc<Mutex<Publication>>,
+    pub(crate) publication: Arc<Mutex<Publication>>,
     claim: BufferClaim,
     max_payload: usize,
     max_message: usize,
@@ -88,6 +98,9 @@ pub struct Publisher {
     stream_id: i32,
     /// Calls that found the publication lock held (by aeron-rs's conductor).
     busy: std::sync::atomic::AtomicU64,
+    /// Our own read-only mapping of the log's metadata: status reads without the lock.
+    meta: LogMetadata,
+    initial_term_id: i32,
     /// The client's liveness state (one load per offer/try_claim).
     live: Arc<std::sync::atomic::AtomicU8>,
     client: Arc<Inner>,
@@ -106,8 +119,13 @@ impl fmt::Debug for Publisher {
 }
 
 impl Publisher {
-    pub(crate) fn new(publication: Arc<Mutex<Publication>>, client: Arc<Inner>, channel: &str, stream_id: i32) -> Self {
-        let (max_payload, max_message, term_length, session_id, original_registration_id) = {
+    pub(crate) fn new(
+        publication: Arc<Mutex<Publication>>,
+        client: Arc<Inner>,
+        channel: &str,
+        stream_id: i32,
+    ) -> Result<Self, AddError> {
+        let (max_payload, max_message, term_length, session_id, original_registration_id, initial_term_id) = {
             let p = publication.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             (
                 p.max_payload_length().max(0) as usize,
@@ -115,9 +133,15 @@ impl Publisher {
                 p.term_buffer_length().max(0) as usize,
                 p.session_id(),
                 p.original_registration_id(),
+                p.initial_term_id(),
             )
         };
-        Self {
+        let path = log_path(&client, original_registration_id);
+        let meta = LogMetadata::open(&path, term_length).map_err(|e| AddError::LogUnreadable {
+            path,
+            detail: e.to_string(),
+        })?;
+        Ok(Self {
             publication,
             claim: BufferClaim::default(),
             max_payload,
@@ -128,20 +152,27 @@ impl Publisher {
             channel: channel.to_owned(),
             stream_id,
             busy: std::sync::atomic::AtomicU64::new(0),
+            meta,
+            initial_term_id,
             live: client.shared.lost.state.clone(),
             client,
-        }
+        })
     }
 
     /// The stream position after the last message written to this publication's log (a
     /// byte count from the start of the stream: headers, alignment and padding included).
-    /// Takes the publication lock, waiting for it: not for a hot loop.
+    /// Two atomic loads of the log's metadata (Aeron's `Publication.position`), never the
+    /// conductor's lock.
     ///
     /// # Errors
-    /// [`OfferError::Closed`] when the publication is closed.
+    /// [`OfferError::ClientClosed`] once the client lost its driver (the position is then
+    /// what it was when the driver went).
     pub fn position(&self) -> Result<i64, OfferError> {
-        let p = self.publication.lock().map_err(|_| OfferError::Closed)?;
-        p.position().map_err(|_| OfferError::Closed)
+        let position = position_of_raw_tail(self.meta.raw_tail(), self.term_length, self.initial_term_id);
+        if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
+            return Err(OfferError::ClientClosed);
+        }
+        Ok(position)
     }
 
     /// Bytes one unfragmented message of `payload` bytes takes in the log: Aeron's 32-byte
@@ -265,24 +296,25 @@ impl Publisher {
     /// mapping cannot be found, [`PrefaultError::Populate`] when the kernel cannot fault a page
     /// in (no memory, `/dev/shm` full).
     pub fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
-        let path = self
-            .client
-            .dir()
-            .join("publications")
-            .join(format!("{}.logbuffer", self.original_registration_id));
+        let path = log_path(&self.client, self.original_registration_id);
         // `&self` holds the publication, and with it its own mapping of the log, for the
         // whole call; other mappings of the file may go meanwhile (populate_all skips them).
-        let ranges = prefault::mappings_of(&path)?;
+        let ours = self.meta.range();
+        let mut ranges = prefault::mappings_of(&path)?;
+        // Our read-only view of the metadata is touched at every status read already.
+        ranges.retain(|r| *r != ours);
         if ranges.is_empty() {
             return Err(PrefaultError::NotMapped { path });
         }
         prefault::populate_all(&ranges, &|| format!("the log {}", path.display()))
     }
 
-    /// Whether at least one subscriber is connected.
+    /// Whether at least one subscriber is connected, as the driver last said (the log's
+    /// `is_connected` flag): one atomic load, never the conductor's lock. False once the
+    /// client lost its driver.
     #[must_use]
     pub fn is_connected(&self) -> bool {
-        self.publication.lock().map(|p| p.is_connected()).unwrap_or(false)
+        self.live.load(std::sync::atomic::Ordering::Relaxed) == crate::conductor::ACTIVE && self.meta.is_connected()
     }
 
     /// The largest message `try_claim` accepts (one MTU less the frame header).

@@ -48,6 +48,9 @@ use crate::client::Client;
 use crate::conductor::Inner;
 use crate::error::{AddError, PollError, PrefaultError, SpawnError};
 use crate::idle::IdleStrategy;
+#[cfg(doc)]
+use crate::images::IMAGE_EVENT_CAPACITY;
+use crate::images::{ImageEvent, Images};
 use crate::prefault::{self, PrefaultStats};
 use crate::thread::{PinnedThread, ThreadBuilder};
 
@@ -201,13 +204,15 @@ fn assemble<'a>(assembly: &'a mut Vec<(i32, Vec<u8>)>, session: i32, flags: u8, 
 
 /// A subscription on one channel and stream.
 pub struct Subscriber {
-    subscription: Arc<Mutex<Subscription>>,
+    pub(crate) subscription: Arc<Mutex<Subscription>>,
     assembly: Vec<(i32, Vec<u8>)>,
     channel: String,
     stream_id: i32,
     busy: u64,
     /// The client's liveness state (one load per poll).
     live: Arc<std::sync::atomic::AtomicU8>,
+    /// Image count and events, kept by the image handlers on the conductor thread.
+    images: Arc<Images>,
     _client: Arc<Inner>,
 }
 
@@ -225,6 +230,7 @@ impl Subscriber {
     pub(crate) fn new(
         subscription: Arc<Mutex<Subscription>>,
         client: Arc<Inner>,
+        images: Arc<Images>,
         channel: &str,
         stream_id: i32,
     ) -> Self {
@@ -235,6 +241,7 @@ impl Subscriber {
             stream_id,
             busy: 0,
             live: client.shared.lost.state.clone(),
+            images,
             _client: client,
         }
     }
@@ -359,13 +366,21 @@ impl Subscriber {
     pub fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
         // Each `LogBuffers` owns its image's mapping: holding them keeps every range mapped
         // while it is populated, even if the image closes meanwhile.
-        let logs: Vec<Arc<LogBuffers>> = {
+        let list = || -> Vec<Arc<LogBuffers>> {
             let sub = self
                 .subscription
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             sub.images().iter().map(Image::log_buffers).collect()
         };
+        let mut logs = list();
+        // `image_count` counts an image as its handler runs, just before aeron-rs adds it to
+        // the list: give the conductor that moment.
+        let since = std::time::Instant::now();
+        while logs.is_empty() && self.image_count() > 0 && since.elapsed() < std::time::Duration::from_millis(100) {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            logs = list();
+        }
         if logs.is_empty() {
             return Err(PrefaultError::NoImage {
                 channel: self.channel.clone(),
@@ -387,16 +402,56 @@ impl Subscriber {
         })
     }
 
-    /// Whether at least one publisher's image is attached.
+    /// Whether at least one publisher's image is available: one atomic load, never the
+    /// conductor's lock.
     #[must_use]
     pub fn is_connected(&self) -> bool {
-        self.subscription.lock().map(|s| s.is_connected()).unwrap_or(false)
+        self.image_count() > 0
     }
 
-    /// How many publishers' images are attached.
+    /// How many publishers' images are available (Aeron's available-image notifications less
+    /// the unavailable ones): one atomic load, never the conductor's lock. It counts an image
+    /// as its handler runs, a moment before aeron-rs hands it to `poll`.
     #[must_use]
     pub fn image_count(&self) -> usize {
-        self.subscription.lock().map(|s| s.image_count()).unwrap_or(0)
+        self.images.count()
+    }
+
+    /// Hands every image event queued since the last call to `handler`, oldest first, on this
+    /// thread (Aeron's available / unavailable image handlers, delivered where the service
+    /// runs instead of on the client conductor). Returns how many. Never blocks, never takes
+    /// the conductor's lock. See [`ImageEvent`].
+    ///
+    /// ```
+    /// # #[cfg(feature = "embedded-driver")]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use messaging::{Client, ImageEventKind};
+    /// # let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
+    /// let client = Client::connect(driver.dir())?;
+    /// let mut sub = client.subscription("aeron:ipc", 1002)?;
+    /// let publ = client.publication("aeron:ipc", 1002)?;
+    /// let mut joined = Vec::new();
+    /// while joined.is_empty() {
+    ///     sub.poll_image_events(|e| {
+    ///         if e.kind == ImageEventKind::Available {
+    ///             joined.push(e.session_id);
+    ///         }
+    ///     });
+    ///     std::thread::yield_now();
+    /// }
+    /// assert_eq!(joined, [publ.session_id()]);
+    /// # Ok(()) }
+    /// # #[cfg(not(feature = "embedded-driver"))] fn main() {}
+    /// ```
+    pub fn poll_image_events(&mut self, mut handler: impl FnMut(&ImageEvent)) -> usize {
+        self.images.drain(&mut handler)
+    }
+
+    /// Image events lost because the queue was full ([`IMAGE_EVENT_CAPACITY`]): the service
+    /// did not call [`poll_image_events`](Self::poll_image_events) often enough.
+    #[must_use]
+    pub fn image_events_dropped(&self) -> u64 {
+        self.images.dropped()
     }
 
     /// The channel.
