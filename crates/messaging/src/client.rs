@@ -35,6 +35,7 @@ use crate::conductor::{
     CLIENT_TIMED_OUT, DRIVER_TIMED_OUT,
 };
 use crate::error::{AddError, AsyncError, ConnectError, LivenessError};
+use crate::exclusive::ExclusivePublisher;
 use crate::images::Images;
 use crate::publication::Publisher;
 use crate::subscription::Subscriber;
@@ -473,6 +474,41 @@ impl Client {
         wait_for(|| pending.poll())
     }
 
+    /// Adds an exclusive publication (Aeron's `addExclusivePublication`) and waits until the
+    /// driver has created it: a publication of its own session that one thread owns and that
+    /// writes the log buffer itself, with no lock (see [`ExclusivePublisher`]). The fastest
+    /// way to publish; use [`publication`](Self::publication) when several threads publish to
+    /// one stream.
+    ///
+    /// # Errors
+    /// [`AddError`]: bad channel, rejected by the driver, no answer within the driver timeout,
+    /// or the log file could not be mapped.
+    pub fn exclusive_publication(&self, channel: &str, stream_id: i32) -> Result<ExclusivePublisher, AddError> {
+        let mut pending = self.async_add_exclusive_publication(channel, stream_id)?;
+        wait_for(|| pending.poll())
+    }
+
+    /// Starts adding an exclusive publication and returns at once (Aeron's
+    /// `asyncAddExclusivePublication`): poll the [`PendingExclusivePublication`].
+    ///
+    /// # Errors
+    /// [`AddError`]: a bad channel, or the command could not be sent.
+    pub fn async_add_exclusive_publication(
+        &self,
+        channel: &str,
+        stream_id: i32,
+    ) -> Result<PendingExclusivePublication, AddError> {
+        let c = check_channel(channel)?;
+        let started = Instant::now();
+        let id = self
+            .inner
+            .with_aeron(|a| a.add_exclusive_publication(c, stream_id))?
+            .map_err(|e| AddError::from_aeron(channel, stream_id, started.elapsed(), e))?;
+        Ok(PendingExclusivePublication(Pending::new(
+            self, id, channel, stream_id, started,
+        )))
+    }
+
     /// Starts adding a publication and returns at once (Aeron's `asyncAddPublication`): call
     /// [`PendingPublication::poll`] from the service's own loop until it hands over the
     /// [`Publisher`], instead of blocking in [`publication`](Self::publication).
@@ -607,6 +643,30 @@ impl PendingPublication {
         })?;
         found
             .map(|p| Publisher::new(p, self.0.inner.clone(), &self.0.channel, self.0.stream_id))
+            .transpose()
+    }
+}
+
+/// An exclusive publication being added ([`Client::async_add_exclusive_publication`]).
+#[derive(Debug)]
+#[must_use = "poll it until it hands over the ExclusivePublisher"]
+pub struct PendingExclusivePublication(Pending);
+
+impl PendingExclusivePublication {
+    /// The [`ExclusivePublisher`] once the driver created it, `None` while it has not answered
+    /// yet. Takes the client's lock for one look (never waits for the driver).
+    ///
+    /// # Errors
+    /// [`AddError`]: the driver refused it, did not answer within the driver timeout, or the
+    /// log file could not be mapped.
+    pub fn poll(&mut self) -> Result<Option<ExclusivePublisher>, AddError> {
+        let found = self.0.poll(|a, id| match a.find_exclusive_publication(id) {
+            Err(AeronError::Generic(GenericError::ExclusivePublicationNotReadyYet { .. })) => Ok(None),
+            Err(e) => Err(e),
+            Ok(p) => Ok(Some(p)),
+        })?;
+        found
+            .map(|p| ExclusivePublisher::new(p, self.0.inner.clone(), &self.0.channel, self.0.stream_id))
             .transpose()
     }
 }

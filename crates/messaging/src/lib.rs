@@ -73,6 +73,7 @@ mod conductor;
 #[cfg(feature = "embedded-driver")]
 mod driver;
 mod error;
+mod exclusive;
 mod idle;
 mod images;
 mod logbuffer;
@@ -83,7 +84,9 @@ mod subscription;
 mod thread;
 
 pub use channel::{validate_channel, MAX_CHANNEL_LENGTH};
-pub use client::{Client, ClientBuilder, DriverLiveness, PendingPublication, PendingSubscription};
+pub use client::{
+    Client, ClientBuilder, DriverLiveness, PendingExclusivePublication, PendingPublication, PendingSubscription,
+};
 pub use cnc::{
     default_aeron_dir, driver_pid, driver_status, read_driver_counters, DriverCounter, DriverStatus, AERON_DIR_ENV,
     AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, DEFAULT_DRIVER_TIMEOUT,
@@ -98,6 +101,7 @@ pub use error::{
     AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PollError,
     PrefaultError, SpawnError,
 };
+pub use exclusive::ExclusivePublisher;
 pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,
     DEFAULT_SLEEP_NS,

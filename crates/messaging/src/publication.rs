@@ -44,6 +44,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
@@ -59,9 +60,13 @@ use crate::prefault::{self, PrefaultStats};
 use crate::PrefaultMethod;
 
 /// Aeron's data frame header length: a claim's payload starts this far into the frame.
-const DATA_HEADER_LEN: usize = 32;
+pub(crate) const DATA_HEADER_LEN: usize = 32;
+/// Where the reserved value sits in Aeron's data header.
+const RESERVED_VALUE_OFFSET: usize = 24;
+/// `HDR_TYPE_PAD`.
+const HDR_TYPE_PAD: u16 = 0;
 /// Aeron's frame alignment in the log.
-const FRAME_ALIGNMENT: usize = 32;
+pub(crate) const FRAME_ALIGNMENT: usize = 32;
 
 thread_local! {
     /// The reserved value of the offer in progress on this thread.
@@ -75,7 +80,7 @@ fn reserved_value_of_this_thread(_: AtomicBuffer, _: Index, _: Index) -> i64 {
 
 /// The log file of a publication: `<aeron dir>/publications/<original registration id>.logbuffer`
 /// (Aeron's C and Java drivers both name it so).
-fn log_path(client: &Inner, original_registration_id: i64) -> std::path::PathBuf {
+pub(crate) fn log_path(client: &Inner, original_registration_id: i64) -> std::path::PathBuf {
     client
         .dir()
         .join("publications")
@@ -265,12 +270,11 @@ impl Publisher {
             let mut p = self.lock()?;
             p.try_claim(len as i32, &mut claim).map_err(OfferError::from_aeron)?;
         }
-        Ok(Claim {
-            frame: claim,
-            len,
-            done: false,
-            _publisher: PhantomData,
-        })
+        let frame = claim.buffer().buffer();
+        debug_assert!(DATA_HEADER_LEN + len <= claim.buffer().capacity() as usize);
+        // SAFETY: aeron-rs claimed this frame (header + `len` bytes) in the mapped log, which
+        // stays mapped while the publisher lives; the claim borrows the publisher mutably.
+        Ok(unsafe { Claim::from_frame(frame, len) })
     }
 
     /// Guarantees: on `Ok`, every page of this publication's log buffers (three terms and the
@@ -361,10 +365,11 @@ impl Publisher {
 /// Dropping it without committing aborts it (the range becomes padding subscribers skip).
 #[must_use = "a claim must be committed, or it is aborted when dropped"]
 pub struct Claim<'a> {
-    frame: BufferClaim,
+    /// The claimed frame: Aeron's 32-byte data header, then `len` bytes.
+    frame: *mut u8,
     len: usize,
     done: bool,
-    _publisher: PhantomData<&'a mut Publisher>,
+    _publisher: PhantomData<&'a mut ()>,
 }
 
 impl fmt::Debug for Claim<'_> {
@@ -374,16 +379,26 @@ impl fmt::Debug for Claim<'_> {
 }
 
 impl Claim<'_> {
+    /// # Safety
+    /// `frame` is a claimed frame of `DATA_HEADER_LEN + len` bytes in a mapped log, its header
+    /// written with a negative length, ours alone until its length is published, and mapped
+    /// for as long as the claim's lifetime (the publisher it borrows).
+    #[inline]
+    pub(crate) unsafe fn from_frame(frame: *mut u8, len: usize) -> Self {
+        Claim {
+            frame,
+            len,
+            done: false,
+            _publisher: PhantomData,
+        }
+    }
+
     /// The claimed bytes (not zeroed: they may hold an older message).
     #[inline]
     pub fn buffer_mut(&mut self) -> &mut [u8] {
-        let frame = self.frame.buffer();
-        debug_assert!(DATA_HEADER_LEN + self.len <= frame.capacity() as usize);
-        // SAFETY: aeron-rs claimed `frame` = header + `len` payload bytes inside the mapped log
-        // buffer, which stays mapped while the publisher (mutably borrowed by this claim)
-        // lives. The range is ours alone until commit/abort, and the returned slice borrows
-        // `&mut self`, so no other reference to it can exist.
-        unsafe { std::slice::from_raw_parts_mut(frame.buffer().add(DATA_HEADER_LEN), self.len) }
+        // SAFETY: the claim owns `len` payload bytes after the header (see `from_frame`), and
+        // the returned slice borrows `&mut self`, so no other reference to them can exist.
+        unsafe { std::slice::from_raw_parts_mut(self.frame.add(DATA_HEADER_LEN), self.len) }
     }
 
     /// The claimed length.
@@ -403,27 +418,46 @@ impl Claim<'_> {
     /// checksum or a timestamp). Call it before [`commit`](Self::commit).
     #[inline]
     pub fn set_reserved_value(&mut self, value: i64) {
-        self.frame.set_reserved_value(value);
+        // SAFETY: the header is ours until published; the field is 8-byte aligned (frames are
+        // 32-byte aligned).
+        unsafe { self.frame.add(RESERVED_VALUE_OFFSET).cast::<i64>().write(value.to_le()) }
     }
 
-    /// Publishes the written bytes.
+    /// The frame length field, published with a release store.
+    #[inline]
+    fn frame_length(&self) -> &AtomicI32 {
+        // SAFETY: the header's first 4 bytes, 4-byte aligned; every Aeron reader loads it atomically.
+        unsafe { &*self.frame.cast::<AtomicI32>() }
+    }
+
+    /// Publishes the written bytes (Aeron's `BufferClaim.commit`: a release store of the
+    /// frame's length).
     #[inline]
     pub fn commit(mut self) {
         self.done = true;
-        self.frame.commit();
+        self.frame_length()
+            .store((DATA_HEADER_LEN + self.len) as i32, Ordering::Release);
     }
 
-    /// Gives the range up; subscribers skip it.
+    /// Gives the range up; subscribers skip it (the frame becomes padding).
     pub fn abort(mut self) {
         self.done = true;
-        self.frame.abort();
+        self.pad();
+    }
+
+    fn pad(&self) {
+        // SAFETY: as `set_reserved_value`: the type field (offset 6, 2 bytes) is ours until
+        // the length is published.
+        unsafe { self.frame.add(6).cast::<u16>().write(HDR_TYPE_PAD.to_le()) };
+        self.frame_length()
+            .store((DATA_HEADER_LEN + self.len) as i32, Ordering::Release);
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.frame.abort();
+            self.pad();
         }
     }
 }

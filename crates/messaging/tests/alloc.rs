@@ -18,8 +18,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use common::{driver, wait_until_connected};
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+use common::driver;
+use messaging::{
+    Claim, Client, EmbeddedDriver, ExclusivePublisher, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
+};
 
 struct Counting;
 
@@ -92,18 +94,83 @@ enum Send {
     Claim,
 }
 
+/// Either publication: aeron-rs's (behind its lock) or the exclusive one writing the log itself.
+enum AnyPublisher {
+    Shared(Publisher),
+    Exclusive(ExclusivePublisher),
+}
+
+impl AnyPublisher {
+    #[inline]
+    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
+        match self {
+            Self::Shared(p) => p.offer(msg),
+            Self::Exclusive(p) => p.offer(msg),
+        }
+    }
+
+    #[inline]
+    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
+        match self {
+            Self::Shared(p) => p.try_claim(len),
+            Self::Exclusive(p) => p.try_claim(len),
+        }
+    }
+
+    fn max_payload_length(&self) -> usize {
+        match self {
+            Self::Shared(p) => p.max_payload_length(),
+            Self::Exclusive(p) => p.max_payload_length(),
+        }
+    }
+
+    fn max_message_length(&self) -> usize {
+        match self {
+            Self::Shared(p) => p.max_message_length(),
+            Self::Exclusive(p) => p.max_message_length(),
+        }
+    }
+
+    fn is_connected(&self) -> bool {
+        match self {
+            Self::Shared(p) => p.is_connected(),
+            Self::Exclusive(p) => p.is_connected(),
+        }
+    }
+
+    /// Calls that found aeron-rs's publication lock held (the exclusive one takes none).
+    fn busy_count(&self) -> u64 {
+        match self {
+            Self::Shared(p) => p.busy_count(),
+            Self::Exclusive(_) => 0,
+        }
+    }
+}
+
 /// One publisher, one subscriber on their own stream of a driver with 64 KiB IPC terms.
 struct Stream {
     _client: Client,
-    publisher: Publisher,
+    publisher: AnyPublisher,
     subscriber: Subscriber,
 }
 
-fn stream(driver: &EmbeddedDriver, stream_id: i32) -> Stream {
+fn stream(driver: &EmbeddedDriver, stream_id: i32, exclusive: bool) -> Stream {
     let client = Client::connect(driver.dir()).expect("client connects");
     let subscriber = client.subscription("aeron:ipc", stream_id).expect("subscription");
-    let publisher = client.publication("aeron:ipc", stream_id).expect("publication");
-    wait_until_connected(&publisher, &subscriber);
+    let publisher = if exclusive {
+        AnyPublisher::Exclusive(
+            client
+                .exclusive_publication("aeron:ipc", stream_id)
+                .expect("publication"),
+        )
+    } else {
+        AnyPublisher::Shared(client.publication("aeron:ipc", stream_id).expect("publication"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !publisher.is_connected() || subscriber.image_count() == 0 {
+        assert!(Instant::now() < deadline, "the subscriber never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     Stream {
         _client: client,
         publisher,
@@ -112,7 +179,7 @@ fn stream(driver: &EmbeddedDriver, stream_id: i32) -> Stream {
 }
 
 /// A message longer than one frame, so `offer` fragments it and `poll` reassembles it.
-fn fragmented_len(publisher: &Publisher) -> usize {
+fn fragmented_len(publisher: &AnyPublisher) -> usize {
     let len = publisher.max_payload_length() * 2 + 100;
     assert!(len <= publisher.max_message_length(), "{len} does not fit one message");
     len
@@ -128,7 +195,7 @@ fn stamp(msg: &mut [u8], seq: u64) {
 
 /// One attempt to publish message `seq` of `scratch.len()` bytes.
 #[inline]
-fn try_send(publisher: &mut Publisher, how: Send, seq: u64, scratch: &mut [u8]) -> Result<(), OfferError> {
+fn try_send(publisher: &mut AnyPublisher, how: Send, seq: u64, scratch: &mut [u8]) -> Result<(), OfferError> {
     match how {
         Send::Offer => {
             stamp(scratch, seq);
@@ -301,7 +368,7 @@ fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
 
 /// Runs `how` with 32 B messages and (for `offer`, which fragments) with messages of three
 /// frames, each on a fresh stream, and asserts nothing was allocated and nothing lost.
-fn assert_allocation_free(threads: &str, how: Send, run: fn(&mut Stream, Send, usize) -> Counted) {
+fn assert_allocation_free(threads: &str, how: Send, run: fn(&mut Stream, Send, usize) -> Counted, exclusive: bool) {
     let d = driver();
     let mut stream_id = 10;
     let mut sizes = vec![SMALL];
@@ -310,13 +377,14 @@ fn assert_allocation_free(threads: &str, how: Send, run: fn(&mut Stream, Send, u
     }
     for size in sizes {
         stream_id += 1;
-        let mut s = stream(&d, stream_id);
+        let mut s = stream(&d, stream_id, exclusive);
         let len = if size == 0 { fragmented_len(&s.publisher) } else { size };
         let started = Instant::now();
         let counted = run(&mut s, how, len);
         println!(
-            "{threads}, {how:?}, {len} B: {counted:?} in {:.2} s; publication lock busy {} times, \
+            "{threads}, {how:?}{}, {len} B: {counted:?} in {:.2} s; publication lock busy {} times, \
              subscription lock busy {} times",
+            if exclusive { " (exclusive)" } else { "" },
             started.elapsed().as_secs_f64(),
             s.publisher.busy_count(),
             s.subscriber.busy_count()
@@ -351,20 +419,40 @@ fn the_counter_counts_this_thread_only() {
 
 #[test]
 fn offer_and_poll_on_one_thread_allocate_nothing() {
-    assert_allocation_free("one thread", Send::Offer, one_thread);
+    assert_allocation_free("one thread", Send::Offer, one_thread, false);
+}
+
+#[test]
+fn exclusive_offer_and_poll_on_one_thread_allocate_nothing() {
+    assert_allocation_free("one thread", Send::Offer, one_thread, true);
 }
 
 #[test]
 fn try_claim_commit_and_poll_on_one_thread_allocate_nothing() {
-    assert_allocation_free("one thread", Send::Claim, one_thread);
+    assert_allocation_free("one thread", Send::Claim, one_thread, false);
+}
+
+#[test]
+fn exclusive_try_claim_commit_and_poll_on_one_thread_allocate_nothing() {
+    assert_allocation_free("one thread", Send::Claim, one_thread, true);
 }
 
 #[test]
 fn offer_and_poll_on_two_threads_allocate_nothing() {
-    assert_allocation_free("two threads", Send::Offer, two_threads);
+    assert_allocation_free("two threads", Send::Offer, two_threads, false);
+}
+
+#[test]
+fn exclusive_offer_and_poll_on_two_threads_allocate_nothing() {
+    assert_allocation_free("two threads", Send::Offer, two_threads, true);
 }
 
 #[test]
 fn try_claim_commit_and_poll_on_two_threads_allocate_nothing() {
-    assert_allocation_free("two threads", Send::Claim, two_threads);
+    assert_allocation_free("two threads", Send::Claim, two_threads, false);
+}
+
+#[test]
+fn exclusive_try_claim_commit_and_poll_on_two_threads_allocate_nothing() {
+    assert_allocation_free("two threads", Send::Claim, two_threads, true);
 }

@@ -1,0 +1,365 @@
+//! The exclusive publication writes the log itself: these tests check it writes Aeron's format,
+//! read back by aeron-rs's reader and by the Aeron C client (rusteron-client), through many term
+//! rotations (64 KiB terms), fragmented messages, padding, claims committed and aborted, a late
+//! subscriber, back-pressure and the loss of the driver.
+#![cfg(feature = "embedded-driver")]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use messaging::{Client, EmbeddedDriver, ExclusivePublisher, IdleStrategy, MessageHeader, OfferError, Subscriber};
+
+/// A small, fast, seeded generator (xorshift64*): the same seed, the same sizes.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// Message `seq` of `len` bytes: its sequence number, then bytes that depend on both.
+fn message(seq: u64, len: usize) -> Vec<u8> {
+    let mut m: Vec<u8> = (0..len).map(|i| (seq as usize * 31 + i * 7) as u8).collect();
+    if len >= 8 {
+        m[..8].copy_from_slice(&seq.to_le_bytes());
+    }
+    m
+}
+
+/// Offers until accepted (retrying what is retryable); fails the test after 10 s.
+fn offer(publ: &mut ExclusivePublisher, msg: &[u8], reserved: Option<i64>) -> u64 {
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = match reserved {
+            Some(v) => publ.offer_with_reserved_value(msg, v),
+            None => publ.offer(msg),
+        };
+        match r {
+            Ok(p) => return p,
+            Err(e) if e.is_retryable() && Instant::now() < deadline => idle.idle_once(),
+            Err(e) => panic!("offer of {} bytes: {e}", msg.len()),
+        }
+    }
+}
+
+fn wait_connected(publ: &ExclusivePublisher, sub: &Subscriber) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !publ.is_connected() || sub.image_count() == 0 {
+        assert!(Instant::now() < deadline, "never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Random sizes from 0 to the largest message, through hundreds of term rotations: every
+/// message arrives once, in order, intact, with its reserved value, and the positions the
+/// publisher returned match the ones the subscriber sees. Three seeds over IPC (set
+/// `MESSAGING_PROPERTY_SEED` to try another), one over UDP, where the receiving driver places
+/// each frame by the term id and term offset in its header: a wrong header field loses data.
+#[test]
+fn random_sizes_through_many_rotations_arrive_once_in_order_intact() {
+    let seeds: Vec<u64> = match std::env::var("MESSAGING_PROPERTY_SEED") {
+        Ok(s) => vec![s.parse().expect("MESSAGING_PROPERTY_SEED is a number")],
+        Err(_) => vec![1, 0x9E37_79B9_7F4A_7C15, 424_242],
+    };
+    for seed in seeds {
+        random_sizes("aeron:ipc", seed, 6_000);
+    }
+    random_sizes("aeron:udp?endpoint=localhost:40994", 7, 3_000);
+}
+
+fn random_sizes(channel: &str, seed: u64, n: u64) {
+    let d = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .term_length(64 << 10)
+        .spawn()
+        .unwrap();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription(channel, 70).unwrap();
+    let mut publ = client.exclusive_publication(channel, 70).unwrap();
+    wait_connected(&publ, &sub);
+    let max = publ.max_message_length();
+    assert_eq!((publ.term_length(), max), (64 << 10, 8 << 10));
+    let mut rng = Rng(seed);
+    let sizes: Vec<usize> = (0..n)
+        .map(|_| match rng.next() % 4 {
+            // Small, around one MTU (fragmentation's edges), and up to the maximum.
+            0 => (rng.next() % 64) as usize,
+            1 => publ.max_payload_length() - 2 + (rng.next() % 4) as usize,
+            _ => (rng.next() % (max as u64 + 1)) as usize,
+        })
+        .collect();
+    let start = publ.position();
+    let (positions, received) = std::thread::scope(|s| {
+        let sizes = &sizes;
+        let publishing = s.spawn(move || {
+            let mut positions = Vec::with_capacity(n as usize);
+            for (seq, &len) in sizes.iter().enumerate() {
+                positions.push(offer(&mut publ, &message(seq as u64, len), Some(seq as i64)));
+            }
+            positions
+        });
+        let mut received = Vec::with_capacity(n as usize);
+        let mut idle: IdleStrategy = "yield".parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while received.len() < n as usize {
+            assert!(
+                Instant::now() < deadline,
+                "{channel} seed {seed}: received {} of {n}",
+                received.len()
+            );
+            let k = sub
+                .poll(
+                    &mut |m: &[u8], h: &MessageHeader<'_>| {
+                        let seq = received.len() as u64;
+                        assert_eq!(m.len(), sizes[seq as usize], "seed {seed}: message {seq}'s length");
+                        assert!(m == message(seq, m.len()), "seed {seed}: message {seq} corrupted");
+                        assert_eq!(
+                            h.reserved_value(),
+                            seq as i64,
+                            "seed {seed}: message {seq}'s reserved value"
+                        );
+                        received.push(h.position());
+                    },
+                    64,
+                )
+                .unwrap();
+            idle.idle(k);
+        }
+        (publishing.join().unwrap(), received)
+    });
+    assert_eq!(positions.iter().map(|&p| p as i64).collect::<Vec<_>>(), received);
+    let rotations = (*received.last().unwrap() - start) / (64 << 10);
+    assert!(rotations > 50, "{channel} seed {seed}: only {rotations} term rotations");
+    println!("{channel} seed {seed}: {n} messages, {rotations} term rotations");
+}
+
+/// The Aeron C client's subscription reads what the exclusive publication writes: whole and
+/// fragmented messages (reassembled from its fragments by their flags), reserved values,
+/// padding and rotations; and a C subscriber that joins late starts at the live position.
+#[test]
+fn the_aeron_c_client_reads_our_exclusive_publication() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut publ = client.exclusive_publication("aeron:ipc", 71).unwrap();
+    // Before anyone listens: not connected, nothing written.
+    assert_eq!(publ.offer(b"nobody"), Err(OfferError::NotConnected));
+
+    let c = c_client(d.dir());
+    let sub = c_subscription(&c, 71);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !publ.is_connected() {
+        assert!(Instant::now() < deadline, "the C subscriber never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let max = publ.max_message_length();
+    let sizes: Vec<usize> = (0..3_000).map(|i| (i * 977) % (max + 1)).collect();
+    let mut got: Vec<(Vec<u8>, i64)> = Vec::new();
+    let mut partial: Vec<u8> = Vec::new();
+    let mut sent = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while got.len() < sizes.len() {
+        assert!(Instant::now() < deadline, "received {} of {}", got.len(), sizes.len());
+        // Keep a few messages in flight, never more than the 64 KiB window.
+        if sent < sizes.len() && sent < got.len() + 4 {
+            offer(&mut publ, &message(sent as u64, sizes[sent]), Some(-(sent as i64)));
+            sent += 1;
+        }
+        sub.poll_fn(
+            |bytes: &[u8], header| {
+                let frame = header.get_values().expect("header values").frame();
+                let flags = frame.flags();
+                if flags & 0x80 != 0 {
+                    partial.clear();
+                }
+                partial.extend_from_slice(bytes);
+                if flags & 0x40 != 0 {
+                    got.push((std::mem::take(&mut partial), frame.reserved_value()));
+                }
+            },
+            16,
+        )
+        .expect("C poll");
+    }
+    for (seq, (m, reserved)) in got.iter().enumerate() {
+        assert_eq!(m.len(), sizes[seq], "message {seq}'s length");
+        assert!(*m == message(seq as u64, m.len()), "message {seq} corrupted");
+        assert_eq!(*reserved, -(seq as i64), "message {seq}'s reserved value");
+    }
+    assert!(
+        publ.position() > 10 * (64 << 10),
+        "too few rotations: position {}",
+        publ.position()
+    );
+
+    // A late C subscriber sees what is published after it joined, starting at a frame.
+    let late = c_subscription(&c, 71);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !late.is_connected() {
+        assert!(Instant::now() < deadline, "the late C subscriber never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    offer(&mut publ, &message(99, 100), None);
+    let mut late_got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while late_got.is_empty() {
+        assert!(Instant::now() < deadline, "the late subscriber received nothing");
+        late.poll_fn(|bytes: &[u8], _| late_got.push(bytes.to_vec()), 16)
+            .expect("C poll");
+        sub.poll_fn(|_: &[u8], _| {}, 16).expect("C poll");
+    }
+    assert_eq!(late_got, vec![message(99, 100)]);
+}
+
+/// Claims: committed ones arrive with their reserved value, aborted and dropped ones are
+/// skipped as padding; nothing else is seen.
+#[test]
+fn claims_commit_abort_and_drop_as_aeron_s_buffer_claim() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 72).unwrap();
+    let mut publ = client.exclusive_publication("aeron:ipc", 72).unwrap();
+    wait_connected(&publ, &sub);
+    assert!(matches!(
+        publ.try_claim(publ.max_payload_length() + 1),
+        Err(OfferError::MessageTooLong { .. })
+    ));
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let mut got: Vec<(u64, i64)> = Vec::new();
+    let drain = |sub: &mut Subscriber, got: &mut Vec<(u64, i64)>| {
+        sub.poll(
+            &mut |m: &[u8], h: &MessageHeader<'_>| {
+                assert_eq!(m.len(), 40);
+                got.push((u64::from_le_bytes(m[..8].try_into().unwrap()), h.reserved_value()));
+            },
+            64,
+        )
+        .unwrap()
+    };
+    for i in 0..3_000u64 {
+        loop {
+            match publ.try_claim(40) {
+                Ok(mut claim) => {
+                    claim.buffer_mut()[..8].copy_from_slice(&i.to_le_bytes());
+                    claim.set_reserved_value(i as i64 * 3);
+                    match i % 3 {
+                        0 => claim.commit(),
+                        1 => claim.abort(),
+                        _ => drop(claim),
+                    }
+                    break;
+                }
+                Err(e) if e.is_retryable() => {
+                    // The window is full: read (the subscriber is on this thread).
+                    drain(&mut sub, &mut got);
+                    idle.idle_once();
+                }
+                Err(e) => panic!("claim {i}: {e}"),
+            }
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.len() < 1_000 {
+        assert!(Instant::now() < deadline, "received {} of 1000", got.len());
+        let n = drain(&mut sub, &mut got);
+        idle.idle(n);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    drain(&mut sub, &mut got);
+    let expected: Vec<(u64, i64)> = (0..3_000u64)
+        .filter(|i| i % 3 == 0)
+        .map(|i| (i, i as i64 * 3))
+        .collect();
+    assert_eq!(
+        got, expected,
+        "only the committed claims, in order, with their reserved values"
+    );
+}
+
+/// A subscriber that stops reading back-pressures the publication once the window is full;
+/// reading again lets it go on; the driver gone, every call says so.
+#[test]
+fn back_pressure_then_the_driver_gone() {
+    let d = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .driver_timeout(Duration::from_secs(2))
+        .spawn()
+        .unwrap();
+    let client = Client::builder()
+        .dir(d.dir())
+        .driver_timeout(Duration::from_secs(2))
+        .error_handler(|_| {})
+        .build()
+        .unwrap();
+    let mut sub = client.subscription("aeron:ipc", 73).unwrap();
+    let mut publ = client.exclusive_publication("aeron:ipc", 73).unwrap();
+    wait_connected(&publ, &sub);
+    let msg = [5u8; 1000];
+    let mut accepted = 0usize;
+    let refusal = loop {
+        match publ.offer(&msg) {
+            Ok(_) => accepted += 1,
+            Err(OfferError::AdminAction) => {}
+            Err(e) => break e,
+        }
+        assert!(accepted < 1_000, "never back-pressured");
+    };
+    assert_eq!(refusal, OfferError::BackPressured);
+    let mut read = 0;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while read < accepted {
+        assert!(Instant::now() < deadline, "read {read} of {accepted}");
+        sub.poll(
+            &mut |m: &[u8], _: &MessageHeader<'_>| {
+                assert_eq!(m, msg);
+                read += 1;
+            },
+            64,
+        )
+        .unwrap();
+    }
+    offer(&mut publ, &msg, None);
+
+    drop(d);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let e = loop {
+        match publ.offer(&msg) {
+            Err(OfferError::ClientClosed) => break OfferError::ClientClosed,
+            _ if Instant::now() > deadline => panic!("the driver's stop was never noticed"),
+            _ => std::thread::sleep(Duration::from_millis(1)),
+        }
+    };
+    assert!(!e.is_retryable());
+    assert!(matches!(publ.try_claim(8), Err(OfferError::ClientClosed)));
+    assert!(!publ.is_connected());
+}
+
+fn c_client(dir: &std::path::Path) -> (rusteron_client::Aeron, rusteron_client::AeronContext) {
+    let dir = std::ffi::CString::new(dir.to_string_lossy().into_owned()).unwrap();
+    let context = rusteron_client::AeronContext::new().expect("C client context");
+    context.set_dir(&dir).expect("C client dir");
+    let aeron = rusteron_client::Aeron::new(&context).expect("C client");
+    aeron.start().expect("starting the C client");
+    (aeron, context)
+}
+
+fn c_subscription(
+    c: &(rusteron_client::Aeron, rusteron_client::AeronContext),
+    stream: i32,
+) -> rusteron_client::AeronSubscription {
+    c.0.async_add_subscription(
+        c"aeron:ipc",
+        stream,
+        rusteron_client::Handlers::NONE,
+        rusteron_client::Handlers::NONE,
+    )
+    .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
+    .expect("C subscription")
+}
