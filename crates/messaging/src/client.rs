@@ -301,6 +301,7 @@ impl ClientBuilder {
                 client_id,
                 dir,
                 timeout,
+                pre_touch,
             }),
         })
     }

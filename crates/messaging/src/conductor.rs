@@ -201,6 +201,8 @@ pub(crate) struct Inner {
     pub(crate) client_id: i64,
     pub(crate) dir: PathBuf,
     pub(crate) timeout: Duration,
+    /// Aeron's `preTouchMappedMemory`: fault in the logs this client maps itself too.
+    pub(crate) pre_touch: bool,
 }
 
 // SAFETY: `ManyToOneRingBuffer` and `MemoryMappedFile` wrap a shared mapping of cnc.dat;

@@ -173,6 +173,14 @@ impl ExclusivePublisher {
         // the frames we write are ours alone until their length is published (Aeron's rule).
         let map = unsafe { MmapOptions::new().map_mut(&file) }.map_err(|e| unreadable(e.to_string()))?;
         let log = map.as_ptr().cast_mut();
+        if client.pre_touch {
+            // As aeron-rs does for its own mappings with `pre_touch_mapped_memory`: no page
+            // fault on this mapping in the hot path later.
+            let start = map.as_ptr() as usize;
+            let ours = start..start + map.len();
+            prefault::populate_all(std::slice::from_ref(&ours), &|| format!("the log {}", path.display()))
+                .map_err(|e| unreadable(e.to_string()))?;
+        }
         let log_term_length = usize::try_from(term_length).unwrap_or(0);
         if !log_term_length.is_power_of_two()
             || log_term_length < 64 * 1024
