@@ -6,9 +6,10 @@
 //! | `roundtrip/raw` | one cache-line ping-pong: the bench thread stores a counter, a pinned responder spins until it sees it and stores it + 1, the bench thread spins until it sees that (the floor: `latency_probe::measure::floor`) |
 //! | `roundtrip/crossbeam` | one 8-byte value through a `crossbeam_channel::bounded(1)` pair and back, `try_send` / `try_recv` spinning on both sides |
 //! | `roundtrip/messaging` | ping: `try_claim` + write + commit of a 32-byte message on `aeron:ipc` stream 1002; a pinned pong thread polls it and echoes it with `try_claim` on stream 1003; the bench thread polls until the echo arrives |
+//! | `roundtrip/messaging_exclusive` | the same through `ExclusivePublisher` (the log written without aeron-rs's lock), streams 1102 and 1103 |
 //! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
 //! | `roundtrip/c_client` | the `messaging` round trip through the same driver with the Aeron C client (rusteron-client 0.2.16 = Aeron 1.54.0) on both sides, streams 2002 / 2003: what the protocol costs without aeron-rs and this crate |
-//! | `throughput/try_claim`, `throughput/offer`, `throughput/c_try_claim` | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
+//! | `throughput/try_claim`, `throughput/offer`, `throughput/exclusive_try_claim`, `throughput/c_try_claim` | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
 //!
 //! After the criterion cases the binary prints a summary:
 //! - each round-trip case's p50 / p99 / p99.9 / max / mean from a fixed-count run of
@@ -71,7 +72,7 @@ mod split;
 
 use std::path::PathBuf;
 
-use aeron_latency::messaging::EmbeddedDriver;
+use aeron_latency::messaging::{EmbeddedDriver, ExclusivePublisher, Publisher};
 use criterion::Criterion;
 use hdrhistogram::Histogram;
 use latency_probe::measure::floor;
@@ -108,12 +109,19 @@ fn main() {
     if mode == Mode::List {
         // Register the ids without starting anything.
         let mut group = c.benchmark_group("roundtrip");
-        for id in ["raw", "crossbeam", "messaging", "offer_poll", "c_client"] {
+        for id in [
+            "raw",
+            "crossbeam",
+            "messaging",
+            "messaging_exclusive",
+            "offer_poll",
+            "c_client",
+        ] {
             group.bench_function(id, |_| unreachable!("--list runs nothing"));
         }
         group.finish();
         let mut group = c.benchmark_group("throughput");
-        for id in ["try_claim", "offer", "c_try_claim"] {
+        for id in ["try_claim", "offer", "exclusive_try_claim", "c_try_claim"] {
             group.bench_function(id, |_| unreachable!("--list runs nothing"));
         }
         group.finish();
@@ -161,7 +169,16 @@ fn main() {
         "messaging",
         &plan,
         &mut rows,
-        || Ping::start(dir, responder),
+        || Ping::<Publisher>::start(dir, responder, 0),
+        Ping::finish,
+    );
+    round_trip_case(
+        &mut c,
+        &at,
+        "messaging_exclusive",
+        &plan,
+        &mut rows,
+        || Ping::<ExclusivePublisher>::start(dir, responder, 100),
         Ping::finish,
     );
     round_trip_case(
@@ -190,7 +207,17 @@ fn main() {
             term,
             lagging,
         };
-        Box::new(move || Box::new(Flow::start(dir, responder, index, v)) as Box<dyn Flowing>)
+        Box::new(move || Box::new(Flow::<Publisher>::start(dir, responder, index, v)) as Box<dyn Flowing>)
+            as Box<dyn Fn() -> Box<dyn Flowing>>
+    };
+    let ex = |index: usize, use_offer: bool| {
+        let v = Variant {
+            use_offer,
+            fragment_limit: TP_FRAGMENT_LIMIT,
+            term: Some(BIG_TERM),
+            lagging: false,
+        };
+        Box::new(move || Box::new(Flow::<ExclusivePublisher>::start(dir, responder, index, v)) as Box<dyn Flowing>)
             as Box<dyn Fn() -> Box<dyn Flowing>>
     };
     let tp_rows = throughput_cases(
@@ -207,6 +234,16 @@ fn main() {
                 name: "messaging offer",
                 criterion: Some("offer"),
                 start: rs(1, true, TP_FRAGMENT_LIMIT, Some(BIG_TERM), false),
+            },
+            TpCase {
+                name: "messaging exclusive try_claim",
+                criterion: Some("exclusive_try_claim"),
+                start: ex(6, false),
+            },
+            TpCase {
+                name: "messaging exclusive offer",
+                criterion: None,
+                start: ex(7, true),
             },
             TpCase {
                 name: "messaging try_claim, limit 16",

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use aeron_latency::messaging::{Client, MessageHeader, OfferError, PinnedThread, Publisher, Subscriber};
+use aeron_latency::messaging::{
+    Claim, Client, ExclusivePublisher, MessageHeader, OfferError, PinnedThread, Publisher, Subscriber,
+};
 
 use crate::common::{
     big_term_channel, connect, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Counter, Flowing, Op, Retries,
@@ -20,16 +22,77 @@ const OFFER_POLL_STREAM: i32 = 1004;
 /// Throughput variants use this stream id plus their index (a fresh log each).
 const THROUGHPUT_STREAM: i32 = 1010;
 
+/// Either of messaging's publications, so one case measures both: aeron-rs's (`Publisher`,
+/// behind aeron-rs's lock) and the exclusive one that writes the log itself.
+pub(crate) trait Pub: Send + 'static {
+    /// Adds one on `channel` and `stream`.
+    fn add(client: &Client, channel: &str, stream: i32) -> Self;
+    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError>;
+    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError>;
+    fn is_connected(&self) -> bool;
+    fn stream_id(&self) -> i32;
+    /// Calls that found aeron-rs's lock held (none for the exclusive publication).
+    fn busy_count(&self) -> u64;
+}
+
+impl Pub for Publisher {
+    fn add(client: &Client, channel: &str, stream: i32) -> Self {
+        client.publication(channel, stream).expect("publication")
+    }
+    #[inline]
+    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
+        Publisher::offer(self, msg)
+    }
+    #[inline]
+    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
+        Publisher::try_claim(self, len)
+    }
+    fn is_connected(&self) -> bool {
+        Publisher::is_connected(self)
+    }
+    fn stream_id(&self) -> i32 {
+        Publisher::stream_id(self)
+    }
+    fn busy_count(&self) -> u64 {
+        Publisher::busy_count(self)
+    }
+}
+
+impl Pub for ExclusivePublisher {
+    fn add(client: &Client, channel: &str, stream: i32) -> Self {
+        client
+            .exclusive_publication(channel, stream)
+            .expect("exclusive publication")
+    }
+    #[inline]
+    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
+        ExclusivePublisher::offer(self, msg)
+    }
+    #[inline]
+    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
+        ExclusivePublisher::try_claim(self, len)
+    }
+    fn is_connected(&self) -> bool {
+        ExclusivePublisher::is_connected(self)
+    }
+    fn stream_id(&self) -> i32 {
+        ExclusivePublisher::stream_id(self)
+    }
+    fn busy_count(&self) -> u64 {
+        0
+    }
+}
+
 /// Publishes one message, retrying retryable failures; returns the retries it took.
 #[inline]
-pub(crate) fn publish(publ: &mut Publisher, msg: &[u8; MSG_LEN], use_offer: bool) -> Retries {
+pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8; MSG_LEN], use_offer: bool) -> Retries {
     let mut retries = Retries::default();
     let stream = publ.stream_id();
     let mut outcome = |r: Result<(), OfferError>| {
         let kind = match r {
             Ok(()) => return true,
             Err(OfferError::BackPressured) => Retry::BackPressured,
-            Err(OfferError::AdminAction) => Retry::AdminAction,
+            Err(OfferError::AdminAction | OfferError::ClientBusy) => Retry::AdminAction,
             Err(OfferError::NotConnected) => Retry::NotConnected,
             Err(e) => panic!("publishing on stream {stream}: {e}"),
         };
@@ -61,8 +124,8 @@ struct PongReport {
     sub_lock_busy: u64,
 }
 
-pub(crate) struct Ping {
-    publ: Publisher,
+pub(crate) struct Ping<P: Pub = Publisher> {
+    publ: P,
     sub: Subscriber,
     seq: u64,
     claim_retries: Retries,
@@ -72,17 +135,19 @@ pub(crate) struct Ping {
     _client: Client,
 }
 
-impl Ping {
-    pub(crate) fn start(dir: &Path, core: Option<usize>) -> Self {
+impl<P: Pub> Ping<P> {
+    /// Ping and pong on streams `PING_STREAM + offset` and `PONG_STREAM + offset`.
+    pub(crate) fn start(dir: &Path, core: Option<usize>, offset: i32) -> Self {
         // Two clients, as ping and pong would be two processes.
         let client = connect(dir);
         let pong_client = connect(dir);
-        let publ = client.publication(CHANNEL, PING_STREAM).expect("ping publication");
-        let sub = client.subscription(CHANNEL, PONG_STREAM).expect("pong subscription");
+        let (ping_stream, pong_stream) = (PING_STREAM + offset, PONG_STREAM + offset);
+        let publ = P::add(&client, CHANNEL, ping_stream);
+        let sub = client.subscription(CHANNEL, pong_stream).expect("pong subscription");
         let mut pong_sub = pong_client
-            .subscription(CHANNEL, PING_STREAM)
+            .subscription(CHANNEL, ping_stream)
             .expect("ping subscription");
-        let mut pong_publ = pong_client.publication(CHANNEL, PONG_STREAM).expect("pong publication");
+        let mut pong_publ = P::add(&pong_client, CHANNEL, pong_stream);
         wait_for("messaging streams", || {
             publ.is_connected() && sub.is_connected() && pong_sub.is_connected() && pong_publ.is_connected()
         });
@@ -142,7 +207,7 @@ impl Ping {
     }
 }
 
-impl Op for Ping {
+impl<P: Pub> Op for Ping<P> {
     #[inline]
     fn op(&mut self) {
         self.seq += 1;
@@ -165,7 +230,7 @@ impl Op for Ping {
     }
 }
 
-impl Drop for Ping {
+impl<P: Pub> Drop for Ping<P> {
     fn drop(&mut self) {
         let _ = self.finish();
     }
@@ -248,8 +313,8 @@ pub(crate) struct Variant {
     pub(crate) lagging: bool,
 }
 
-pub(crate) struct Flow {
-    publ: Publisher,
+pub(crate) struct Flow<P: Pub = Publisher> {
+    publ: P,
     use_offer: bool,
     sent: u64,
     retries: Retries,
@@ -260,7 +325,7 @@ pub(crate) struct Flow {
     _client: Client,
 }
 
-impl Flow {
+impl<P: Pub> Flow<P> {
     pub(crate) fn start(dir: &Path, core: Option<usize>, index: usize, v: Variant) -> Self {
         let client = connect(dir);
         let sub_client = connect(dir);
@@ -271,7 +336,7 @@ impl Flow {
         let mut sub = sub_client
             .subscription(&channel, stream)
             .expect("throughput subscription");
-        let publ = client.publication(&channel, stream).expect("throughput publication");
+        let publ = P::add(&client, &channel, stream);
         wait_for("throughput stream", || publ.is_connected() && sub.is_connected());
         let received = Arc::new(Counter(AtomicU64::new(0)));
         let stop = Arc::new(AtomicBool::new(false));
@@ -326,7 +391,7 @@ impl Flow {
     }
 }
 
-impl Flowing for Flow {
+impl<P: Pub> Flowing for Flow<P> {
     #[inline]
     fn send(&mut self, n: u64) {
         for _ in 0..n {
@@ -363,7 +428,7 @@ impl Flowing for Flow {
     }
 }
 
-impl Drop for Flow {
+impl<P: Pub> Drop for Flow<P> {
     fn drop(&mut self) {
         let _ = Flowing::finish(self);
     }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::MessageHeader;
+use aeron_latency::messaging::{ExclusivePublisher, MessageHeader, Publisher};
 use latency_probe::measure::histogram::new_latency_histogram;
 use latency_probe::measure::histogram::record_saturating;
 use latency_probe::sys::clock::now_ns;
@@ -13,7 +13,7 @@ use crate::c_client::{CClient, CPublish};
 use crate::common::{
     connect, message, seq_of, spin_until, wait_for, Placement, Plan, Retries, BIG_TERM, CHANNEL, TP_FRAGMENT_LIMIT,
 };
-use crate::messaging::publish;
+use crate::messaging::{publish, Pub};
 
 /// Per-message cost of each side alone: `publish` `k` messages back to back on this thread
 /// (the subscriber is not polling, and `k` frames fit in half a 64 MiB term, so nothing waits
@@ -83,40 +83,21 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
     let small = 4 << 20;
     let mut rows = Vec::new();
 
-    for (name, use_offer, term, stream) in [
-        ("messaging try_claim", false, BIG_TERM, 1020),
-        ("messaging offer", true, BIG_TERM, 1021),
-        ("messaging try_claim, 4 MiB term", false, small, 1022),
+    for (name, use_offer, term, stream, exclusive) in [
+        ("messaging try_claim", false, BIG_TERM, 1020, false),
+        ("messaging offer", true, BIG_TERM, 1021, false),
+        ("messaging try_claim, 4 MiB term", false, small, 1022, false),
+        ("messaging exclusive offer", true, BIG_TERM, 1024, true),
+        ("messaging exclusive try_claim", false, BIG_TERM, 1023, true),
+        ("messaging exclusive, 4 MiB term", false, small, 1025, true),
     ] {
-        let channel = format!("{CHANNEL}?term-length={term}");
-        let (client, mut publ, mut sub) = at.unpinned(|| {
-            let client = connect(dir);
-            let sub = client.subscription(&channel, stream).expect("split subscription");
-            let publ = client.publication(&channel, stream).expect("split publication");
-            wait_for("split stream", || publ.is_connected() && sub.is_connected());
-            (client, publ, sub)
-        });
-        let mut check = SeqCheck::default();
-        let mut retries = Retries::default();
         let k = k_for(term);
-        let (publish_ns, poll_ns) = split_costs(
-            k,
-            plan.split_rounds,
-            |seq| retries.add(publish(&mut publ, &message(seq), use_offer)),
-            || {
-                sub.poll(&mut |m: &[u8], _: &MessageHeader<'_>| check.see(m), TP_FRAGMENT_LIMIT)
-                    .unwrap_or(0) as u64
-            },
-        );
-        assert_eq!(check.gaps, 0, "{name}: messages lost or reordered");
-        drop((publ, sub, client));
-        rows.push(SplitRow {
-            name,
-            k,
-            publish_ns,
-            poll_ns,
-            retries,
-        });
+        let row = if exclusive {
+            split_messaging::<ExclusivePublisher>(at, dir, plan, name, use_offer, term, stream, k)
+        } else {
+            split_messaging::<Publisher>(at, dir, plan, name, use_offer, term, stream, k)
+        };
+        rows.push(row);
     }
 
     let client = at.unpinned(|| CClient::connect(dir));
@@ -156,6 +137,48 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
         });
     }
     rows
+}
+
+/// One messaging split row over publication type `P`.
+#[allow(clippy::too_many_arguments)]
+fn split_messaging<P: Pub>(
+    at: &Placement,
+    dir: &Path,
+    plan: &Plan,
+    name: &'static str,
+    use_offer: bool,
+    term: usize,
+    stream: i32,
+    k: u64,
+) -> SplitRow {
+    let channel = format!("{CHANNEL}?term-length={term}");
+    let (client, mut publ, mut sub) = at.unpinned(|| {
+        let client = connect(dir);
+        let sub = client.subscription(&channel, stream).expect("split subscription");
+        let publ = P::add(&client, &channel, stream);
+        wait_for("split stream", || publ.is_connected() && sub.is_connected());
+        (client, publ, sub)
+    });
+    let mut check = SeqCheck::default();
+    let mut retries = Retries::default();
+    let (publish_ns, poll_ns) = split_costs(
+        k,
+        plan.split_rounds,
+        |seq| retries.add(publish(&mut publ, &message(seq), use_offer)),
+        || {
+            sub.poll(&mut |m: &[u8], _: &MessageHeader<'_>| check.see(m), TP_FRAGMENT_LIMIT)
+                .unwrap_or(0) as u64
+        },
+    );
+    assert_eq!(check.gaps, 0, "{name}: messages lost or reordered");
+    drop((publ, sub, client));
+    SplitRow {
+        name,
+        k,
+        publish_ns,
+        poll_ns,
+        retries,
+    }
 }
 
 /// The median cost of the fixed-count run's timing itself: two `now_ns` readings back to back
