@@ -51,16 +51,12 @@ use memmap2::{MmapMut, MmapOptions};
 
 use crate::conductor::{Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
-use crate::logbuffer::{LOG_META_DATA_LENGTH, PARTITION_COUNT};
+use crate::logbuffer::{
+    LOG_ACTIVE_TERM_COUNT_OFFSET as ACTIVE_TERM_COUNT, LOG_IS_CONNECTED_OFFSET as IS_CONNECTED, LOG_META_DATA_LENGTH,
+    LOG_TERM_LENGTH_OFFSET as TERM_LENGTH, PARTITION_COUNT, TERM_TAIL_COUNTERS_OFFSET,
+};
 use crate::prefault::{self, PrefaultStats};
 use crate::publication::{log_path, Claim, DATA_HEADER_LEN, FRAME_ALIGNMENT};
-
-/// `LOG_ACTIVE_TERM_COUNT_OFFSET` in the metadata.
-const ACTIVE_TERM_COUNT: usize = 24;
-/// `LOG_IS_CONNECTED_OFFSET`.
-const IS_CONNECTED: usize = 136;
-/// `LOG_TERM_LENGTH_OFFSET`.
-const TERM_LENGTH: usize = 276;
 
 /// Aeron's data frame: flags of a whole message, and of its first and last fragments.
 const BEGIN_FLAG: u8 = 0x80;
@@ -259,7 +255,12 @@ impl ExclusivePublisher {
         debug_assert!(index < PARTITION_COUNT as usize);
         // SAFETY: the three tail counters open the metadata, 8-byte aligned (page-aligned
         // mapping, term lengths are powers of two >= 64 KiB).
-        unsafe { &*self.log.add(self.meta_offset() + index * 8).cast::<AtomicI64>() }
+        unsafe {
+            &*self
+                .log
+                .add(self.meta_offset() + TERM_TAIL_COUNTERS_OFFSET + index * 8)
+                .cast::<AtomicI64>()
+        }
     }
 
     fn meta_offset(&self) -> usize {
@@ -515,9 +516,14 @@ impl ExclusivePublisher {
 
     /// The stream position after the last message appended (`termBeginPosition + termOffset`):
     /// plain reads of this publisher's own state.
-    #[must_use]
-    pub fn position(&self) -> i64 {
-        self.term_begin_position + i64::from(self.term_offset)
+    ///
+    /// # Errors
+    /// [`OfferError::ClientClosed`] once the client lost its driver.
+    pub fn position(&self) -> Result<i64, OfferError> {
+        if self.live.load(Ordering::Relaxed) != ACTIVE {
+            return Err(OfferError::ClientClosed);
+        }
+        Ok(self.term_begin_position + i64::from(self.term_offset))
     }
 
     /// Whether a subscriber is connected, as the driver last said (one atomic load); false
@@ -581,6 +587,8 @@ impl ExclusivePublisher {
     /// Closes the publication: the driver is told at once.
     pub fn close(self) {}
 }
+
+crate::publication::forward_publication!(ExclusivePublisher, busy: |_: &ExclusivePublisher| 0);
 
 /// Where the frame at `offset` of `term` starts.
 #[inline]

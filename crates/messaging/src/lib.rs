@@ -109,7 +109,7 @@ pub use idle::{
 pub use images::{ImageEvent, ImageEventKind, IMAGE_EVENT_CAPACITY};
 pub use perms::{world_writable, world_writable_warning};
 pub use prefault::{PrefaultMethod, PrefaultStats};
-pub use publication::{Claim, Publisher};
+pub use publication::{Claim, Publication, Publisher};
 pub use subscription::{
     ControlledAction, Handoff, HandoffOptions, HeaderValues, MessageHeader, SubscribeError, Subscriber,
 };

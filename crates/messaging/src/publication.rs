@@ -49,7 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::logbuffer::buffer_claim::BufferClaim;
-use aeron_rs::publication::Publication;
+use aeron_rs::publication::Publication as AeronPublication;
 use aeron_rs::utils::types::Index;
 
 use crate::conductor::Inner;
@@ -91,7 +91,7 @@ pub(crate) fn log_path(client: &Inner, original_registration_id: i64) -> std::pa
 pub struct Publisher {
     // Field order matters: the publication must drop (sending its remove through the
     // client's mapping) before the client handle below.
-    pub(crate) publication: Arc<Mutex<Publication>>,
+    pub(crate) publication: Arc<Mutex<AeronPublication>>,
     claim: BufferClaim,
     max_payload: usize,
     max_message: usize,
@@ -125,7 +125,7 @@ impl fmt::Debug for Publisher {
 
 impl Publisher {
     pub(crate) fn new(
-        publication: Arc<Mutex<Publication>>,
+        publication: Arc<Mutex<AeronPublication>>,
         client: Arc<Inner>,
         channel: &str,
         stream_id: i32,
@@ -207,7 +207,7 @@ impl Publisher {
     }
 
     #[inline]
-    fn lock(&self) -> Result<MutexGuard<'_, Publication>, OfferError> {
+    fn lock(&self) -> Result<MutexGuard<'_, AeronPublication>, OfferError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
             return Err(OfferError::ClientClosed);
         }
@@ -461,3 +461,107 @@ impl Drop for Claim<'_> {
         }
     }
 }
+
+/// What both publications offer (Aeron's `Publication`, the base of its concurrent and
+/// exclusive publications), so code that publishes is written once for either:
+/// [`Publisher`] (aeron-rs's publication, any number per stream, behind aeron-rs's lock) and
+/// [`ExclusivePublisher`](crate::ExclusivePublisher) (one thread's, writing the log itself).
+/// Each method is the type's own, documented there.
+pub trait Publication: Send {
+    /// See [`Publisher::offer`].
+    ///
+    /// # Errors
+    /// An [`OfferError`].
+    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError>;
+    /// See [`Publisher::offer_with_reserved_value`].
+    ///
+    /// # Errors
+    /// An [`OfferError`].
+    fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError>;
+    /// See [`Publisher::try_claim`].
+    ///
+    /// # Errors
+    /// An [`OfferError`].
+    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError>;
+    /// See [`Publisher::position`].
+    ///
+    /// # Errors
+    /// [`OfferError::ClientClosed`] once the client lost its driver.
+    fn position(&self) -> Result<i64, OfferError>;
+    /// See [`Publisher::is_connected`].
+    fn is_connected(&self) -> bool;
+    /// See [`Publisher::max_payload_length`].
+    fn max_payload_length(&self) -> usize;
+    /// See [`Publisher::max_message_length`].
+    fn max_message_length(&self) -> usize;
+    /// See [`Publisher::term_length`].
+    fn term_length(&self) -> usize;
+    /// See [`Publisher::session_id`].
+    fn session_id(&self) -> i32;
+    /// See [`Publisher::channel`].
+    fn channel(&self) -> &str;
+    /// See [`Publisher::stream_id`].
+    fn stream_id(&self) -> i32;
+    /// See [`Publisher::prefault`].
+    ///
+    /// # Errors
+    /// A [`PrefaultError`].
+    fn prefault(&self) -> Result<PrefaultStats, PrefaultError>;
+    /// Calls that returned [`OfferError::ClientBusy`] because aeron-rs's conductor held the
+    /// publication's lock (always 0 for the exclusive publication, which takes no lock).
+    fn busy_count(&self) -> u64;
+}
+
+/// Forwards every [`Publication`] method to the type's inherent one.
+macro_rules! forward_publication {
+    ($t:ty, busy: $busy:expr) => {
+        impl $crate::publication::Publication for $t {
+            #[inline]
+            fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
+                <$t>::offer(self, msg)
+            }
+            #[inline]
+            fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError> {
+                <$t>::offer_with_reserved_value(self, msg, reserved_value)
+            }
+            #[inline]
+            fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
+                <$t>::try_claim(self, len)
+            }
+            fn position(&self) -> Result<i64, OfferError> {
+                <$t>::position(self)
+            }
+            fn is_connected(&self) -> bool {
+                <$t>::is_connected(self)
+            }
+            fn max_payload_length(&self) -> usize {
+                <$t>::max_payload_length(self)
+            }
+            fn max_message_length(&self) -> usize {
+                <$t>::max_message_length(self)
+            }
+            fn term_length(&self) -> usize {
+                <$t>::term_length(self)
+            }
+            fn session_id(&self) -> i32 {
+                <$t>::session_id(self)
+            }
+            fn channel(&self) -> &str {
+                <$t>::channel(self)
+            }
+            fn stream_id(&self) -> i32 {
+                <$t>::stream_id(self)
+            }
+            fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
+                <$t>::prefault(self)
+            }
+            fn busy_count(&self) -> u64 {
+                #[allow(clippy::redundant_closure_call)]
+                ($busy)(self)
+            }
+        }
+    };
+}
+pub(crate) use forward_publication;
+
+forward_publication!(Publisher, busy: |p: &Publisher| p.busy_count());

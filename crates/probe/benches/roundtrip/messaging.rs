@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aeron_latency::messaging::{
-    Claim, Client, ExclusivePublisher, MessageHeader, OfferError, PinnedThread, Publisher, Subscriber,
+    Client, ExclusivePublisher, MessageHeader, OfferError, PinnedThread, Publication, Publisher, Subscriber,
 };
 
 use crate::common::{
@@ -24,37 +24,14 @@ const THROUGHPUT_STREAM: i32 = 1010;
 
 /// Either of messaging's publications, so one case measures both: aeron-rs's (`Publisher`,
 /// behind aeron-rs's lock) and the exclusive one that writes the log itself.
-pub(crate) trait Pub: Send + 'static {
+pub(crate) trait Pub: Publication + 'static {
     /// Adds one on `channel` and `stream`.
     fn add(client: &Client, channel: &str, stream: i32) -> Self;
-    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError>;
-    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError>;
-    fn is_connected(&self) -> bool;
-    fn stream_id(&self) -> i32;
-    /// Calls that found aeron-rs's lock held (none for the exclusive publication).
-    fn busy_count(&self) -> u64;
 }
 
 impl Pub for Publisher {
     fn add(client: &Client, channel: &str, stream: i32) -> Self {
         client.publication(channel, stream).expect("publication")
-    }
-    #[inline]
-    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
-        Publisher::offer(self, msg)
-    }
-    #[inline]
-    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
-        Publisher::try_claim(self, len)
-    }
-    fn is_connected(&self) -> bool {
-        Publisher::is_connected(self)
-    }
-    fn stream_id(&self) -> i32 {
-        Publisher::stream_id(self)
-    }
-    fn busy_count(&self) -> u64 {
-        Publisher::busy_count(self)
     }
 }
 
@@ -63,23 +40,6 @@ impl Pub for ExclusivePublisher {
         client
             .exclusive_publication(channel, stream)
             .expect("exclusive publication")
-    }
-    #[inline]
-    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
-        ExclusivePublisher::offer(self, msg)
-    }
-    #[inline]
-    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
-        ExclusivePublisher::try_claim(self, len)
-    }
-    fn is_connected(&self) -> bool {
-        ExclusivePublisher::is_connected(self)
-    }
-    fn stream_id(&self) -> i32 {
-        ExclusivePublisher::stream_id(self)
-    }
-    fn busy_count(&self) -> u64 {
-        0
     }
 }
 
