@@ -210,6 +210,52 @@ fn round_trip_mode_times_every_echo_on_pings_clock_and_relates_it_to_the_floor()
     assert!((got - p50).abs() <= 1e-9 * p50.max(1.0), "{got} vs {p50}: {floor}");
 }
 
+/// `--publication` picks the publication both ping and pong write with; either carries every
+/// round trip, and the report says which one did.
+#[test]
+fn both_publications_carry_every_round_trip_and_the_report_names_the_one_used() {
+    for (publication, stream) in [("exclusive", "2111"), ("shared", "2121")] {
+        let json = tmp_json(&format!("rtt-{publication}"));
+        let out = run(
+            "latency-probe",
+            &[
+                "--mode",
+                "rtt",
+                "--publication",
+                publication,
+                "--duration",
+                "0.5",
+                "--rate",
+                "20000",
+                "--warmup",
+                "1000",
+                "--msg-size",
+                "64",
+                "--idle",
+                "yield",
+                "--term-length",
+                "65536",
+                "--stream",
+                stream,
+                "--floor",
+                "0.05",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success(), "--publication {publication}: {}", stderr(&out));
+        let r = read_json(&json);
+        assert_eq!(r["publisher"]["publication"], publication, "{r}");
+        assert_eq!(
+            (r["sent"].as_u64(), r["received"].as_u64()),
+            (Some(11_000), Some(11_000)),
+            "{r}"
+        );
+        assert_eq!(r["lost"], 0);
+        assert_eq!(r["reordered"], 0);
+    }
+}
+
 #[test]
 fn rtt_pong_refuses_the_ping_stream_as_its_echo_stream() {
     let out = run(

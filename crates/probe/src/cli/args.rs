@@ -284,6 +284,7 @@ pub fn pub_config(
         publisher_id: std::process::id(),
         diagnostics: crate::model::Mode::Auto,
         pong: None,
+        publication: crate::model::PublicationKind::default(),
     }
 }
 
@@ -310,6 +311,7 @@ pub fn sub_config(
         diagnostics: crate::model::Mode::Auto,
         echo: None,
         live: false,
+        publication: crate::model::PublicationKind::default(),
     }
 }
 
@@ -327,6 +329,11 @@ pub struct ModeArgs {
     /// Channel of the echoes in rtt mode (across hosts: an endpoint on ping's host) [default: --channel]
     #[arg(long = "pong-channel")]
     pub pong_channel: Option<String>,
+    /// Publication the messages (and pong's echoes) are written with: exclusive (messaging
+    /// writes the log itself, no lock) or shared (aeron-rs's publication, behind its lock: run
+    /// both to see what that lock costs)
+    #[arg(long, default_value = "exclusive")]
+    pub publication: crate::model::PublicationKind,
 }
 
 impl ModeArgs {

@@ -260,6 +260,7 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
             channel: a.stream.channel.clone(),
             stream: a.stream.stream,
             pong,
+            publication: a.mode.publication,
             duration_s: a.run.duration,
             rate: a.run.rate,
             msg_size: a.run.msg_size,

@@ -110,6 +110,7 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     let mut cfg = pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     cfg.diagnostics = a.diagnostics.diagnostics;
     cfg.pong = pong;
+    cfg.publication = a.mode.publication;
     let run = publisher::run(&cfg).map_err(Failure::setup)?;
     let r = &run.report;
     a.diagnostics.write_raw(PROGRAM, r.raw_jitter.as_ref());

@@ -94,6 +94,7 @@ pub fn subscribe(a: &Args) -> Result<(), Failure> {
     cfg.hot_path_lock = a.delivery.hot_path_lock;
     cfg.diagnostics = a.diagnostics.diagnostics;
     cfg.echo = echo;
+    cfg.publication = a.mode.publication;
     let out = subscriber::run(&cfg).map_err(Failure::setup)?;
     a.diagnostics.write_raw(PROGRAM, out.raw_jitter().as_ref());
     let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);

@@ -35,6 +35,9 @@ pub struct PubReport {
     /// Whether the run stopped because the media driver stopped responding.
     #[serde(default)]
     pub driver_lost: bool,
+    /// The publication it wrote with (`--publication`).
+    #[serde(default = "PublicationKind::legacy")]
+    pub publication: PublicationKind,
     /// Largest delay of an actual send behind its intended time, ns.
     pub max_lag_ns: u64,
     /// Publish-only cost (claim + encode + commit), ns.
@@ -84,4 +87,49 @@ pub struct SubscriberLost {
     pub sent_after: u64,
     /// Seconds between the subscriber's last progress and the end of the run.
     pub silent_s: f64,
+}
+
+/// Which of messaging's publications the publisher (and pong's echo) wrote with.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PublicationKind {
+    /// `Client::exclusive_publication`: the log written directly, no lock (the default).
+    #[default]
+    Exclusive,
+    /// `Client::publication`: aeron-rs's publication, behind its lock.
+    Shared,
+}
+
+impl PublicationKind {
+    /// The flag value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublicationKind::Exclusive => "exclusive",
+            PublicationKind::Shared => "shared",
+        }
+    }
+
+    /// What reports written before the choice existed used.
+    #[must_use]
+    pub fn legacy() -> Self {
+        PublicationKind::Shared
+    }
+}
+
+impl std::fmt::Display for PublicationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for PublicationKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "exclusive" => Ok(PublicationKind::Exclusive),
+            "shared" | "concurrent" => Ok(PublicationKind::Shared),
+            _ => Err(format!("'{s}' is not a publication; use exclusive or shared")),
+        }
+    }
 }

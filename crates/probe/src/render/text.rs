@@ -219,8 +219,9 @@ pub fn render_text(r: &Report) -> String {
         };
         let _ = writeln!(
             o,
-            "publisher: sent {} ({} warm-up + {} measured of {} planned), end marker {}, largest lag behind \
-             schedule {}, {cost}",
+            "publisher ({} publication): sent {} ({} warm-up + {} measured of {} planned), end marker {}, largest \
+             lag behind schedule {}, {cost}",
+            p.publication,
             p.sent,
             p.warmup_sent,
             p.measured_sent,

@@ -15,6 +15,7 @@ pub mod driver;
 pub mod experiment;
 pub mod live;
 pub mod process;
+pub mod publication;
 pub mod publisher;
 pub mod receive;
 pub mod send;

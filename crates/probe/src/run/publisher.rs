@@ -13,7 +13,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
-use aeron_latency::messaging::{Client, DriverLiveness, IdleStrategy, Publisher, Subscriber, ThreadBuilder};
+use aeron_latency::messaging::{
+    Client, DriverLiveness, IdleStrategy, Publication, Publisher, Subscriber, ThreadBuilder,
+};
+
+use crate::run::publication::AnyPublication;
 use aeron_latency::wire;
 
 use crate::measure::monitor::Monitor;
@@ -56,6 +60,8 @@ pub struct PubConfig {
     /// Round-trip mode (ping): after each message, poll this stream of the same channel until
     /// pong's echo of it arrives, and time the round trip.
     pub pong: Option<crate::run::PongPath>,
+    /// Which publication to write with.
+    pub publication: crate::model::PublicationKind,
 }
 
 /// How many whole messages of `frame` bytes fit between stream positions `start` and `pos`
@@ -150,9 +156,8 @@ fn check(cfg: &PubConfig) -> Result<(usize, u64), SetupError> {
 }
 
 /// The publication, and in round-trip mode the subscription to pong's echoes.
-fn open(client: &Client, cfg: &PubConfig) -> Result<(Publisher, Option<Subscriber>), SetupError> {
-    let publisher = client
-        .publication(&cfg.channel, cfg.stream)
+fn open(client: &Client, cfg: &PubConfig) -> Result<(AnyPublication, Option<Subscriber>), SetupError> {
+    let publisher = AnyPublication::add(client, cfg.publication, &cfg.channel, cfg.stream)
         .map_err(|e| SetupError(e.to_string()))?;
     if cfg.msg_size > publisher.max_payload_length() {
         return Err(SetupError(format!(
@@ -210,7 +215,7 @@ impl std::fmt::Display for NotReady<'_> {
 /// Waits for a subscriber (the hot thread starts only once one is connected), and in round-trip
 /// mode for pong's echo publication too.
 fn await_subscriber<'a>(
-    publisher: &Publisher,
+    publisher: &AnyPublication,
     pong: Option<&Subscriber>,
     cfg: &'a PubConfig,
     live: &DriverLiveness,
@@ -234,7 +239,7 @@ fn await_subscriber<'a>(
 
 /// Maps in every page of the logs before measuring (page tables are per process: this thread's
 /// work serves the hot one). Returns what it did, for the report.
-fn prefault(publisher: &Publisher, pong: Option<&Subscriber>, cfg: &PubConfig) -> Vec<String> {
+fn prefault(publisher: &AnyPublication, pong: Option<&Subscriber>, cfg: &PubConfig) -> Vec<String> {
     let mut prefaulted = Vec::new();
     match publisher.prefault() {
         Ok(st) => prefaulted.push(format!("pub stream {} publication: {st}", cfg.stream)),
@@ -261,7 +266,7 @@ struct Driven {
 /// tells how many a subscriber that went away had read.
 fn drive(
     client: Client,
-    mut publisher: Publisher,
+    mut publisher: AnyPublication,
     mut pong: Option<Subscriber>,
     mut monitor: Monitor,
     plan: Plan,
@@ -429,6 +434,7 @@ fn assemble(
             sent_before_connected: 0,
             subscriber_lost: d.subscriber_lost,
             driver_lost: r.stop.as_ref().is_some_and(crate::run::send::Stop::driver_lost),
+            publication: cfg.publication,
             max_lag_ns: r.max_lag_ns,
             publish_cost_ns: Stats::from_histogram(&r.cost),
             msg_size: cfg.msg_size as u64,
@@ -506,6 +512,7 @@ fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: Stri
         sent_before_connected: 0,
         subscriber_lost: None,
         driver_lost: false,
+        publication: cfg.publication,
         max_lag_ns: 0,
         publish_cost_ns: Stats::default(),
         msg_size: cfg.msg_size as u64,

@@ -9,7 +9,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber};
+use aeron_latency::messaging::{DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publication, Subscriber};
+
+use crate::run::publication::AnyPublication;
 use aeron_latency::wire::{self, EncodeError, Kind, Sample};
 use hdrhistogram::Histogram;
 
@@ -218,7 +220,7 @@ impl Sent {
     /// unless nobody would read it, the diagnostics and ping's echoes are collected.
     fn wrap_up<D: Diagnostics>(
         &mut self,
-        publisher: &mut Publisher,
+        publisher: &mut AnyPublication,
         plan: &Plan,
         mut diag: D,
         echo: Option<Echo<'_>>,
@@ -256,7 +258,7 @@ pub trait Diagnostics {
     /// The loop paused on purpose (an idle sleep): forget the gap up to now.
     fn restart(&mut self);
     /// A claim is being retried at `now`: notes whether aeron-rs's conductor held the lock.
-    fn retrying(&mut self, publisher: &Publisher, now: i64);
+    fn retrying(&mut self, publisher: &AnyPublication, now: i64);
     /// Ping committed: a lock wait ends with the claim, not with the echo.
     fn claimed(&mut self);
     /// The message is complete at `t`: a lock wait still open ends there.
@@ -282,7 +284,7 @@ impl Diagnostics for Off {
     #[inline(always)]
     fn restart(&mut self) {}
     #[inline(always)]
-    fn retrying(&mut self, _: &Publisher, _: i64) {}
+    fn retrying(&mut self, _: &AnyPublication, _: i64) {}
     #[inline(always)]
     fn claimed(&mut self) {}
     #[inline(always)]
@@ -314,7 +316,7 @@ pub struct On {
 impl On {
     /// Diagnostics for a loop that publishes on `publisher`.
     #[must_use]
-    pub fn new(monitor: Monitor, publisher: &Publisher, plan: &Plan) -> On {
+    pub fn new(monitor: Monitor, publisher: &AnyPublication, plan: &Plan) -> On {
         On {
             monitor,
             stalls: StallLog::new(STALL_THRESHOLD_NS, STALLS_LOGGED),
@@ -344,7 +346,7 @@ impl Diagnostics for On {
     }
 
     #[inline]
-    fn retrying(&mut self, publisher: &Publisher, now: i64) {
+    fn retrying(&mut self, publisher: &AnyPublication, now: i64) {
         if publisher.busy_count() != self.last_busy {
             // The last failure was aeron-rs's conductor holding the publication lock (not one
             // of Aeron's own admin actions).
@@ -401,7 +403,7 @@ pub(crate) type Echo<'a> = (&'a mut Subscriber, State);
 
 /// Sends the plan: warm-up and measured messages on schedule, then the end marker.
 pub(crate) fn hot_loop<D: Diagnostics>(
-    publisher: &mut Publisher,
+    publisher: &mut AnyPublication,
     plan: &Plan,
     mut diag: D,
     idle: &mut IdleStrategy,
@@ -488,7 +490,7 @@ pub(crate) fn hot_loop<D: Diagnostics>(
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn send<D: Diagnostics>(
-    publisher: &mut Publisher,
+    publisher: &mut AnyPublication,
     plan: &Plan,
     diag: &mut D,
     idle: &mut IdleStrategy,
@@ -598,7 +600,7 @@ fn await_echo<D: Diagnostics>(
 }
 
 /// The end marker (seq = messages sent), retried for up to `--wait`. True when it went out.
-fn send_end_marker(publisher: &mut Publisher, plan: &Plan, sent: u64) -> bool {
+fn send_end_marker(publisher: &mut AnyPublication, plan: &Plan, sent: u64) -> bool {
     let end = Sample {
         seq: sent,
         intended_ns: now_ns(),

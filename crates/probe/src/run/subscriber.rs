@@ -18,7 +18,7 @@ use crate::run::Delivery;
 use crate::run::SetupError;
 use crate::sys::clock::now_ns;
 use aeron_latency::messaging::{
-    driver_pid, DriverLiveness, HandoffOptions, IdleStrategy, MessageHeader, Subscriber, ThreadBuilder,
+    driver_pid, DriverLiveness, HandoffOptions, IdleStrategy, MessageHeader, Publication, Subscriber, ThreadBuilder,
 };
 use crossbeam_channel::RecvTimeoutError;
 use std::path::PathBuf;
@@ -55,11 +55,13 @@ pub struct SubConfig {
     pub echo: Option<crate::run::PongPath>,
     /// Print the live line on stderr once a second ([`crate::run::live`]).
     pub live: bool,
+    /// The publication pong's echoes are written with.
+    pub publication: crate::model::PublicationKind,
 }
 
 /// Pong's echo publication; [`Echo::send`] copies a message into it, retrying.
 struct Echo {
-    publisher: aeron_latency::messaging::Publisher,
+    publisher: crate::run::publication::AnyPublication,
     stats: EchoStats,
     /// Failed claims by outcome (no allocation while measuring).
     retries: crate::model::OfferTally,
@@ -204,9 +206,13 @@ fn receive_inline(
     }
     let mut echo = match &cfg.echo {
         Some(path) => Some(Echo {
-            publisher: client
-                .publication(&path.channel, path.stream)
-                .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
+            publisher: crate::run::publication::AnyPublication::add(
+                client,
+                cfg.publication,
+                &path.channel,
+                path.stream,
+            )
+            .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
             stats: EchoStats {
                 stream: path.stream,
                 ..EchoStats::default()

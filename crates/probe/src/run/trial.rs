@@ -25,6 +25,8 @@ pub struct Trial {
     pub stream: i32,
     /// The echo path: round trips when set, one-way otherwise.
     pub pong: Option<PongPath>,
+    /// The publication both children write with.
+    pub publication: crate::model::PublicationKind,
     /// Measured seconds (after the warm-up).
     pub duration_s: f64,
     /// Messages per second.
@@ -192,6 +194,8 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
         s(&t.idle),
         "--diagnostics".into(),
         t.diagnostics.as_str().into(),
+        "--publication".into(),
+        t.publication.as_str().into(),
         "--quiet".into(),
     ];
     if let Some(p) = &t.pong {
@@ -463,6 +467,7 @@ mod tests {
             channel: "aeron:ipc".into(),
             stream: 1001,
             pong: None,
+            publication: crate::model::PublicationKind::Exclusive,
             duration_s: 2.5,
             rate: 1000,
             msg_size: 64,
@@ -488,7 +493,9 @@ mod tests {
         let sub = c.sub_args.join(" ");
         assert!(
             sub.starts_with("--dir /dev/shm/d --channel aeron:ipc --stream 1001 --idle ")
-                && sub.contains(" --diagnostics off --quiet --timeout 53.0 --json /tmp/t/sub.json")
+                && sub.contains(
+                    " --diagnostics off --publication exclusive --quiet --timeout 53.0 --json /tmp/t/sub.json"
+                )
                 && sub.ends_with("--delivery inline --live off --core 3"),
             "{sub}"
         );
