@@ -296,6 +296,12 @@ fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything()
         case(p, &["--mode", "sideways"], "'--mode", "use one-way or rtt"),
         case(
             p,
+            &["--publication", "both"],
+            "'--publication",
+            "use exclusive or shared",
+        ),
+        case(
+            p,
             &["--mode", "rtt", "--delivery", "channel"],
             "--delivery",
             "use --delivery inline",
