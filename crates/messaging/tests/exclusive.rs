@@ -1,7 +1,9 @@
 //! The exclusive publication writes the log itself: these tests check it writes Aeron's format,
 //! read back by aeron-rs's reader and by the Aeron C client (rusteron-client), through many term
 //! rotations (64 KiB terms), fragmented messages, padding, claims committed and aborted, a late
-//! subscriber, back-pressure and the loss of the driver.
+//! subscriber, back-pressure and the loss of the driver; and the other way round, our
+//! subscriber reading the C client's exclusive publication, and a publication closed under its
+//! reader. (A killed and a stopped driver: `liveness.rs`.)
 #![cfg(feature = "embedded-driver")]
 
 mod common;
@@ -359,4 +361,85 @@ fn c_subscription(
     )
     .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
     .expect("C subscription")
+}
+
+/// The other direction: the Aeron C client's exclusive publication writes, our subscriber
+/// reads, reassembling fragmented messages across rotations.
+#[test]
+fn our_subscriber_reads_the_aeron_c_client_s_exclusive_publication() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 74).unwrap();
+    let c = c_client(d.dir());
+    let publ =
+        c.0.async_add_exclusive_publication(c"aeron:ipc", 74)
+            .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
+            .expect("C exclusive publication");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !publ.is_connected() || sub.image_count() == 0 {
+        assert!(Instant::now() < deadline, "never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let max = 8 << 10;
+    let sizes: Vec<usize> = (0..2_000).map(|i| (i * 1_531) % (max + 1)).collect();
+    let mut got: Vec<Vec<u8>> = Vec::new();
+    let mut sent = 0;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while got.len() < sizes.len() {
+        assert!(Instant::now() < deadline, "received {} of {}", got.len(), sizes.len());
+        if sent < sizes.len() && sent < got.len() + 4 {
+            let m = message(sent as u64, sizes[sent]);
+            if publ.offer(&m).is_ok() {
+                sent += 1;
+            }
+        }
+        sub.poll(&mut |m: &[u8], _: &MessageHeader<'_>| got.push(m.to_vec()), 16)
+            .unwrap();
+    }
+    for (seq, m) in got.iter().enumerate() {
+        assert_eq!(m.len(), sizes[seq], "message {seq}'s length");
+        assert!(*m == message(seq as u64, m.len()), "message {seq} corrupted");
+    }
+}
+
+/// The exclusive publication closed under a reader: the reader is told (an unavailable image
+/// event), keeps everything it had, and polls on without an error.
+#[test]
+fn an_exclusive_publication_closed_under_its_reader_is_an_unavailable_image() {
+    let d = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .publication_linger(Duration::from_millis(20))
+        .spawn()
+        .unwrap();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 75).unwrap();
+    let mut publ = client.exclusive_publication("aeron:ipc", 75).unwrap();
+    wait_connected(&publ, &sub);
+    let session = publ.session_id();
+    for i in 0..50u64 {
+        offer(&mut publ, &message(i, 64), None);
+    }
+    publ.close();
+    let mut got = 0u64;
+    let mut gone = false;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gone || got < 50 {
+        assert!(Instant::now() < deadline, "received {got} of 50, unavailable: {gone}");
+        sub.poll(
+            &mut |m: &[u8], _: &MessageHeader<'_>| {
+                assert!(m == message(got, 64), "message {got}");
+                got += 1;
+            },
+            16,
+        )
+        .expect("polling after the publication closed is no error");
+        sub.poll_image_events(|e| {
+            if e.kind == messaging::ImageEventKind::Unavailable && e.session_id == session {
+                gone = true;
+            }
+        });
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(sub.image_count(), 0);
 }

@@ -241,9 +241,41 @@ fn a_driver_that_stops_beating(sig: &str, tag: &str) {
     let (client, errors) = client_with_errors(&driver.dir);
     let live = client.liveness();
     move_messages(&client, 20, 100);
+    // The exclusive publication writes the log without aeron-rs: it must see the loss too.
+    let mut sub = client.subscription("aeron:ipc", 21).unwrap();
+    let mut excl = client.exclusive_publication("aeron:ipc", 21).unwrap();
+    let mut got = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for i in 0..100u64 {
+        while let Err(e) = excl.offer(&i.to_le_bytes()) {
+            assert!(
+                e.is_retryable() && Instant::now() < deadline,
+                "exclusive offer {i}: {e}"
+            );
+            std::thread::yield_now();
+        }
+    }
+    while got < 100 {
+        assert!(
+            Instant::now() < deadline,
+            "received {got} of 100 from the exclusive publication"
+        );
+        sub.poll(
+            &mut |m: &[u8], _: &MessageHeader<'_>| {
+                assert_eq!(m, got.to_le_bytes());
+                got += 1;
+            },
+            16,
+        )
+        .unwrap();
+    }
     let at = Instant::now();
     driver.signal(sig);
     let took = time_to_notice(&live, at, TIMEOUT + SLACK);
+    assert_eq!(excl.offer(b"after"), Err(OfferError::ClientClosed));
+    assert!(matches!(excl.try_claim(8), Err(OfferError::ClientClosed)));
+    assert_eq!(excl.position(), Err(OfferError::ClientClosed));
+    assert!(!excl.is_connected());
     assert_eq!(
         live.error(),
         Some(LivenessError::DriverTimedOut {
