@@ -12,8 +12,10 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{driver, wait_until_connected};
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, PrefaultError, Publisher, Subscriber};
+use std::path::Path;
+
+use common::driver;
+use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, PrefaultError, Publication, Subscriber};
 
 /// 1 MiB: 256 pages of 4 KiB per term.
 const TERM: usize = 1 << 20;
@@ -68,6 +70,35 @@ struct Faults {
 }
 
 fn run(prefault: Prefault, sparse: Option<bool>) -> Faults {
+    run_with(
+        prefault,
+        sparse,
+        &|d| Client::connect(d).expect("client connects"),
+        |c| c.publication("aeron:ipc", 1).expect("publication"),
+        3,
+    )
+}
+
+/// The same through the exclusive publication (its own mapping of the log, beside aeron-rs's),
+/// its client built by `connect`.
+fn run_exclusive(prefault: Prefault, connect: &dyn Fn(&Path) -> Client) -> Faults {
+    run_with(
+        prefault,
+        None,
+        connect,
+        |c| c.exclusive_publication("aeron:ipc", 1).expect("exclusive publication"),
+        4,
+    )
+}
+
+/// `mappings`: how many mappings of the log this process has once both clients are up.
+fn run_with<P: Publication>(
+    prefault: Prefault,
+    sparse: Option<bool>,
+    connect: &dyn Fn(&Path) -> Client,
+    add: impl Fn(&Client) -> P,
+    mappings: usize,
+) -> Faults {
     let mut builder = EmbeddedDriver::builder().private_dir().ipc_term_length(TERM);
     if let Some(sparse) = sparse {
         builder = builder.term_buffer_sparse_file(sparse);
@@ -77,10 +108,14 @@ fn run(prefault: Prefault, sparse: Option<bool>) -> Faults {
     // its publication and its image of it (aeron-rs keys mappings by the publication's
     // registration id), which would let one side's faults or prefault serve the other.
     let sub_client = Client::connect(driver.dir()).expect("client connects");
-    let pub_client = Client::connect(driver.dir()).expect("client connects");
+    let pub_client = connect(driver.dir());
     let mut subscriber = sub_client.subscription("aeron:ipc", 1).expect("subscription");
-    let mut publisher = pub_client.publication("aeron:ipc", 1).expect("publication");
-    wait_until_connected(&publisher, &subscriber);
+    let mut publisher = add(&pub_client);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !publisher.is_connected() || subscriber.image_count() == 0 {
+        assert!(Instant::now() < deadline, "the subscriber never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     if prefault != Prefault::Nothing {
         let stats = subscriber.prefault().expect("subscriber prefault");
         println!("{prefault:?}, sparse {sparse:?}: subscriber prefault: {stats}");
@@ -91,9 +126,9 @@ fn run(prefault: Prefault, sparse: Option<bool>) -> Faults {
         let stats = publisher.prefault().expect("publisher prefault");
         println!("{prefault:?}, sparse {sparse:?}: publisher prefault: {stats}");
         // Every mapping of the file in this process: the publication's, the image's and the
-        // embedded driver's.
-        assert_eq!(stats.mappings, 3, "{stats}");
-        assert!(stats.bytes > 3 * 3 * TERM, "{stats}");
+        // embedded driver's (and the exclusive publisher's own, beside aeron-rs's).
+        assert_eq!(stats.mappings, mappings, "{stats}");
+        assert!(stats.bytes > mappings * 3 * TERM, "{stats}");
     }
     let driver_before = task_minor_faults(driver.tid());
     let (publisher_faults, subscriber_faults) = std::thread::scope(|scope| {
@@ -120,7 +155,7 @@ fn run(prefault: Prefault, sparse: Option<bool>) -> Faults {
 
 /// Sends message 0 (warming this thread's stack and code paths), then counts the faults
 /// taken sending `MESSAGES` more.
-fn publish(publisher: &mut Publisher) -> u64 {
+fn publish<P: Publication>(publisher: &mut P) -> u64 {
     let mut msg = [0_u8; PAYLOAD];
     let mut idle: IdleStrategy = "backoff".parse().unwrap();
     let started = Instant::now();
@@ -257,4 +292,25 @@ fn a_subscriber_without_an_image_is_told_to_wait_for_the_publisher() {
     let e = subscriber.prefault().unwrap_err();
     assert!(matches!(e, PrefaultError::NoImage { .. }), "{e:?}");
     assert!(e.to_string().contains("after a publisher has connected"), "{e}");
+}
+
+#[test]
+fn the_exclusive_publisher_faults_without_prefault_and_not_with_it() {
+    let f = run_exclusive(Prefault::Nothing, &|d| Client::connect(d).expect("client connects"));
+    assert_many_writes("exclusive publishing", f.publisher);
+    let f = run_exclusive(Prefault::Both, &|d| Client::connect(d).expect("client connects"));
+    assert_few("exclusive publishing", f.publisher);
+    assert_few("polling", f.subscriber);
+}
+
+#[test]
+fn pre_touch_mapped_memory_faults_the_exclusive_log_in_when_it_is_added() {
+    let f = run_exclusive(Prefault::SubscriberOnly, &|d| {
+        Client::builder()
+            .dir(d)
+            .pre_touch_mapped_memory(true)
+            .build()
+            .expect("client connects")
+    });
+    assert_few("exclusive publishing", f.publisher);
 }
