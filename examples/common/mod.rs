@@ -196,7 +196,6 @@ pub(crate) struct Retries {
     back_pressured: u64,
     not_connected: u64,
     admin_action: u64,
-    client_busy: u64,
 }
 
 impl Retries {
@@ -207,7 +206,6 @@ impl Retries {
             OfferError::BackPressured => self.back_pressured += 1,
             OfferError::NotConnected => self.not_connected += 1,
             OfferError::AdminAction => self.admin_action += 1,
-            OfferError::ClientBusy => self.client_busy += 1,
             _ => {}
         }
     }
@@ -219,7 +217,6 @@ impl std::fmt::Display for Retries {
             ("back_pressured", self.back_pressured),
             ("not_connected", self.not_connected),
             ("admin_action", self.admin_action),
-            ("client_busy", self.client_busy),
         ];
         let mut any = false;
         for (name, n) in kinds.into_iter().filter(|(_, n)| *n > 0) {

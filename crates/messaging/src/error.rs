@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aeron_rs::utils::errors::{AeronError, IllegalArgumentError};
+use aeron_rs::utils::errors::AeronError;
 
 /// Why [`Client::connect`](crate::Client) could not reach a media driver.
 #[derive(Debug)]
@@ -216,11 +216,6 @@ pub enum OfferError {
     /// Aeron's admin action: the log rotated to a new term (or the publication was being
     /// updated) during the call; try again straight away (transient).
     AdminAction,
-    /// The client conductor (aeron-rs's, which keeps each publication behind a lock it also
-    /// takes) held this publication at that instant; the call returned rather than wait for
-    /// it. Try again straight away (transient). Not one of Aeron's codes: counted apart so a
-    /// report can tell this client's lock contention from Aeron's admin actions.
-    ClientBusy,
     /// The publication is closed (final).
     Closed,
     /// The stream reached its maximum position for this term length (final: start a new
@@ -242,13 +237,10 @@ pub enum OfferError {
 
 impl OfferError {
     /// Whether the same offer may succeed if retried: true for `NotConnected`,
-    /// `BackPressured`, `AdminAction` and `ClientBusy`.
+    /// `BackPressured` and `AdminAction`.
     #[must_use]
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::NotConnected | Self::BackPressured | Self::AdminAction | Self::ClientBusy
-        )
+        matches!(self, Self::NotConnected | Self::BackPressured | Self::AdminAction)
     }
 
     /// A stable snake_case name, for counters and reports (`back_pressured`, ...).
@@ -258,37 +250,11 @@ impl OfferError {
             Self::NotConnected => "not_connected",
             Self::BackPressured => "back_pressured",
             Self::AdminAction => "admin_action",
-            Self::ClientBusy => "client_busy",
             Self::Closed => "closed",
             Self::ClientClosed => "client_closed",
             Self::MaxPositionExceeded => "max_position_exceeded",
             Self::MessageTooLong { .. } => "message_too_long",
             Self::Unexpected(_) => "unexpected",
-        }
-    }
-
-    pub(crate) fn from_aeron(e: AeronError) -> Self {
-        match e {
-            AeronError::NotConnected => Self::NotConnected,
-            AeronError::BackPressured => Self::BackPressured,
-            AeronError::AdminAction => Self::AdminAction,
-            AeronError::PublicationClosed => Self::Closed,
-            AeronError::MaxPositionExceeded => Self::MaxPositionExceeded,
-            AeronError::IllegalArgument(
-                IllegalArgumentError::EncodedMessageExceedsMaxPayloadLength {
-                    length,
-                    max_payload_length: max,
-                }
-                | IllegalArgumentError::EncodedMessageExceedsMaxMessageLength {
-                    length,
-                    max_message_length: max,
-                },
-            ) => Self::MessageTooLong {
-                length: length.max(0) as usize,
-                max: max.max(0) as usize,
-            },
-            AeronError::UnknownCode(code) => Self::Unexpected(code),
-            _ => Self::Unexpected(-1),
         }
     }
 }
@@ -299,7 +265,6 @@ impl fmt::Display for OfferError {
             Self::NotConnected => f.write_str("no subscriber is connected (retry, or start a subscriber)"),
             Self::BackPressured => f.write_str("back-pressured: the subscriber is behind (retry)"),
             Self::AdminAction => f.write_str("admin action: the log rotated to a new term (retry)"),
-            Self::ClientBusy => f.write_str("the client conductor held the publication at that instant (retry)"),
             Self::Closed => f.write_str("the publication is closed"),
             Self::ClientClosed => f.write_str(
                 "the client lost its media driver (Client::liveness().error() says why); build a new client",
@@ -751,31 +716,6 @@ mod tests {
         ];
         assert!(retryable.iter().all(OfferError::is_retryable));
         assert!(!fatal.iter().any(OfferError::is_retryable));
-    }
-
-    #[test]
-    fn aeron_offer_codes_map_to_their_variants() {
-        assert_eq!(
-            OfferError::from_aeron(AeronError::NotConnected),
-            OfferError::NotConnected
-        );
-        assert_eq!(
-            OfferError::from_aeron(AeronError::BackPressured),
-            OfferError::BackPressured
-        );
-        assert_eq!(OfferError::from_aeron(AeronError::AdminAction), OfferError::AdminAction);
-        assert_eq!(
-            OfferError::from_aeron(AeronError::PublicationClosed),
-            OfferError::Closed
-        );
-        assert_eq!(
-            OfferError::from_aeron(AeronError::MaxPositionExceeded),
-            OfferError::MaxPositionExceeded
-        );
-        assert_eq!(
-            OfferError::from_aeron(AeronError::UnknownCode(-9)),
-            OfferError::Unexpected(-9)
-        );
     }
 
     #[test]

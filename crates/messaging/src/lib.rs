@@ -2,11 +2,13 @@
 //! [aeron-rs](https://crates.io/crates/aeron-rs) 0.1.8. Bytes in, bytes out.
 //!
 //! # Guarantees
-//! - **Hot path**: [`Publisher::offer`], [`Publisher::try_claim`] and [`Subscriber::poll`]
-//!   never allocate in steady state, never log, never block and make no syscall. aeron-rs
-//!   keeps every publication and subscription behind a `std::sync::Mutex` that its conductor
-//!   thread also takes; we `try_lock` it once per call and never hold it between calls (see
-//!   each method for what a busy lock returns).
+//! - **Hot path**: [`Publisher::offer`], [`Publisher::try_claim`], the same on
+//!   [`ExclusivePublisher`], and [`Subscriber::poll`] never allocate in steady state, never
+//!   log, never block and make no syscall. Both publications write the log themselves, as
+//!   Aeron's C client does, with no lock (aeron-rs only adds, tracks and removes them). aeron-rs
+//!   keeps every subscription behind a `std::sync::Mutex` that its conductor thread also
+//!   takes; `poll` `try_lock`s it once per call and never holds it between calls (a busy lock
+//!   reads 0 fragments).
 //! - **Status reads are plain loads**: [`Publisher::is_connected`], [`Publisher::position`],
 //!   [`Subscriber::image_count`], [`Subscriber::is_connected`], [`Client::is_closed`] and the
 //!   counter readers never take the conductor's lock (as in Aeron's own clients).
@@ -66,6 +68,7 @@
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod appender;
 mod channel;
 mod client;
 mod cnc;

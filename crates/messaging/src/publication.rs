@@ -2,10 +2,10 @@
 //!
 //! Guarantees:
 //! - neither call allocates, logs through our code, or makes a syscall;
-//! - neither call ever blocks: aeron-rs keeps each publication behind a `std::sync::Mutex`
-//!   that its conductor thread also takes; we `try_lock` it once per call, and if the
-//!   conductor holds it at that instant the call returns [`OfferError::ClientBusy`]
-//!   (retryable) instead of parking the hot thread on a futex;
+//! - neither call takes a lock or ever blocks: the publication writes the log itself, as
+//!   Aeron's concurrent term appender does (one atomic add on the tail claims the space, a
+//!   release store of the frame length publishes it), so any number of [`Publisher`]s of one
+//!   stream, on any threads, append side by side; aeron-rs only adds, tracks and removes it;
 //! - every failure is one typed [`OfferError`]; retry exactly when
 //!   [`is_retryable`](OfferError::is_retryable) says so.
 //!
@@ -44,39 +44,19 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
-use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
-use aeron_rs::concurrent::logbuffer::buffer_claim::BufferClaim;
 use aeron_rs::publication::Publication as AeronPublication;
-use aeron_rs::utils::types::Index;
 
-use crate::conductor::Inner;
+use crate::appender::{
+    fragmented_length, rotate_log, Log, LogSpec, DATA_HEADER_LEN, FRAME_ALIGNMENT, HDR_TYPE_PAD, RESERVED_VALUE_OFFSET,
+};
+use crate::conductor::{Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
-use crate::logbuffer::{position_of_raw_tail, LogMetadata};
-use crate::prefault::{self, PrefaultStats};
+use crate::prefault::PrefaultStats;
 #[cfg(doc)]
 use crate::PrefaultMethod;
-
-/// Aeron's data frame header length: a claim's payload starts this far into the frame.
-pub(crate) const DATA_HEADER_LEN: usize = 32;
-/// Where the reserved value sits in Aeron's data header.
-const RESERVED_VALUE_OFFSET: usize = 24;
-/// `HDR_TYPE_PAD`.
-const HDR_TYPE_PAD: u16 = 0;
-/// Aeron's frame alignment in the log.
-pub(crate) const FRAME_ALIGNMENT: usize = 32;
-
-thread_local! {
-    /// The reserved value of the offer in progress on this thread.
-    static RESERVED_VALUE: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
-}
-
-/// aeron-rs's `OnReservedValueSupplier` for [`Publisher::offer_with_reserved_value`].
-fn reserved_value_of_this_thread(_: AtomicBuffer, _: Index, _: Index) -> i64 {
-    RESERVED_VALUE.with(std::cell::Cell::get)
-}
 
 /// The log file of a publication: `<aeron dir>/publications/<original registration id>.logbuffer`
 /// (Aeron's C and Java drivers both name it so).
@@ -87,40 +67,47 @@ pub(crate) fn log_path(client: &Inner, original_registration_id: i64) -> std::pa
         .join(format!("{original_registration_id}.logbuffer"))
 }
 
-/// A publication on one channel and stream.
+/// A publication on one channel and stream (Aeron's concurrent publication): any number of
+/// them may write to one stream, from any threads.
 pub struct Publisher {
-    // Field order matters: the publication must drop (sending its remove through the
-    // client's mapping) before the client handle below.
-    pub(crate) publication: Arc<Mutex<AeronPublication>>,
-    claim: BufferClaim,
-    max_payload: usize,
-    max_message: usize,
-    term_length: usize,
-    session_id: i32,
-    /// Names the log file: `<aeron dir>/publications/<original registration id>.logbuffer`.
-    original_registration_id: i64,
+    log: Log,
     channel: String,
-    stream_id: i32,
-    /// Calls that found the publication lock held (by aeron-rs's conductor).
-    busy: std::sync::atomic::AtomicU64,
-    /// Our own read-only mapping of the log's metadata: status reads without the lock.
-    meta: LogMetadata,
-    initial_term_id: i32,
     /// The client's liveness state (one load per offer/try_claim).
-    live: Arc<std::sync::atomic::AtomicU8>,
-    client: Arc<Inner>,
+    live: Arc<AtomicU8>,
+    /// Keeps the publication registered with the driver; dropping it removes it. Never locked
+    /// after construction (a unit test locks it to show nothing here waits for it).
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "held for its Drop, which removes the publication")
+    )]
+    pub(crate) publication: Arc<Mutex<AeronPublication>>,
 }
+
+// SAFETY: `Log` is Send; aeron-rs's `Publication` is only held (never locked or used after
+// construction) and dropped wherever the publisher is: aeron-rs shares it with its conductor
+// thread behind its Mutex. Appending from several threads at once is Aeron's concurrent
+// protocol (atomic claims on the shared tail), so `Publisher` needs no other exclusion.
+unsafe impl Send for Publisher {}
 
 impl fmt::Debug for Publisher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Publisher")
             .field("channel", &self.channel)
-            .field("stream_id", &self.stream_id)
-            .field("session_id", &self.session_id)
-            .field("term_length", &self.term_length)
+            .field("stream_id", &self.log.stream_id)
+            .field("session_id", &self.log.session_id)
+            .field("term_length", &self.log.term_length)
             .field("connected", &self.is_connected())
             .finish()
     }
+}
+
+/// Where a message goes: the partition, the offset and term id the atomic add returned, and
+/// the stream position after it.
+struct Reserved {
+    index: usize,
+    offset: i32,
+    term_id: i32,
+    position: i64,
 }
 
 impl Publisher {
@@ -130,51 +117,39 @@ impl Publisher {
         channel: &str,
         stream_id: i32,
     ) -> Result<Self, AddError> {
-        let (max_payload, max_message, term_length, session_id, original_registration_id, initial_term_id) = {
+        let spec = {
             let p = publication.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            (
-                p.max_payload_length().max(0) as usize,
-                p.max_message_length().max(0) as usize,
-                p.term_buffer_length().max(0) as usize,
-                p.session_id(),
-                p.original_registration_id(),
-                p.initial_term_id(),
-            )
+            LogSpec {
+                path: log_path(&client, p.original_registration_id()),
+                term_length: p.term_buffer_length(),
+                initial_term_id: p.initial_term_id(),
+                session_id: p.session_id(),
+                stream_id,
+                max_payload: p.max_payload_length().max(0) as usize,
+                limit_id: p.publication_limit_id(),
+            }
         };
-        let path = log_path(&client, original_registration_id);
-        let meta = LogMetadata::open(&path, term_length).map_err(|e| AddError::LogUnreadable {
-            path,
-            detail: e.to_string(),
-        })?;
+        let live = client.shared.lost.state.clone();
         Ok(Self {
-            publication,
-            claim: BufferClaim::default(),
-            max_payload,
-            max_message,
-            term_length,
-            session_id,
-            original_registration_id,
+            log: Log::open(spec, client)?,
             channel: channel.to_owned(),
-            stream_id,
-            busy: std::sync::atomic::AtomicU64::new(0),
-            meta,
-            initial_term_id,
-            live: client.shared.lost.state.clone(),
-            client,
+            live,
+            publication,
         })
     }
 
     /// The stream position after the last message written to this publication's log (a
     /// byte count from the start of the stream: headers, alignment and padding included).
-    /// Two atomic loads of the log's metadata (Aeron's `Publication.position`), never the
-    /// conductor's lock.
+    /// Two atomic loads of the log's metadata (Aeron's `Publication.position`).
     ///
     /// # Errors
-    /// [`OfferError::ClientClosed`] once the client lost its driver (the position is then
-    /// what it was when the driver went).
+    /// [`OfferError::ClientClosed`] once the client lost its driver.
     pub fn position(&self) -> Result<i64, OfferError> {
-        let position = position_of_raw_tail(self.meta.raw_tail(), self.term_length, self.initial_term_id);
-        if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
+        let count = self.log.active_term_count().load(Ordering::Acquire);
+        let raw = self.log.tail((count as u32 % 3) as usize).load(Ordering::Acquire);
+        let offset = (raw & 0xFFFF_FFFF).min(i64::from(self.log.term_length)) as i32;
+        let position = self.log.position((raw >> 32) as i32, offset);
+        if self.live.load(Ordering::Relaxed) != ACTIVE {
             return Err(OfferError::ClientClosed);
         }
         Ok(position)
@@ -188,50 +163,68 @@ impl Publisher {
         (DATA_HEADER_LEN + payload).next_multiple_of(FRAME_ALIGNMENT)
     }
 
-    /// How many offer/try_claim calls so far found the publication's lock held by aeron-rs's
-    /// conductor (and returned [`OfferError::ClientBusy`] for it).
-    #[must_use]
-    pub fn busy_count(&self) -> u64 {
-        self.busy.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
+    /// `aeron_publication_offer`'s checks, then one atomic add on the tail for `framed` bytes
+    /// (`get_and_add_raw_tail`): where to write, or why not (a full term is padded and the
+    /// log rotated: `AdminAction`).
     #[inline]
-    fn check_message_length(&self, length: usize) -> Result<(), OfferError> {
-        if length > self.max_message {
-            return Err(OfferError::MessageTooLong {
-                length,
-                max: self.max_message,
-            });
-        }
-        Ok(())
-    }
-
-    #[inline]
-    fn lock(&self) -> Result<MutexGuard<'_, AeronPublication>, OfferError> {
-        if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
+    fn reserve(&self, length: usize, max: usize, framed: usize) -> Result<Reserved, OfferError> {
+        if self.live.load(Ordering::Relaxed) != ACTIVE {
             return Err(OfferError::ClientClosed);
         }
-        match self.publication.try_lock() {
-            Ok(g) => Ok(g),
-            Err(TryLockError::WouldBlock) => {
-                self.busy.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                Err(OfferError::ClientBusy)
-            }
-            Err(TryLockError::Poisoned(_)) => Err(OfferError::Closed),
+        if length > max {
+            return Err(OfferError::MessageTooLong { length, max });
         }
+        let log = &self.log;
+        let limit = log.limit();
+        let term_count = log.active_term_count().load(Ordering::Acquire);
+        let index = (term_count as u32 % 3) as usize;
+        let raw = log.tail(index).load(Ordering::Acquire);
+        let term_length = log.term_length;
+        let term_id = (raw >> 32) as i32;
+        if term_count != term_id.wrapping_sub(log.initial_term_id) {
+            // Another publisher is rotating the log.
+            return Err(OfferError::AdminAction);
+        }
+        let position = log.position(term_id, (raw & 0xFFFF_FFFF).min(i64::from(term_length)) as i32);
+        if position >= limit {
+            return Err(log.refused(position, length));
+        }
+        let raw = log.tail(index).fetch_add(framed as i64, Ordering::AcqRel);
+        let term_id = (raw >> 32) as i32;
+        let offset = (raw & 0xFFFF_FFFF).min(i64::from(term_length)) as i32;
+        let resulting = offset + framed as i32;
+        let position = log.position(term_id, resulting);
+        if resulting > term_length {
+            return Err(self.term_full(index, offset, term_id, position));
+        }
+        Ok(Reserved {
+            index,
+            offset,
+            term_id,
+            position,
+        })
     }
 
-    /// Copies `msg` into the log. Returns the new stream position.
+    /// `aeron_publication_handle_end_of_log_condition`: pad the rest of the term, then the
+    /// stream's end or a rotation to the next term.
+    #[cold]
+    fn term_full(&self, index: usize, offset: i32, term_id: i32, position: i64) -> OfferError {
+        self.log.pad(index, offset, term_id);
+        if position >= self.log.max_possible_position {
+            return OfferError::MaxPositionExceeded;
+        }
+        rotate_log(&self.log, term_id.wrapping_sub(self.log.initial_term_id), term_id);
+        OfferError::AdminAction
+    }
+
+    /// Copies `msg` into the log (fragmented above [`max_payload_length`](Self::max_payload_length)).
+    /// Returns the new stream position.
     ///
     /// # Errors
     /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
     #[inline]
     pub fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
-        self.check_message_length(msg.len())?;
-        // aeron-rs's AtomicBuffer wants a mutable pointer even for a source it only reads.
-        let src = AtomicBuffer::wrap_raw_slice(std::ptr::from_ref(msg).cast_mut());
-        let p = self.lock()?;
-        p.offer(src).map_err(OfferError::from_aeron)
+        self.append(msg, None)
     }
 
     /// [`offer`](Self::offer) with the frame's reserved value set to `reserved_value` (Aeron's
@@ -241,14 +234,24 @@ impl Publisher {
     /// As [`offer`](Self::offer).
     #[inline]
     pub fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError> {
-        self.check_message_length(msg.len())?;
-        let src = AtomicBuffer::wrap_raw_slice(std::ptr::from_ref(msg).cast_mut());
-        let p = self.lock()?;
-        // aeron-rs takes the supplier as a plain `fn`: the value travels in a thread-local the
-        // supplier reads (set and read on this thread, inside this call).
-        RESERVED_VALUE.with(|v| v.set(reserved_value));
-        p.offer_opt(src, 0, msg.len() as Index, reserved_value_of_this_thread)
-            .map_err(OfferError::from_aeron)
+        self.append(msg, Some(reserved_value))
+    }
+
+    #[inline]
+    fn append(&self, msg: &[u8], reserved: Option<i64>) -> Result<u64, OfferError> {
+        let unfragmented = msg.len() <= self.log.max_payload;
+        let framed = if unfragmented {
+            Self::frame_length(msg.len())
+        } else {
+            fragmented_length(msg.len(), self.log.max_payload)
+        };
+        let r = self.reserve(msg.len(), self.log.max_message, framed)?;
+        if unfragmented {
+            self.log.write_unfragmented(r.index, r.offset, r.term_id, msg, reserved);
+        } else {
+            self.log.write_fragmented(r.index, r.offset, r.term_id, msg, reserved);
+        }
+        Ok(r.position as u64)
     }
 
     /// Claims `len` bytes in the log for zero-copy writing. Fill
@@ -259,21 +262,10 @@ impl Publisher {
     /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
     #[inline]
     pub fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
-        if len > self.max_payload {
-            return Err(OfferError::MessageTooLong {
-                length: len,
-                max: self.max_payload,
-            });
-        }
-        let mut claim = self.claim;
-        {
-            let mut p = self.lock()?;
-            p.try_claim(len as i32, &mut claim).map_err(OfferError::from_aeron)?;
-        }
-        let frame = claim.buffer().buffer();
-        debug_assert!(DATA_HEADER_LEN + len <= claim.buffer().capacity() as usize);
-        // SAFETY: aeron-rs claimed this frame (header + `len` bytes) in the mapped log, which
-        // stays mapped while the publisher lives; the claim borrows the publisher mutably.
+        let r = self.reserve(len, self.log.max_payload, Self::frame_length(len))?;
+        let frame = self.log.claim_frame(r.index, r.offset, r.term_id, len);
+        // SAFETY: the atomic add reserved this frame inside the term for us alone until the
+        // claim publishes its length; the claim borrows the publisher, which keeps the mapping.
         Ok(unsafe { Claim::from_frame(frame, len) })
     }
 
@@ -291,58 +283,46 @@ impl Publisher {
     /// exist already). [`PrefaultStats`] says what it did, [`PrefaultMethod`] how (Linux
     /// >= 5.14: `MADV_POPULATE_WRITE`; older kernels: a read of each page).
     ///
-    /// aeron-rs gives no access to the publication's mapping, so it is found through the log
-    /// file the driver names `<aeron dir>/publications/<original registration id>.logbuffer`
-    /// (Aeron's C and Java drivers both do).
+    /// The log is found as the file the driver names `<aeron dir>/publications/<original
+    /// registration id>.logbuffer` (Aeron's C and Java drivers both do).
     ///
     /// # Errors
     /// [`PrefaultError::NotMapped`] / [`PrefaultError::Inspect`] when the log file or its
     /// mapping cannot be found, [`PrefaultError::Populate`] when the kernel cannot fault a page
     /// in (no memory, `/dev/shm` full).
     pub fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
-        let path = log_path(&self.client, self.original_registration_id);
-        // `&self` holds the publication, and with it its own mapping of the log, for the
-        // whole call; other mappings of the file may go meanwhile (populate_all skips them).
-        let ours = self.meta.range();
-        let mut ranges = prefault::mappings_of(&path)?;
-        // Our read-only view of the metadata is touched at every status read already.
-        ranges.retain(|r| *r != ours);
-        if ranges.is_empty() {
-            return Err(PrefaultError::NotMapped { path });
-        }
-        prefault::populate_all(&ranges, &|| format!("the log {}", path.display()))
+        self.log.prefault(None)
     }
 
     /// Whether at least one subscriber is connected, as the driver last said (the log's
-    /// `is_connected` flag): one atomic load, never the conductor's lock. False once the
-    /// client lost its driver.
+    /// `is_connected` flag): one atomic load. False once the client lost its driver.
     #[must_use]
     pub fn is_connected(&self) -> bool {
-        self.live.load(std::sync::atomic::Ordering::Relaxed) == crate::conductor::ACTIVE && self.meta.is_connected()
+        self.live.load(Ordering::Relaxed) == ACTIVE && self.log.is_connected()
     }
 
     /// The largest message `try_claim` accepts (one MTU less the frame header).
     #[must_use]
     pub fn max_payload_length(&self) -> usize {
-        self.max_payload
+        self.log.max_payload
     }
 
     /// The largest message `offer` accepts (fragmented across frames).
     #[must_use]
     pub fn max_message_length(&self) -> usize {
-        self.max_message
+        self.log.max_message
     }
 
     /// The term buffer length of this publication's log.
     #[must_use]
     pub fn term_length(&self) -> usize {
-        self.term_length
+        self.log.term_length as usize
     }
 
     /// This publication's session id.
     #[must_use]
     pub fn session_id(&self) -> i32 {
-        self.session_id
+        self.log.session_id
     }
 
     /// The channel this publication was added on.
@@ -354,7 +334,7 @@ impl Publisher {
     /// The stream id.
     #[must_use]
     pub fn stream_id(&self) -> i32 {
-        self.stream_id
+        self.log.stream_id
     }
 
     /// Closes the publication: the driver is told at once.
@@ -507,14 +487,11 @@ pub trait Publication: Send {
     /// # Errors
     /// A [`PrefaultError`].
     fn prefault(&self) -> Result<PrefaultStats, PrefaultError>;
-    /// Calls that returned [`OfferError::ClientBusy`] because aeron-rs's conductor held the
-    /// publication's lock (always 0 for the exclusive publication, which takes no lock).
-    fn busy_count(&self) -> u64;
 }
 
 /// Forwards every [`Publication`] method to the type's inherent one.
 macro_rules! forward_publication {
-    ($t:ty, busy: $busy:expr) => {
+    ($t:ty) => {
         impl $crate::publication::Publication for $t {
             #[inline]
             fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
@@ -555,13 +532,9 @@ macro_rules! forward_publication {
             fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
                 <$t>::prefault(self)
             }
-            fn busy_count(&self) -> u64 {
-                #[allow(clippy::redundant_closure_call)]
-                ($busy)(self)
-            }
         }
     };
 }
 pub(crate) use forward_publication;
 
-forward_publication!(Publisher, busy: |p: &Publisher| p.busy_count());
+forward_publication!(Publisher);

@@ -19,9 +19,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use common::driver;
-use messaging::{
-    Claim, Client, EmbeddedDriver, ExclusivePublisher, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
-};
+use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publication, Subscriber};
 
 struct Counting;
 
@@ -94,77 +92,25 @@ enum Send {
     Claim,
 }
 
-/// Either publication: aeron-rs's (behind its lock) or the exclusive one writing the log itself.
-enum AnyPublisher {
-    Shared(Publisher),
-    Exclusive(ExclusivePublisher),
-}
-
-impl AnyPublisher {
-    #[inline]
-    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
-        match self {
-            Self::Shared(p) => p.offer(msg),
-            Self::Exclusive(p) => p.offer(msg),
-        }
-    }
-
-    #[inline]
-    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
-        match self {
-            Self::Shared(p) => p.try_claim(len),
-            Self::Exclusive(p) => p.try_claim(len),
-        }
-    }
-
-    fn max_payload_length(&self) -> usize {
-        match self {
-            Self::Shared(p) => p.max_payload_length(),
-            Self::Exclusive(p) => p.max_payload_length(),
-        }
-    }
-
-    fn max_message_length(&self) -> usize {
-        match self {
-            Self::Shared(p) => p.max_message_length(),
-            Self::Exclusive(p) => p.max_message_length(),
-        }
-    }
-
-    fn is_connected(&self) -> bool {
-        match self {
-            Self::Shared(p) => p.is_connected(),
-            Self::Exclusive(p) => p.is_connected(),
-        }
-    }
-
-    /// Calls that found aeron-rs's publication lock held (the exclusive one takes none).
-    fn busy_count(&self) -> u64 {
-        match self {
-            Self::Shared(p) => p.busy_count(),
-            Self::Exclusive(_) => 0,
-        }
-    }
-}
-
 /// One publisher, one subscriber on their own stream of a driver with 64 KiB IPC terms.
 struct Stream {
     _client: Client,
-    publisher: AnyPublisher,
+    /// The concurrent publication or the exclusive one.
+    publisher: Box<dyn Publication>,
     subscriber: Subscriber,
 }
 
 fn stream(driver: &EmbeddedDriver, stream_id: i32, exclusive: bool) -> Stream {
     let client = Client::connect(driver.dir()).expect("client connects");
     let subscriber = client.subscription("aeron:ipc", stream_id).expect("subscription");
-    let publisher = if exclusive {
-        AnyPublisher::Exclusive(
+    let publisher: Box<dyn Publication> = if exclusive {
+        Box::new(
             client
                 .exclusive_publication("aeron:ipc", stream_id)
                 .expect("publication"),
         )
     } else {
-        AnyPublisher::Shared(client.publication("aeron:ipc", stream_id).expect("publication"))
+        Box::new(client.publication("aeron:ipc", stream_id).expect("publication"))
     };
     let deadline = Instant::now() + Duration::from_secs(10);
     while !publisher.is_connected() || subscriber.image_count() == 0 {
@@ -179,7 +125,7 @@ fn stream(driver: &EmbeddedDriver, stream_id: i32, exclusive: bool) -> Stream {
 }
 
 /// A message longer than one frame, so `offer` fragments it and `poll` reassembles it.
-fn fragmented_len(publisher: &AnyPublisher) -> usize {
+fn fragmented_len(publisher: &dyn Publication) -> usize {
     let len = publisher.max_payload_length() * 2 + 100;
     assert!(len <= publisher.max_message_length(), "{len} does not fit one message");
     len
@@ -195,7 +141,7 @@ fn stamp(msg: &mut [u8], seq: u64) {
 
 /// One attempt to publish message `seq` of `scratch.len()` bytes.
 #[inline]
-fn try_send(publisher: &mut AnyPublisher, how: Send, seq: u64, scratch: &mut [u8]) -> Result<(), OfferError> {
+fn try_send(publisher: &mut dyn Publication, how: Send, seq: u64, scratch: &mut [u8]) -> Result<(), OfferError> {
     match how {
         Send::Offer => {
             stamp(scratch, seq);
@@ -265,7 +211,7 @@ fn one_thread(s: &mut Stream, how: Send, len: usize) -> Counted {
         }
         let mut work = 0;
         while sent < total && work < 64 {
-            match try_send(&mut s.publisher, how, sent, &mut scratch) {
+            match try_send(s.publisher.as_mut(), how, sent, &mut scratch) {
                 Ok(()) => {
                     sent += 1;
                     work += 1;
@@ -316,7 +262,7 @@ fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
                     before = Some(allocated());
                     refused = 0;
                 }
-                match try_send(publisher, how, sent, &mut scratch) {
+                match try_send(publisher.as_mut(), how, sent, &mut scratch) {
                     Ok(()) => {
                         sent += 1;
                         idle.reset();
@@ -378,15 +324,17 @@ fn assert_allocation_free(threads: &str, how: Send, run: fn(&mut Stream, Send, u
     for size in sizes {
         stream_id += 1;
         let mut s = stream(&d, stream_id, exclusive);
-        let len = if size == 0 { fragmented_len(&s.publisher) } else { size };
+        let len = if size == 0 {
+            fragmented_len(s.publisher.as_ref())
+        } else {
+            size
+        };
         let started = Instant::now();
         let counted = run(&mut s, how, len);
         println!(
-            "{threads}, {how:?}{}, {len} B: {counted:?} in {:.2} s; publication lock busy {} times, \
-             subscription lock busy {} times",
+            "{threads}, {how:?}{}, {len} B: {counted:?} in {:.2} s; subscription lock busy {} times",
             if exclusive { " (exclusive)" } else { "" },
             started.elapsed().as_secs_f64(),
-            s.publisher.busy_count(),
             s.subscriber.busy_count()
         );
         let total = WARMUP + MEASURED;

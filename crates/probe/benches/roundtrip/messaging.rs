@@ -22,8 +22,8 @@ const OFFER_POLL_STREAM: i32 = 1004;
 /// Throughput variants use this stream id plus their index (a fresh log each).
 const THROUGHPUT_STREAM: i32 = 1010;
 
-/// Either of messaging's publications, so one case measures both: aeron-rs's (`Publisher`,
-/// behind aeron-rs's lock) and the exclusive one that writes the log itself.
+/// Either of messaging's publications, so one case measures both: the concurrent one
+/// (`Publisher`, an atomic add per message) and the exclusive one.
 pub(crate) trait Pub: Publication + 'static {
     /// Adds one on `channel` and `stream`.
     fn add(client: &Client, channel: &str, stream: i32) -> Self;
@@ -52,7 +52,7 @@ pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8; MSG_LEN], use_offer: bool
         let kind = match r {
             Ok(()) => return true,
             Err(OfferError::BackPressured) => Retry::BackPressured,
-            Err(OfferError::AdminAction | OfferError::ClientBusy) => Retry::AdminAction,
+            Err(OfferError::AdminAction) => Retry::AdminAction,
             Err(OfferError::NotConnected) => Retry::NotConnected,
             Err(e) => panic!("publishing on stream {stream}: {e}"),
         };
@@ -80,7 +80,6 @@ pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8; MSG_LEN], use_offer: bool
 struct PongReport {
     echoed: u64,
     claim_retries: Retries,
-    pub_lock_busy: u64,
     sub_lock_busy: u64,
 }
 
@@ -130,7 +129,6 @@ impl<P: Pub> Ping<P> {
                     spin_loop();
                 }
             }
-            r.pub_lock_busy = pong_publ.busy_count();
             r.sub_lock_busy = pong_sub.busy_count();
             drop((pong_sub, pong_publ, pong_client));
             r
@@ -155,13 +153,11 @@ impl<P: Pub> Ping<P> {
         }
         let r = self.report.unwrap_or_default();
         format!(
-            "echoed {}; retried claims: ping {}, pong {}; aeron-rs lock busy: ping pub {} sub {}, pong pub {} sub {}",
+            "echoed {}; retried claims: ping {}, pong {}; aeron-rs subscription lock busy: ping {}, pong {}",
             r.echoed,
             self.claim_retries,
             r.claim_retries,
-            self.publ.busy_count(),
             self.sub.busy_count(),
-            r.pub_lock_busy,
             r.sub_lock_busy
         )
     }
@@ -229,9 +225,8 @@ impl OfferPoll {
 
     pub(crate) fn notes(&self) -> String {
         format!(
-            "retried offers: {}; aeron-rs lock busy: pub {} sub {}",
+            "retried offers: {}; aeron-rs subscription lock busy: {}",
             self.retries,
-            self.publ.busy_count(),
             self.sub.busy_count()
         )
     }
@@ -374,16 +369,8 @@ impl<P: Pub> Flowing for Flow<P> {
         let per_poll = r.received as f64 / (r.polls - r.empty_polls).max(1) as f64;
         format!(
             "sent {} received {} gaps {}; retried: {}; {:.1} msgs per non-empty poll, {} of {} polls empty; \
-             aeron-rs lock busy: pub {} sub {}",
-            self.sent,
-            r.received,
-            r.gaps,
-            self.retries,
-            per_poll,
-            r.empty_polls,
-            r.polls,
-            self.publ.busy_count(),
-            r.lock_busy
+             aeron-rs subscription lock busy: {}",
+            self.sent, r.received, r.gaps, self.retries, per_poll, r.empty_polls, r.polls, r.lock_busy
         )
     }
 }

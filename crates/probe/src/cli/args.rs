@@ -329,9 +329,9 @@ pub struct ModeArgs {
     /// Channel of the echoes in rtt mode (across hosts: an endpoint on ping's host) [default: --channel]
     #[arg(long = "pong-channel")]
     pub pong_channel: Option<String>,
-    /// Publication the messages (and pong's echoes) are written with: exclusive (messaging
-    /// writes the log itself, no lock) or shared (aeron-rs's publication, behind its lock: run
-    /// both to see what that lock costs)
+    /// Publication the messages (and pong's echoes) are written with: exclusive (one thread's,
+    /// no atomic read-modify-write per message) or shared (Aeron's concurrent publication: any
+    /// number of writers, one atomic add on the tail per message)
     #[arg(long, default_value = "exclusive")]
     pub publication: crate::model::PublicationKind,
 }

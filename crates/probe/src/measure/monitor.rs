@@ -55,7 +55,7 @@ use crate::model::ThreadJitter;
 use crate::model::Mode;
 use crate::sys::perf::PerfUnavailable;
 
-/// Runs of polls or claims that found aeron-rs's lock held are logged from this long.
+/// Runs of polls that found aeron-rs's subscription lock held are logged from this long.
 pub const LOCK_WAIT_THRESHOLD_NS: u64 = 1_000;
 
 /// Gaps of a hot loop at least this long are logged as stalls (5 µs: a page fault is ~4 µs, a

@@ -15,8 +15,6 @@ pub enum OfferOutcome {
     BackPressured,
     /// A term rotation (Aeron's admin action).
     AdminAction,
-    /// aeron-rs's conductor held the publication's lock at that instant.
-    ClientBusy,
     /// The publication was closed.
     Closed,
     /// The stream reached its maximum position.
@@ -27,12 +25,11 @@ pub enum OfferOutcome {
 
 impl OfferOutcome {
     /// Every outcome, in report order.
-    pub const ALL: [OfferOutcome; 8] = [
+    pub const ALL: [OfferOutcome; 7] = [
         OfferOutcome::Ok,
         OfferOutcome::NotConnected,
         OfferOutcome::BackPressured,
         OfferOutcome::AdminAction,
-        OfferOutcome::ClientBusy,
         OfferOutcome::Closed,
         OfferOutcome::MaxPositionExceeded,
         OfferOutcome::Other,
@@ -47,7 +44,6 @@ impl OfferOutcome {
             OfferOutcome::NotConnected => "not_connected",
             OfferOutcome::BackPressured => "back_pressured",
             OfferOutcome::AdminAction => "admin_action",
-            OfferOutcome::ClientBusy => "client_busy",
             OfferOutcome::Closed => "closed",
             OfferOutcome::MaxPositionExceeded => "max_position_exceeded",
             OfferOutcome::Other => "other",
@@ -56,8 +52,8 @@ impl OfferOutcome {
 }
 
 /// Offer/try_claim outcome names, in the order the text report lists them.
-pub const OFFER_OUTCOMES: [&str; 8] = {
-    let mut names = [""; 8];
+pub const OFFER_OUTCOMES: [&str; 7] = {
+    let mut names = [""; 7];
     let mut i = 0;
     while i < names.len() {
         names[i] = OfferOutcome::ALL[i].name();
@@ -68,7 +64,7 @@ pub const OFFER_OUTCOMES: [&str; 8] = {
 
 /// How often each outcome happened. Counting is an array increment: fit for a hot loop.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OfferTally([u64; 8]);
+pub struct OfferTally([u64; 7]);
 
 impl OfferTally {
     /// Counts one `outcome`.
@@ -108,7 +104,6 @@ mod tests {
                 "not_connected",
                 "back_pressured",
                 "admin_action",
-                "client_busy",
                 "closed",
                 "max_position_exceeded",
                 "other"

@@ -96,7 +96,8 @@ pub enum PublicationKind {
     /// `Client::exclusive_publication`: the log written directly, no lock (the default).
     #[default]
     Exclusive,
-    /// `Client::publication`: aeron-rs's publication, behind its lock.
+    /// `Client::publication`: Aeron's concurrent publication (any number of writers, one
+    /// atomic add on the tail per message).
     Shared,
 }
 

@@ -1,6 +1,6 @@
-//! The publication a run writes with (`--publication`): messaging's exclusive one, which
-//! writes the log itself (the default), or aeron-rs's shared one, behind its lock. One enum, so
-//! the hot loops are written once; each call is one well-predicted branch.
+//! The publication a run writes with (`--publication`): messaging's exclusive one (the
+//! default) or its concurrent one (`shared`). One enum, so the hot loops are written once;
+//! each call is one well-predicted branch.
 
 use aeron_latency::messaging::{
     AddError, Claim, Client, ExclusivePublisher, OfferError, PrefaultError, PrefaultStats, Publication, Publisher,
@@ -88,9 +88,5 @@ impl Publication for AnyPublication {
     }
     fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
         on_either!(self, p => p.prefault())
-    }
-    #[inline]
-    fn busy_count(&self) -> u64 {
-        on_either!(self, p => Publication::busy_count(p))
     }
 }

@@ -296,7 +296,7 @@ fn drive(
             });
             let sent = match ready_rx.recv() {
                 Ok(m) if m.is_on() => {
-                    let on = On::new(m, &publisher, &plan);
+                    let on = On::new(m, &plan);
                     hot_loop(&mut publisher, &plan, on, &mut idle, echo)
                 }
                 _ => hot_loop(&mut publisher, &plan, Off, &mut idle, echo),

@@ -16,7 +16,7 @@ use aeron_latency::wire::{self, EncodeError, Kind, Sample};
 use hdrhistogram::Histogram;
 
 use crate::measure::histogram::{new_latency_histogram, record_saturating};
-use crate::measure::monitor::{Monitor, LOCK_WAIT_THRESHOLD_NS, STALL_THRESHOLD_NS};
+use crate::measure::monitor::{Monitor, STALL_THRESHOLD_NS};
 use crate::model::{JitterSide, OfferOutcome, OfferTally, StallLog, GROUPS, STALLS_LOGGED};
 use crate::run::receive::{State, SubOutcome};
 use crate::sys::clock::now_ns;
@@ -30,7 +30,6 @@ pub fn outcome_of(e: &OfferError) -> OfferOutcome {
         OfferError::NotConnected => OfferOutcome::NotConnected,
         OfferError::BackPressured => OfferOutcome::BackPressured,
         OfferError::AdminAction => OfferOutcome::AdminAction,
-        OfferError::ClientBusy => OfferOutcome::ClientBusy,
         OfferError::Closed => OfferOutcome::Closed,
         OfferError::MaxPositionExceeded => OfferOutcome::MaxPositionExceeded,
         _ => OfferOutcome::Other,
@@ -257,12 +256,6 @@ pub trait Diagnostics {
     fn tick_now(&mut self);
     /// The loop paused on purpose (an idle sleep): forget the gap up to now.
     fn restart(&mut self);
-    /// A claim is being retried at `now`: notes whether aeron-rs's conductor held the lock.
-    fn retrying(&mut self, publisher: &AnyPublication, now: i64);
-    /// Ping committed: a lock wait ends with the claim, not with the echo.
-    fn claimed(&mut self);
-    /// The message is complete at `t`: a lock wait still open ends there.
-    fn completed(&mut self, t: i64);
     /// After message `i`: at a group boundary, reads the counters; true when it did (the next
     /// pacing wait must read the clock afresh).
     fn after(&mut self, i: u64, plan: &Plan) -> bool;
@@ -284,12 +277,6 @@ impl Diagnostics for Off {
     #[inline(always)]
     fn restart(&mut self) {}
     #[inline(always)]
-    fn retrying(&mut self, _: &AnyPublication, _: i64) {}
-    #[inline(always)]
-    fn claimed(&mut self) {}
-    #[inline(always)]
-    fn completed(&mut self, _: i64) {}
-    #[inline(always)]
     fn after(&mut self, _: u64, _: &Plan) -> bool {
         false
     }
@@ -301,28 +288,22 @@ impl Diagnostics for Off {
     }
 }
 
-/// Diagnostics on: the monitor, the loop's stall log and its aeron-rs lock waits.
+/// Diagnostics on: the monitor and the loop's stall log.
 #[derive(Debug)]
 pub struct On {
     monitor: Monitor,
     stalls: StallLog,
-    lock_waits: StallLog,
-    last_busy: u64,
-    busy_since: Option<i64>,
     next_group: usize,
     next_boundary: u64,
 }
 
 impl On {
-    /// Diagnostics for a loop that publishes on `publisher`.
+    /// Diagnostics for a loop that publishes `plan`.
     #[must_use]
-    pub fn new(monitor: Monitor, publisher: &AnyPublication, plan: &Plan) -> On {
+    pub fn new(monitor: Monitor, plan: &Plan) -> On {
         On {
             monitor,
             stalls: StallLog::new(STALL_THRESHOLD_NS, STALLS_LOGGED),
-            lock_waits: StallLog::new(LOCK_WAIT_THRESHOLD_NS, STALLS_LOGGED),
-            last_busy: publisher.busy_count(),
-            busy_since: None,
             next_group: 0,
             next_boundary: plan.group_start(0),
         }
@@ -343,30 +324,6 @@ impl Diagnostics for On {
     #[inline]
     fn restart(&mut self) {
         self.stalls.restart(now_ns());
-    }
-
-    #[inline]
-    fn retrying(&mut self, publisher: &AnyPublication, now: i64) {
-        if publisher.busy_count() != self.last_busy {
-            // The last failure was aeron-rs's conductor holding the publication lock (not one
-            // of Aeron's own admin actions).
-            self.last_busy = publisher.busy_count();
-            self.busy_since.get_or_insert(now);
-        }
-    }
-
-    #[inline]
-    fn claimed(&mut self) {
-        if let Some(start) = self.busy_since.take() {
-            self.lock_waits.interval(start, now_ns() - start);
-        }
-    }
-
-    #[inline]
-    fn completed(&mut self, t: i64) {
-        if let Some(start) = self.busy_since.take() {
-            self.lock_waits.interval(start, t - start);
-        }
     }
 
     #[inline]
@@ -393,7 +350,6 @@ impl Diagnostics for On {
 
     fn finish(mut self) -> Option<JitterSide> {
         self.monitor.set_stalls(current_tid(), self.stalls);
-        self.monitor.set_lock_waits(current_tid(), self.lock_waits);
         Some(self.monitor.finish())
     }
 }
@@ -442,7 +398,6 @@ pub(crate) fn hot_loop<D: Diagnostics>(
         };
         let done = match &mut echo {
             Some((sub, st)) => {
-                diag.claimed();
                 // No extra clock read inside the round trip: the echo's receive reading ends it
                 // and starts the next pacing wait.
                 match await_echo(sub, st, i, now, plan, idle, &mut diag) {
@@ -460,7 +415,6 @@ pub(crate) fn hot_loop<D: Diagnostics>(
                 t
             }
         };
-        diag.completed(done);
         after_commit = Some(done);
         r.sent = i + 1;
         r.max_lag_ns = r.max_lag_ns.max((now - intended).max(0) as u64);
@@ -502,9 +456,6 @@ fn send<D: Diagnostics>(
 ) -> Result<i64, Stop> {
     let mut failing_since: Option<i64> = None;
     loop {
-        if failing_since.is_some() {
-            diag.retrying(publisher, now);
-        }
         let e = match publisher.try_claim(wire::encoded_len(plan.padding)) {
             // The client lost its driver: not an offer outcome (it never reached the log).
             Err(OfferError::ClientClosed) => return Err(Stop::DriverLost { seq: i, sent: i }),
@@ -701,7 +652,6 @@ mod tests {
         assert_eq!(outcome_of(&OfferError::BackPressured), OfferOutcome::BackPressured);
         assert_eq!(outcome_of(&OfferError::NotConnected), OfferOutcome::NotConnected);
         assert_eq!(outcome_of(&OfferError::AdminAction), OfferOutcome::AdminAction);
-        assert_eq!(outcome_of(&OfferError::ClientBusy), OfferOutcome::ClientBusy);
         assert_eq!(
             outcome_of(&OfferError::MaxPositionExceeded),
             OfferOutcome::MaxPositionExceeded

@@ -1,4 +1,5 @@
-//! The exclusive publication writes the log itself: these tests check it writes Aeron's format,
+//! Both publications write the log themselves (the exclusive one from its own tail, the
+//! concurrent one claiming space with an atomic add): these tests check they write Aeron's format,
 //! read back by aeron-rs's reader and by the Aeron C client (rusteron-client), through many term
 //! rotations (64 KiB terms), fragmented messages, padding, claims committed and aborted, a late
 //! subscriber, back-pressure and the loss of the driver; and the other way round, our
@@ -10,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use messaging::{Client, EmbeddedDriver, ExclusivePublisher, IdleStrategy, MessageHeader, OfferError, Subscriber};
+use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publication, Subscriber};
 
 /// A small, fast, seeded generator (xorshift64*): the same seed, the same sizes.
 struct Rng(u64);
@@ -34,7 +35,7 @@ fn message(seq: u64, len: usize) -> Vec<u8> {
 }
 
 /// Offers until accepted (retrying what is retryable); fails the test after 10 s.
-fn offer(publ: &mut ExclusivePublisher, msg: &[u8], reserved: Option<i64>) -> u64 {
+fn offer<P: Publication>(publ: &mut P, msg: &[u8], reserved: Option<i64>) -> u64 {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -50,7 +51,7 @@ fn offer(publ: &mut ExclusivePublisher, msg: &[u8], reserved: Option<i64>) -> u6
     }
 }
 
-fn wait_connected(publ: &ExclusivePublisher, sub: &Subscriber) {
+fn wait_connected<P: Publication>(publ: &P, sub: &Subscriber) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !publ.is_connected() || sub.image_count() == 0 {
         assert!(Instant::now() < deadline, "never connected");
@@ -70,12 +71,30 @@ fn random_sizes_through_many_rotations_arrive_once_in_order_intact() {
         Err(_) => vec![1, 0x9E37_79B9_7F4A_7C15, 424_242],
     };
     for seed in seeds {
-        random_sizes("aeron:ipc", seed, 6_000);
+        random_sizes(
+            &|c: &Client, ch, st| c.exclusive_publication(ch, st).unwrap(),
+            "aeron:ipc",
+            seed,
+            6_000,
+        );
+        random_sizes(
+            &|c: &Client, ch, st| c.publication(ch, st).unwrap(),
+            "aeron:ipc",
+            seed,
+            6_000,
+        );
     }
-    random_sizes("aeron:udp?endpoint=localhost:40994", 7, 3_000);
+    let udp = "aeron:udp?endpoint=localhost:40994";
+    random_sizes(
+        &|c: &Client, ch, st| c.exclusive_publication(ch, st).unwrap(),
+        udp,
+        7,
+        3_000,
+    );
+    random_sizes(&|c: &Client, ch, st| c.publication(ch, st).unwrap(), udp, 8, 3_000);
 }
 
-fn random_sizes(channel: &str, seed: u64, n: u64) {
+fn random_sizes<P: Publication>(add: &dyn Fn(&Client, &str, i32) -> P, channel: &str, seed: u64, n: u64) {
     let d = EmbeddedDriver::builder()
         .private_dir()
         .ipc_term_length(64 << 10)
@@ -84,7 +103,7 @@ fn random_sizes(channel: &str, seed: u64, n: u64) {
         .unwrap();
     let client = Client::connect(d.dir()).unwrap();
     let mut sub = client.subscription(channel, 70).unwrap();
-    let mut publ = client.exclusive_publication(channel, 70).unwrap();
+    let mut publ = add(&client, channel, 70);
     wait_connected(&publ, &sub);
     let max = publ.max_message_length();
     assert_eq!((publ.term_length(), max), (64 << 10, 8 << 10));
@@ -139,7 +158,10 @@ fn random_sizes(channel: &str, seed: u64, n: u64) {
     assert_eq!(positions.iter().map(|&p| p as i64).collect::<Vec<_>>(), received);
     let rotations = (*received.last().unwrap() - start) / (64 << 10);
     assert!(rotations > 50, "{channel} seed {seed}: only {rotations} term rotations");
-    println!("{channel} seed {seed}: {n} messages, {rotations} term rotations");
+    println!(
+        "{} on {channel}, seed {seed}: {n} messages, {rotations} term rotations",
+        std::any::type_name::<P>()
+    );
 }
 
 /// The Aeron C client's subscription reads what the exclusive publication writes: whole and
@@ -442,4 +464,70 @@ fn an_exclusive_publication_closed_under_its_reader_is_an_unavailable_image() {
         std::thread::sleep(Duration::from_millis(1));
     }
     assert_eq!(sub.image_count(), 0);
+}
+
+/// The concurrent publication shares its log: two of ours on two threads and the Aeron C
+/// client's publication on a third append to one stream at once, through hundreds of term
+/// rotations they race to make. Every message arrives once, intact, each writer's in its order.
+#[test]
+fn concurrent_writers_ours_and_the_c_client_s_share_one_log() {
+    const PER_WRITER: u64 = 4_000;
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 76).unwrap();
+    let ours: Vec<_> = (0..2).map(|_| client.publication("aeron:ipc", 76).unwrap()).collect();
+    wait_connected(&ours[0], &sub);
+    assert!(ours.iter().all(|p| p.session_id() == ours[0].session_id()), "one log");
+    // Writer w's message i: [w, i (8 bytes), filler], 24 to 1,000 bytes.
+    let msg = |w: u8, i: u64| {
+        let mut m = vec![w; 24 + (i as usize * 37 + w as usize * 101) % 977];
+        m[1..9].copy_from_slice(&i.to_le_bytes());
+        m
+    };
+    let mut next = [0u64; 3];
+    std::thread::scope(|s| {
+        for (w, mut p) in ours.into_iter().enumerate() {
+            s.spawn(move || {
+                for i in 0..PER_WRITER {
+                    offer(&mut p, &msg(w as u8, i), None);
+                }
+            });
+        }
+        let dir = d.dir();
+        s.spawn(move || {
+            // The C client's handles stay on the thread that made them.
+            let c = c_client(dir);
+            let c_publ =
+                c.0.async_add_publication(c"aeron:ipc", 76)
+                    .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
+                    .expect("C publication");
+            let deadline = Instant::now() + Duration::from_secs(30);
+            for i in 0..PER_WRITER {
+                let m = msg(2, i);
+                while c_publ.offer(&m).is_err() {
+                    assert!(Instant::now() < deadline, "the C publication stalled at {i}");
+                    std::thread::yield_now();
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut idle: IdleStrategy = "yield".parse().unwrap();
+        while next.iter().sum::<u64>() < 3 * PER_WRITER {
+            assert!(Instant::now() < deadline, "received {next:?} of {PER_WRITER} each");
+            let n = sub
+                .poll(
+                    &mut |m: &[u8], _: &MessageHeader<'_>| {
+                        let w = m[0] as usize;
+                        let i = u64::from_le_bytes(m[1..9].try_into().unwrap());
+                        assert_eq!(i, next[w], "writer {w}: lost, repeated or out of order");
+                        assert!(m == msg(w as u8, i), "writer {w}'s message {i} corrupted");
+                        next[w] += 1;
+                    },
+                    64,
+                )
+                .unwrap();
+            idle.idle(n);
+        }
+    });
+    assert_eq!(next, [PER_WRITER; 3]);
 }
