@@ -524,7 +524,7 @@ fn print_summary(s: &Summary) {
         );
     }
     println!(
-        "uncontended std Mutex try_lock + unlock (aeron-rs takes one per offer / try_claim and per poll): {:.1} ns",
+        "uncontended std Mutex try_lock + unlock (aeron-rs takes one per poll): {:.1} ns",
         s.mutex_ns
     );
 }
