@@ -38,6 +38,7 @@ use crate::error::{AddError, AsyncError, ConnectError, LivenessError};
 use crate::exclusive::ExclusivePublisher;
 use crate::images::Images;
 use crate::publication::Publisher;
+use crate::reader::{Change, Counters, Feed};
 use crate::subscription::Subscriber;
 
 /// Whether a [`Client`] can still work with its media driver.
@@ -535,21 +536,35 @@ impl Client {
         let c = check_channel(channel)?;
         let started = Instant::now();
         let images = Images::new();
-        let (on_available, on_unavailable) = (images.clone(), images.clone());
+        let values = cnc_file_descriptor::create_counter_values_buffer(&self.inner.shared.cnc);
+        // The handlers hold the counters' address, not the client: the client's mapping of
+        // cnc.dat outlives every image the subscriber reads (the subscriber holds the client).
+        let (feed, changes) = Feed::new(Counters {
+            base: values.buffer() as usize,
+            capacity: values.capacity().max(0) as usize,
+        });
+        let (on_available, on_unavailable) = ((images.clone(), feed.clone()), (images.clone(), feed));
         let id = self
             .inner
             .with_aeron(|a| {
                 a.add_subscription_opt(
                     c,
                     stream_id,
-                    Box::new(move |image: &Image| on_available.on_available(image)),
-                    Box::new(move |image: &Image| on_unavailable.on_unavailable(image)),
+                    Box::new(move |image: &Image| {
+                        on_available.0.on_available(image);
+                        on_available.1.available(image);
+                    }),
+                    Box::new(move |image: &Image| {
+                        on_unavailable.0.on_unavailable(image);
+                        on_unavailable.1.unavailable(image);
+                    }),
                 )
             })?
             .map_err(|e| AddError::from_aeron(channel, stream_id, started.elapsed(), e))?;
         Ok(PendingSubscription {
             pending: Pending::new(self, id, channel, stream_id, started),
             images,
+            changes: Some(changes),
         })
     }
 
@@ -679,6 +694,8 @@ pub struct PendingSubscription {
     pending: Pending,
     /// Fed by the image handlers from the moment the subscription was asked for.
     images: Arc<Images>,
+    /// The images the subscriber will read (taken when it is handed over).
+    changes: Option<crossbeam_channel::Receiver<Change>>,
 }
 
 impl fmt::Debug for PendingSubscription {
@@ -700,7 +717,18 @@ impl PendingSubscription {
             Err(e) => Err(e),
             Ok(s) => Ok(Some(s)),
         })?;
-        Ok(found.map(|s| Subscriber::new(s, p.inner.clone(), self.images.clone(), &p.channel, p.stream_id)))
+        let Some(s) = found else {
+            return Ok(None);
+        };
+        let changes = self.changes.take().ok_or(AddError::ClientClosed)?;
+        Ok(Some(Subscriber::new(
+            s,
+            p.inner.clone(),
+            self.images.clone(),
+            changes,
+            &p.channel,
+            p.stream_id,
+        )))
     }
 }
 

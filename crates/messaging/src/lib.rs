@@ -4,11 +4,9 @@
 //! # Guarantees
 //! - **Hot path**: [`Publisher::offer`], [`Publisher::try_claim`], the same on
 //!   [`ExclusivePublisher`], and [`Subscriber::poll`] never allocate in steady state, never
-//!   log, never block and make no syscall. Both publications write the log themselves, as
-//!   Aeron's C client does, with no lock (aeron-rs only adds, tracks and removes them). aeron-rs
-//!   keeps every subscription behind a `std::sync::Mutex` that its conductor thread also
-//!   takes; `poll` `try_lock`s it once per call and never holds it between calls (a busy lock
-//!   reads 0 fragments).
+//!   log, never block, take no lock and make no syscall: they write and read the logs
+//!   themselves, as Aeron's C client does. aeron-rs adds, tracks and removes publications
+//!   and subscriptions, and finds and retires images.
 //! - **Status reads are plain loads**: [`Publisher::is_connected`], [`Publisher::position`],
 //!   [`Subscriber::image_count`], [`Subscriber::is_connected`], [`Client::is_closed`] and the
 //!   counter readers never take the conductor's lock (as in Aeron's own clients).
@@ -83,6 +81,7 @@ mod logbuffer;
 mod perms;
 mod prefault;
 mod publication;
+mod reader;
 mod subscription;
 mod thread;
 

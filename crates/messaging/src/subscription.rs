@@ -3,11 +3,11 @@
 //! Guarantees:
 //! - [`Subscriber::poll`] hands each whole message to the handler exactly once, in stream
 //!   order per publisher (session); messages longer than one frame are reassembled;
-//! - `poll` never blocks and makes no syscall: aeron-rs keeps the subscription behind a
-//!   `std::sync::Mutex` that its conductor thread also takes to attach new images (a late
-//!   publisher). We `try_lock` once per poll and release it before returning — never hold it
-//!   across polls, or images never attach and nothing is received — and if the conductor
-//!   holds it at that instant the poll returns 0 and the next one proceeds;
+//! - `poll` takes no lock, never blocks and makes no syscall: it reads the images' logs
+//!   itself and advances their subscriber positions, as Aeron's C client does. aeron-rs's
+//!   conductor still finds and retires the images (a late publisher, one that went away); its
+//!   image handlers hand each one to the polling thread through a queue that `poll` looks at
+//!   once per call;
 //! - unfragmented messages (the usual case) are passed straight from the term buffer without
 //!   a copy; reassembly buffers are allocated once per publisher and reused.
 //!
@@ -33,16 +33,14 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex};
 
-use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::logbuffer::frame_descriptor::{BEGIN_FRAG, END_FRAG, UNFRAGMENTED};
-use aeron_rs::concurrent::logbuffer::header::Header;
 use aeron_rs::concurrent::logbuffer::log_buffer_descriptor::LOG_META_DATA_SECTION_INDEX;
-use aeron_rs::image::{ControlledPollAction, Image};
+use aeron_rs::image::Image;
 use aeron_rs::subscription::Subscription;
 use aeron_rs::utils::log_buffers::LogBuffers;
-use aeron_rs::utils::types::Index;
+use crossbeam_channel::Receiver;
 
 use crate::client::Client;
 use crate::conductor::Inner;
@@ -52,6 +50,7 @@ use crate::idle::IdleStrategy;
 use crate::images::IMAGE_EVENT_CAPACITY;
 use crate::images::{ImageEvent, Images};
 use crate::prefault::{self, PrefaultStats};
+use crate::reader::{Change, Frame, ReaderImage, Step};
 use crate::thread::{PinnedThread, ThreadBuilder};
 
 /// What a [`Subscriber::controlled_poll`] handler wants done after a message (Aeron's
@@ -68,13 +67,14 @@ pub enum ControlledAction {
     Continue,
 }
 
-impl From<ControlledAction> for ControlledPollAction {
+impl From<ControlledAction> for Step {
+    #[inline]
     fn from(a: ControlledAction) -> Self {
         match a {
-            ControlledAction::Abort => ControlledPollAction::Abort,
-            ControlledAction::Break => ControlledPollAction::Break,
-            ControlledAction::Commit => ControlledPollAction::Commit,
-            ControlledAction::Continue => ControlledPollAction::Continue,
+            ControlledAction::Abort => Step::Abort,
+            ControlledAction::Break => Step::Break,
+            ControlledAction::Commit => Step::Commit,
+            ControlledAction::Continue => Step::Continue,
         }
     }
 }
@@ -86,7 +86,7 @@ impl From<ControlledAction> for ControlledPollAction {
 /// field out, to keep after the handler returns.
 #[derive(Clone, Copy)]
 pub struct MessageHeader<'a> {
-    header: &'a Header,
+    frame: Frame<'a>,
 }
 
 impl MessageHeader<'_> {
@@ -94,35 +94,35 @@ impl MessageHeader<'_> {
     #[inline]
     #[must_use]
     pub fn session_id(&self) -> i32 {
-        self.header.session_id()
+        self.frame.session_id()
     }
 
     /// The stream id.
     #[inline]
     #[must_use]
     pub fn stream_id(&self) -> i32 {
-        self.header.stream_id()
+        self.frame.stream_id()
     }
 
     /// The reserved value the publisher set in the frame header (0 by default).
     #[inline]
     #[must_use]
     pub fn reserved_value(&self) -> i64 {
-        self.header.reserved_value()
+        self.frame.reserved_value()
     }
 
     /// The term the (last) fragment is in.
     #[inline]
     #[must_use]
     pub fn term_id(&self) -> i32 {
-        self.header.term_id()
+        self.frame.term_id()
     }
 
     /// Its offset in that term, bytes.
     #[inline]
     #[must_use]
     pub fn term_offset(&self) -> i32 {
-        self.header.term_offset()
+        self.frame.term_offset()
     }
 
     /// The stream position just after this message (what a subscriber position reads once it
@@ -130,14 +130,14 @@ impl MessageHeader<'_> {
     #[inline]
     #[must_use]
     pub fn position(&self) -> i64 {
-        self.header.position()
+        self.frame.position()
     }
 
     /// The frame flags (`0xC0` unfragmented; `0x80` begin, `0x40` end of a fragmented message).
     #[inline]
     #[must_use]
     pub fn flags(&self) -> u8 {
-        self.header.flags()
+        self.frame.flags()
     }
 
     /// Every field, copied out.
@@ -204,17 +204,28 @@ fn assemble<'a>(assembly: &'a mut Vec<(i32, Vec<u8>)>, session: i32, flags: u8, 
 
 /// A subscription on one channel and stream.
 pub struct Subscriber {
+    /// Keeps the subscription registered (and its images found and retired by aeron-rs's
+    /// conductor); never locked by `poll`.
     pub(crate) subscription: Arc<Mutex<Subscription>>,
+    /// The images this thread reads, in the order they came, and where the next poll starts.
+    readers: Vec<ReaderImage>,
+    round_robin: usize,
+    /// Images handed over (and retired) by the image handlers on the conductor thread.
+    changes: Receiver<Change>,
     assembly: Vec<(i32, Vec<u8>)>,
     channel: String,
     stream_id: i32,
-    busy: u64,
     /// The client's liveness state (one load per poll).
     live: Arc<std::sync::atomic::AtomicU8>,
     /// Image count and events, kept by the image handlers on the conductor thread.
     images: Arc<Images>,
     _client: Arc<Inner>,
 }
+
+// SAFETY: aeron-rs's `Subscription` is only held (for its registration) and locked only by
+// `prefault`, through its Mutex, as aeron-rs's own conductor thread does; the reader images
+// are Send; everything else is owned data or thread-safe handles.
+unsafe impl Send for Subscriber {}
 
 impl fmt::Debug for Subscriber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -231,74 +242,95 @@ impl Subscriber {
         subscription: Arc<Mutex<Subscription>>,
         client: Arc<Inner>,
         images: Arc<Images>,
+        changes: Receiver<Change>,
         channel: &str,
         stream_id: i32,
     ) -> Self {
         Self {
             subscription,
+            readers: Vec::new(),
+            round_robin: 0,
+            changes,
             assembly: Vec::new(),
             channel: channel.to_owned(),
             stream_id,
-            busy: 0,
             live: client.shared.lost.state.clone(),
             images,
             _client: client,
         }
     }
 
-    /// How many polls so far found the subscription's lock held by aeron-rs's conductor (and
-    /// returned 0 without reading). The probe times these runs to show the lock's cost.
-    #[must_use]
-    pub fn busy_count(&self) -> u64 {
-        self.busy
-    }
-
     /// Polls up to `fragment_limit` fragments and calls `handler` for every complete message.
-    /// Returns the number of fragments read (the work count for an idle strategy).
+    /// Returns the number of fragments read (the work count for an idle strategy). Reads the
+    /// images' logs directly, as Aeron's C client does: no lock, no allocation once each
+    /// publisher's reassembly buffer exists; images that came or went since the last poll are
+    /// taken into account first (one queue look).
     ///
     /// # Errors
     /// [`PollError::ClientClosed`] once the client lost its media driver (one load per call).
+    #[inline]
     pub fn poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
-        let Some((mut sub, assembly)) = self.begin_poll()? else {
-            return Ok(0);
-        };
-        let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
-            let bytes = buf.as_sub_slice(offset, length);
-            let flags = header.flags();
-            let h = MessageHeader { header };
+        self.read(fragment_limit, &mut |assembly, bytes, frame| {
+            let h = MessageHeader { frame };
+            let flags = frame.flags();
             if flags & UNFRAGMENTED == UNFRAGMENTED {
                 handler(bytes, &h);
-                return;
+                return Step::Continue;
             }
-            let buf = assemble(assembly, h.session_id(), flags, bytes);
+            let buf = assemble(assembly, frame.session_id(), flags, bytes);
             if flags & END_FRAG != 0 && !buf.is_empty() {
                 handler(buf, &h);
                 buf.clear();
             }
-        };
-        let n = sub.poll(&mut on_fragment, fragment_limit.min(i32::MAX as usize) as i32);
-        Ok(n.max(0) as usize)
+            Step::Continue
+        })
     }
 
-    /// What both polls start with: the client must have its driver (one load), and the
-    /// subscription's lock is taken with `try_lock` (held by aeron-rs's conductor: `None`,
-    /// counted in `busy`). Hands out the guard and the reassembly buffers together.
+    /// Takes the image changes the conductor queued, then reads the images round robin
+    /// (Aeron's subscription poll), handing each fragment to `on` with the reassembly buffers.
     #[inline]
-    #[allow(clippy::type_complexity)]
-    fn begin_poll(&mut self) -> Result<Option<(MutexGuard<'_, Subscription>, &mut Vec<(i32, Vec<u8>)>)>, PollError> {
+    fn read(
+        &mut self,
+        fragment_limit: usize,
+        on: &mut impl FnMut(&mut Vec<(i32, Vec<u8>)>, &[u8], Frame<'_>) -> Step,
+    ) -> Result<usize, PollError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
             return Err(PollError::ClientClosed);
         }
-        match self.subscription.try_lock() {
-            Ok(g) => Ok(Some((g, &mut self.assembly))),
-            Err(TryLockError::WouldBlock) => {
-                self.busy += 1;
-                Ok(None)
+        if !self.changes.is_empty() {
+            self.take_changes();
+        }
+        let n = self.readers.len();
+        if n == 0 {
+            return Ok(0);
+        }
+        self.round_robin = (self.round_robin + 1) % n;
+        let (assembly, readers) = (&mut self.assembly, &mut self.readers);
+        let mut fragments = 0;
+        for k in 0..n {
+            let image = &mut readers[(self.round_robin + k) % n];
+            fragments += image.read(fragment_limit - fragments, &mut |bytes, frame| {
+                on(assembly, bytes, frame)
+            });
+            if fragments >= fragment_limit {
+                break;
             }
-            Err(TryLockError::Poisoned(p)) => Ok(Some((p.into_inner(), &mut self.assembly))),
+        }
+        Ok(fragments)
+    }
+
+    /// Applies the images that came and went (not on the hot path's common case: only when
+    /// the queue holds something).
+    #[cold]
+    fn take_changes(&mut self) {
+        while let Ok(change) = self.changes.try_recv() {
+            match change {
+                Change::Add(image) => self.readers.push(image),
+                Change::Remove(id) => self.readers.retain(|r| r.correlation_id() != id),
+            }
         }
     }
 
@@ -317,19 +349,15 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
-        let Some((mut sub, assembly)) = self.begin_poll()? else {
-            return Ok(0);
-        };
-        let mut on_fragment = |buf: &AtomicBuffer, offset: Index, length: Index, header: &Header| {
-            let bytes = buf.as_sub_slice(offset, length);
-            let flags = header.flags();
-            let h = MessageHeader { header };
+        self.read(fragment_limit, &mut |assembly, bytes, frame| {
+            let h = MessageHeader { frame };
+            let flags = frame.flags();
             if flags & UNFRAGMENTED == UNFRAGMENTED {
-                return Ok(handler(bytes, &h).into());
+                return handler(bytes, &h).into();
             }
-            let buf = assemble(assembly, h.session_id(), flags, bytes);
+            let buf = assemble(assembly, frame.session_id(), flags, bytes);
             if flags & END_FRAG == 0 || buf.is_empty() {
-                return Ok(ControlledPollAction::Continue);
+                return Step::Continue;
             }
             let action = handler(buf, &h);
             if action == ControlledAction::Abort {
@@ -338,10 +366,8 @@ impl Subscriber {
             } else {
                 buf.clear();
             }
-            Ok(action.into())
-        };
-        let n = sub.controlled_poll(&mut on_fragment, fragment_limit.min(i32::MAX as usize) as i32);
-        Ok(n.max(0) as usize)
+            action.into()
+        })
     }
 
     /// Guarantees: on `Ok`, every page of the log buffers of every image attached right now

@@ -350,7 +350,6 @@ pub(crate) struct SubReport {
     pub(crate) gaps: u64,
     pub(crate) polls: u64,
     pub(crate) empty_polls: u64,
-    pub(crate) lock_busy: u64,
 }
 
 /// A lagging subscriber waits this long after a poll that read fewer than [`LAG_BELOW`]

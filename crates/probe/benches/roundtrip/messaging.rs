@@ -80,7 +80,6 @@ pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8; MSG_LEN], use_offer: bool
 struct PongReport {
     echoed: u64,
     claim_retries: Retries,
-    sub_lock_busy: u64,
 }
 
 pub(crate) struct Ping<P: Pub = Publisher> {
@@ -129,7 +128,6 @@ impl<P: Pub> Ping<P> {
                     spin_loop();
                 }
             }
-            r.sub_lock_busy = pong_sub.busy_count();
             drop((pong_sub, pong_publ, pong_client));
             r
         });
@@ -153,12 +151,8 @@ impl<P: Pub> Ping<P> {
         }
         let r = self.report.unwrap_or_default();
         format!(
-            "echoed {}; retried claims: ping {}, pong {}; aeron-rs subscription lock busy: ping {}, pong {}",
-            r.echoed,
-            self.claim_retries,
-            r.claim_retries,
-            self.sub.busy_count(),
-            r.sub_lock_busy
+            "echoed {}; retried claims: ping {}, pong {}",
+            r.echoed, self.claim_retries, r.claim_retries
         )
     }
 }
@@ -224,11 +218,7 @@ impl OfferPoll {
     }
 
     pub(crate) fn notes(&self) -> String {
-        format!(
-            "retried offers: {}; aeron-rs subscription lock busy: {}",
-            self.retries,
-            self.sub.busy_count()
-        )
+        format!("retried offers: {}", self.retries)
     }
 }
 
@@ -328,7 +318,6 @@ impl<P: Pub> Flow<P> {
                     lag(n);
                 }
             }
-            r.lock_busy = sub.busy_count();
             drop((sub, sub_client));
             r
         });
@@ -368,9 +357,8 @@ impl<P: Pub> Flowing for Flow<P> {
         let r = self.report.unwrap_or_default();
         let per_poll = r.received as f64 / (r.polls - r.empty_polls).max(1) as f64;
         format!(
-            "sent {} received {} gaps {}; retried: {}; {:.1} msgs per non-empty poll, {} of {} polls empty; \
-             aeron-rs subscription lock busy: {}",
-            self.sent, r.received, r.gaps, self.retries, per_poll, r.empty_polls, r.polls, r.lock_busy
+            "sent {} received {} gaps {}; retried: {}; {:.1} msgs per non-empty poll, {} of {} polls empty",
+            self.sent, r.received, r.gaps, self.retries, per_poll, r.empty_polls, r.polls
         )
     }
 }

@@ -55,9 +55,6 @@ use crate::model::ThreadJitter;
 use crate::model::Mode;
 use crate::sys::perf::PerfUnavailable;
 
-/// Runs of polls that found aeron-rs's subscription lock held are logged from this long.
-pub const LOCK_WAIT_THRESHOLD_NS: u64 = 1_000;
-
 /// Gaps of a hot loop at least this long are logged as stalls (5 µs: a page fault is ~4 µs, a
 /// preemption on this class of machine 15–65 µs).
 pub const STALL_THRESHOLD_NS: u64 = 5_000;
@@ -102,7 +99,6 @@ pub struct Monitor {
     cost: ReadCost,
     reads: Vec<(i64, u64)>,
     stalls: Vec<(i32, StallLog)>,
-    lock_waits: Vec<(i32, StallLog)>,
     notes: Vec<String>,
 }
 
@@ -157,7 +153,6 @@ impl Monitor {
             cost: ReadCost::default(),
             reads: Vec::with_capacity(GROUPS + 1),
             stalls: Vec::new(),
-            lock_waits: Vec::new(),
             notes: Vec::new(),
         })
     }
@@ -248,12 +243,6 @@ impl Monitor {
         self.stalls.push((tid, log));
     }
 
-    /// Adds the log of aeron-rs lock waits of the hot thread `tid`.
-    pub fn set_lock_waits(&mut self, tid: i32, log: StallLog) {
-        self.lock_waits.retain(|(t, _)| *t != tid);
-        self.lock_waits.push((tid, log));
-    }
-
     /// Reads every watched thread into boundary `slot` (`g` = group `g` starts; [`GROUPS`] =
     /// the measured period ends). The first call for a slot wins. Slots skipped since the last
     /// one taken (one poll crossed two boundaries) get the same reading: their groups are empty
@@ -332,11 +321,6 @@ impl Monitor {
                 .iter()
                 .position(|(t, _)| *t == w.tid)
                 .map(|p| self.stalls.swap_remove(p).1);
-            let lock_waits = self
-                .lock_waits
-                .iter()
-                .position(|(t, _)| *t == w.tid)
-                .map(|p| self.lock_waits.swap_remove(p).1);
             threads.push(ThreadJitter {
                 pid: w.pid,
                 tid: w.tid,
@@ -348,7 +332,8 @@ impl Monitor {
                 off_cpu_lost: lost,
                 episodes: w.reader.has_sampler(),
                 stalls,
-                lock_waits,
+                // messaging reads and writes the logs without aeron-rs's locks now.
+                lock_waits: None,
             });
         }
         let steal_ns = (0..GROUPS)

@@ -312,7 +312,7 @@ pub struct ThreadJitter {
     /// Stalls its loop saw (hot threads that measure or pace).
     pub stalls: Option<StallLog>,
     /// Runs of polls/claims that found aeron-rs's subscription/publication lock held by its
-    /// conductor.
+    /// conductor (reports from before messaging stopped taking those locks; none since).
     #[serde(default)]
     pub lock_waits: Option<StallLog>,
 }

@@ -38,8 +38,6 @@ pub(crate) struct State {
     /// Group boundary reached inside a poll; counters are read after the poll returns.
     pub(crate) pending: Option<usize>,
     pub(crate) stalls: Option<StallLog>,
-    /// Runs of polls that found aeron-rs's subscription lock held: (log, start of the run, busy count).
-    pub(crate) lock_waits: Option<(StallLog, Option<i64>, u64)>,
     pub(crate) slow: SlowSamples,
     pub(crate) lock: Option<Arc<Mutex<u64>>>,
     /// The live line's shared counters, when it is on.
@@ -62,13 +60,6 @@ impl State {
             monitor,
             pending: None,
             stalls: (on && stalls).then(|| StallLog::new(crate::measure::monitor::STALL_THRESHOLD_NS, STALLS_LOGGED)),
-            lock_waits: (on && stalls).then(|| {
-                (
-                    StallLog::new(crate::measure::monitor::LOCK_WAIT_THRESHOLD_NS, STALLS_LOGGED),
-                    None,
-                    0,
-                )
-            }),
             slow: SlowSamples::new(SLOW_SAMPLES_KEPT),
             lock,
             live: None,
@@ -151,9 +142,6 @@ impl State {
             m.snapshot(GROUPS);
             if let Some(s) = self.stalls.take() {
                 m.set_stalls(crate::sys::thread::current_tid(), s);
-            }
-            if let Some((l, _, _)) = self.lock_waits.take() {
-                m.set_lock_waits(crate::sys::thread::current_tid(), l);
             }
             m.finish()
         });

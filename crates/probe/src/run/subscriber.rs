@@ -357,15 +357,6 @@ fn hot_loop(
             // One vDSO clock read per iteration: gaps >= 5 µs are logged as stalls.
             let now = now_ns();
             s.tick(now);
-            if let Some((log, since, seen)) = &mut st.lock_waits {
-                let busy = sub.busy_count();
-                if busy != *seen {
-                    *seen = busy;
-                    since.get_or_insert(now);
-                } else if let Some(start) = since.take() {
-                    log.interval(start, now - start);
-                }
-            }
             idle.idle(n);
             if sleeps {
                 // Sleeping is the idle strategy's choice, not a stall.
