@@ -83,12 +83,6 @@ pub struct Publisher {
     pub(crate) publication: Arc<Mutex<AeronPublication>>,
 }
 
-// SAFETY: `Log` is Send; aeron-rs's `Publication` is only held (never locked or used after
-// construction) and dropped wherever the publisher is: aeron-rs shares it with its conductor
-// thread behind its Mutex. Appending from several threads at once is Aeron's concurrent
-// protocol (atomic claims on the shared tail), so `Publisher` needs no other exclusion.
-unsafe impl Send for Publisher {}
-
 impl fmt::Debug for Publisher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Publisher")

@@ -222,11 +222,6 @@ pub struct Subscriber {
     _client: Arc<Inner>,
 }
 
-// SAFETY: aeron-rs's `Subscription` is only held (for its registration) and locked only by
-// `prefault`, through its Mutex, as aeron-rs's own conductor thread does; the reader images
-// are Send; everything else is owned data or thread-safe handles.
-unsafe impl Send for Subscriber {}
-
 impl fmt::Debug for Subscriber {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Subscriber")
