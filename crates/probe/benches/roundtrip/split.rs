@@ -11,7 +11,8 @@ use latency_probe::sys::clock::now_ns;
 
 use crate::c_client::{CClient, CPublish};
 use crate::common::{
-    connect, message, seq_of, spin_until, wait_for, Placement, Plan, Retries, BIG_TERM, CHANNEL, TP_FRAGMENT_LIMIT,
+    connect, message, seq_of, spin_until, wait_for, Placement, Plan, Retries, BIG_TERM, CHANNEL, MSG_LEN,
+    TP_FRAGMENT_LIMIT,
 };
 use crate::messaging::{publish, Pub};
 
@@ -78,8 +79,9 @@ pub(crate) struct SplitRow {
 }
 
 pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRow> {
-    // Messages per round: at most 3/4 of the publication window (half a term of 64-byte frames).
-    let k_for = |term: usize| plan.split_messages.min((term / 2 / 64 * 3 / 4) as u64);
+    // Messages per round: at most 3/4 of the publication window (half a term of frames).
+    let frame = Publisher::frame_length(MSG_LEN);
+    let k_for = |term: usize| plan.split_messages.min((term / 2 / frame * 3 / 4) as u64);
     let small = 4 << 20;
     let mut rows = Vec::new();
 
