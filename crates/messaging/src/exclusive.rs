@@ -259,48 +259,7 @@ impl ExclusivePublisher {
         Ok(self.term_begin_position + i64::from(self.term_offset))
     }
 
-    /// Whether a subscriber is connected, as the driver last said (one atomic load); false
-    /// once the client lost its driver.
-    #[must_use]
-    pub fn is_connected(&self) -> bool {
-        self.live.load(Ordering::Relaxed) == ACTIVE && self.log.is_connected()
-    }
-
-    /// The largest message `try_claim` accepts (one MTU less the frame header).
-    #[must_use]
-    pub fn max_payload_length(&self) -> usize {
-        self.log.max_payload
-    }
-
-    /// The largest message `offer` accepts (fragmented across frames).
-    #[must_use]
-    pub fn max_message_length(&self) -> usize {
-        self.log.max_message
-    }
-
-    /// The term buffer length of this publication's log.
-    #[must_use]
-    pub fn term_length(&self) -> usize {
-        self.log.term_length as usize
-    }
-
-    /// This publication's session id.
-    #[must_use]
-    pub fn session_id(&self) -> i32 {
-        self.log.session_id
-    }
-
-    /// The channel this publication was added on.
-    #[must_use]
-    pub fn channel(&self) -> &str {
-        &self.channel
-    }
-
-    /// The stream id.
-    #[must_use]
-    pub fn stream_id(&self) -> i32 {
-        self.log.stream_id
-    }
+    crate::publication::log_accessors!();
 
     /// As [`Publisher::prefault`](crate::Publisher::prefault): every mapping of this
     /// publication's log in this process (this publisher's own included) is in the page tables,

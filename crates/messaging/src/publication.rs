@@ -67,6 +67,56 @@ pub(crate) fn log_path(client: &Inner, original_registration_id: i64) -> std::pa
         .join(format!("{original_registration_id}.logbuffer"))
 }
 
+/// The status and identity methods both publications share, over their `log`, `live` and
+/// `channel` fields.
+macro_rules! log_accessors {
+    () => {
+        /// Whether at least one subscriber is connected, as the driver last said (the log's
+        /// `is_connected` flag): one atomic load. False once the client lost its driver.
+        #[must_use]
+        pub fn is_connected(&self) -> bool {
+            self.live.load(Ordering::Relaxed) == ACTIVE && self.log.is_connected()
+        }
+
+        /// The largest message `try_claim` accepts (one MTU less the frame header).
+        #[must_use]
+        pub fn max_payload_length(&self) -> usize {
+            self.log.max_payload
+        }
+
+        /// The largest message `offer` accepts (fragmented across frames).
+        #[must_use]
+        pub fn max_message_length(&self) -> usize {
+            self.log.max_message
+        }
+
+        /// The term buffer length of this publication's log.
+        #[must_use]
+        pub fn term_length(&self) -> usize {
+            self.log.term_length as usize
+        }
+
+        /// This publication's session id.
+        #[must_use]
+        pub fn session_id(&self) -> i32 {
+            self.log.session_id
+        }
+
+        /// The channel this publication was added on.
+        #[must_use]
+        pub fn channel(&self) -> &str {
+            &self.channel
+        }
+
+        /// The stream id.
+        #[must_use]
+        pub fn stream_id(&self) -> i32 {
+            self.log.stream_id
+        }
+    };
+}
+pub(crate) use log_accessors;
+
 /// A publication on one channel and stream (Aeron's concurrent publication): any number of
 /// them may write to one stream, from any threads.
 pub struct Publisher {
@@ -288,48 +338,7 @@ impl Publisher {
         self.log.prefault(None)
     }
 
-    /// Whether at least one subscriber is connected, as the driver last said (the log's
-    /// `is_connected` flag): one atomic load. False once the client lost its driver.
-    #[must_use]
-    pub fn is_connected(&self) -> bool {
-        self.live.load(Ordering::Relaxed) == ACTIVE && self.log.is_connected()
-    }
-
-    /// The largest message `try_claim` accepts (one MTU less the frame header).
-    #[must_use]
-    pub fn max_payload_length(&self) -> usize {
-        self.log.max_payload
-    }
-
-    /// The largest message `offer` accepts (fragmented across frames).
-    #[must_use]
-    pub fn max_message_length(&self) -> usize {
-        self.log.max_message
-    }
-
-    /// The term buffer length of this publication's log.
-    #[must_use]
-    pub fn term_length(&self) -> usize {
-        self.log.term_length as usize
-    }
-
-    /// This publication's session id.
-    #[must_use]
-    pub fn session_id(&self) -> i32 {
-        self.log.session_id
-    }
-
-    /// The channel this publication was added on.
-    #[must_use]
-    pub fn channel(&self) -> &str {
-        &self.channel
-    }
-
-    /// The stream id.
-    #[must_use]
-    pub fn stream_id(&self) -> i32 {
-        self.log.stream_id
-    }
+    log_accessors!();
 
     /// Closes the publication: the driver is told at once.
     pub fn close(self) {}
