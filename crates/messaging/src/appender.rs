@@ -57,6 +57,24 @@ pub(crate) fn fragmented_length(length: usize, max_payload: usize) -> usize {
     whole * (max_payload + DATA_HEADER_LEN) + last
 }
 
+/// The [`LogSpec`] of aeron-rs publication `$p` (a `Publication` or an `ExclusivePublication`:
+/// the same accessors on two types), locked once, when the publisher is built.
+macro_rules! log_spec {
+    ($p:expr, $client:expr, $stream_id:expr) => {{
+        let p = $p.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        $crate::appender::LogSpec {
+            path: $crate::publication::log_path($client, p.original_registration_id()),
+            term_length: p.term_buffer_length(),
+            initial_term_id: p.initial_term_id(),
+            session_id: p.session_id(),
+            stream_id: $stream_id,
+            max_payload: p.max_payload_length().max(0) as usize,
+            limit_id: p.publication_limit_id(),
+        }
+    }};
+}
+pub(crate) use log_spec;
+
 /// What a publication is, as the client learnt it when the driver created it.
 pub(crate) struct LogSpec {
     pub(crate) path: std::path::PathBuf,
@@ -183,7 +201,7 @@ impl Log {
     }
 
     /// This mapping's address range.
-    pub(crate) fn range(&self) -> std::ops::Range<usize> {
+    fn range(&self) -> std::ops::Range<usize> {
         let start = self.map.as_ptr() as usize;
         start..start + self.map.len()
     }
@@ -366,11 +384,8 @@ impl Log {
 
     /// Every mapping of this log in this process into the page tables (see
     /// [`Publisher::prefault`](crate::Publisher::prefault)).
-    pub(crate) fn prefault(&self, skip: Option<std::ops::Range<usize>>) -> Result<PrefaultStats, PrefaultError> {
-        let mut ranges = prefault::mappings_of(&self.path)?;
-        if let Some(skip) = skip {
-            ranges.retain(|r| *r != skip);
-        }
+    pub(crate) fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
+        let ranges = prefault::mappings_of(&self.path)?;
         if ranges.is_empty() {
             return Err(PrefaultError::NotMapped {
                 path: self.path.clone(),

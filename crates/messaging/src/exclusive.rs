@@ -45,11 +45,11 @@ use std::sync::{Arc, Mutex};
 
 use aeron_rs::exclusive_publication::ExclusivePublication;
 
-use crate::appender::{fragmented_length, Log, LogSpec, DATA_HEADER_LEN, FRAME_ALIGNMENT};
+use crate::appender::{fragmented_length, Log, DATA_HEADER_LEN, FRAME_ALIGNMENT};
 use crate::conductor::{Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
 use crate::prefault::PrefaultStats;
-use crate::publication::{log_path, Claim};
+use crate::publication::Claim;
 
 /// A publication one thread owns, writing the log buffer directly ([`Client::exclusive_publication`](crate::Client::exclusive_publication)).
 pub struct ExclusivePublisher {
@@ -95,18 +95,7 @@ impl ExclusivePublisher {
         channel: &str,
         stream_id: i32,
     ) -> Result<Self, AddError> {
-        let spec = {
-            let p = publication.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            LogSpec {
-                path: log_path(&client, p.original_registration_id()),
-                term_length: p.term_buffer_length(),
-                initial_term_id: p.initial_term_id(),
-                session_id: p.session_id(),
-                stream_id,
-                max_payload: p.max_payload_length().max(0) as usize,
-                limit_id: p.publication_limit_id(),
-            }
-        };
+        let spec = crate::appender::log_spec!(publication, &client, stream_id);
         let live = client.shared.lost.state.clone();
         let log = Log::open(spec, client)?;
         // Where the log's tail is now (aeron_exclusive_publication_create).
@@ -268,7 +257,7 @@ impl ExclusivePublisher {
     /// # Errors
     /// As [`Publisher::prefault`](crate::Publisher::prefault).
     pub fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
-        self.log.prefault(None)
+        self.log.prefault()
     }
 
     /// Closes the publication: the driver is told at once.

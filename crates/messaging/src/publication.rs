@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex};
 use aeron_rs::publication::Publication as AeronPublication;
 
 use crate::appender::{
-    fragmented_length, rotate_log, Log, LogSpec, DATA_HEADER_LEN, FRAME_ALIGNMENT, HDR_TYPE_PAD, RESERVED_VALUE_OFFSET,
+    fragmented_length, rotate_log, Log, DATA_HEADER_LEN, FRAME_ALIGNMENT, HDR_TYPE_PAD, RESERVED_VALUE_OFFSET,
 };
 use crate::conductor::{Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
@@ -161,18 +161,7 @@ impl Publisher {
         channel: &str,
         stream_id: i32,
     ) -> Result<Self, AddError> {
-        let spec = {
-            let p = publication.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            LogSpec {
-                path: log_path(&client, p.original_registration_id()),
-                term_length: p.term_buffer_length(),
-                initial_term_id: p.initial_term_id(),
-                session_id: p.session_id(),
-                stream_id,
-                max_payload: p.max_payload_length().max(0) as usize,
-                limit_id: p.publication_limit_id(),
-            }
-        };
+        let spec = crate::appender::log_spec!(publication, &client, stream_id);
         let live = client.shared.lost.state.clone();
         Ok(Self {
             log: Log::open(spec, client)?,
@@ -335,7 +324,7 @@ impl Publisher {
     /// mapping cannot be found, [`PrefaultError::Populate`] when the kernel cannot fault a page
     /// in (no memory, `/dev/shm` full).
     pub fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
-        self.log.prefault(None)
+        self.log.prefault()
     }
 
     log_accessors!();
