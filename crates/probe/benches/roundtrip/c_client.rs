@@ -10,7 +10,7 @@ use aeron_latency::messaging::PinnedThread;
 
 use crate::common::{
     big_term_channel, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Counter, Flowing, Op, Retries, Retry,
-    SubReport, CHANNEL, MSG_LEN, RT_FRAGMENT_LIMIT, STUCK, TP_FRAGMENT_LIMIT,
+    SubReport, CHANNEL, PROBE_MSG_LEN, RT_FRAGMENT_LIMIT, STUCK, TP_FRAGMENT_LIMIT,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -82,7 +82,7 @@ impl CClient {
 pub(crate) trait CPublish {
     fn is_up(&self) -> bool;
     /// One message, retried while retryable; returns the retries.
-    fn send(&self, msg: &[u8; MSG_LEN], use_offer: bool) -> Retries;
+    fn send(&self, msg: &[u8], use_offer: bool) -> Retries;
 }
 
 macro_rules! c_publish {
@@ -93,7 +93,7 @@ macro_rules! c_publish {
             }
 
             #[inline]
-            fn send(&self, msg: &[u8; MSG_LEN], use_offer: bool) -> Retries {
+            fn send(&self, msg: &[u8], use_offer: bool) -> Retries {
                 use rusteron_client::AeronOfferError as E;
                 let mut retries = Retries::default();
                 let mut outcome = |r: Result<(), E>| {
@@ -111,7 +111,7 @@ macro_rules! c_publish {
                     spin_until("C offer", || outcome(self.offer(msg).map(drop)));
                 } else {
                     spin_until("C try_claim", || {
-                        outcome(self.try_claim_owned(MSG_LEN).map(|mut c| {
+                        outcome(self.try_claim_owned(msg.len()).map(|mut c| {
                             c.data().copy_from_slice(msg);
                             c.commit().expect("C commit");
                         }))
@@ -157,6 +157,9 @@ fn spawn_c_thread<T: Send + 'static, S: 'static>(
 
 pub(crate) struct CPing {
     publ: rusteron_client::AeronPublication,
+    /// The message: `seq` in its first 8 bytes, `len` bytes sent.
+    msg: [u8; PROBE_MSG_LEN],
+    len: usize,
     sub: rusteron_client::AeronSubscription,
     seq: u64,
     retries: Retries,
@@ -166,7 +169,14 @@ pub(crate) struct CPing {
 }
 
 impl CPing {
-    pub(crate) fn start(dir: &Path, core: Option<usize>) -> Self {
+    /// Ping and pong on streams `C_PING_STREAM + offset` and `C_PONG_STREAM + offset`, messages
+    /// of `len` bytes (at most [`PROBE_MSG_LEN`]).
+    pub(crate) fn start(dir: &Path, core: Option<usize>, offset: i32, len: usize) -> Self {
+        assert!(
+            (8..=PROBE_MSG_LEN).contains(&len),
+            "ping messages are 8 to {PROBE_MSG_LEN} bytes"
+        );
+        let (ping_stream, pong_stream) = (C_PING_STREAM + offset, C_PONG_STREAM + offset);
         let client = CClient::connect(dir);
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
@@ -174,10 +184,10 @@ impl CPing {
             "c-pong",
             dir,
             core,
-            |c| {
+            move |c| {
                 (
-                    c.subscription(CHANNEL, C_PING_STREAM),
-                    c.publication(CHANNEL, C_PONG_STREAM),
+                    c.subscription(CHANNEL, ping_stream),
+                    c.publication(CHANNEL, pong_stream),
                 )
             },
             move |(sub, publ)| {
@@ -186,8 +196,8 @@ impl CPing {
                     let n = sub
                         .poll_fn(
                             |msg: &[u8], _| {
-                                let m: &[u8; MSG_LEN] = msg.try_into().expect("a 32-byte ping");
-                                retries.add(publ.send(m, false));
+                                assert_eq!(msg.len(), len, "a {len}-byte ping");
+                                retries.add(publ.send(msg, false));
                                 echoed += 1;
                             },
                             RT_FRAGMENT_LIMIT,
@@ -200,11 +210,13 @@ impl CPing {
                 (echoed, retries)
             },
         );
-        let publ = client.publication(CHANNEL, C_PING_STREAM);
-        let sub = client.subscription(CHANNEL, C_PONG_STREAM);
+        let publ = client.publication(CHANNEL, ping_stream);
+        let sub = client.subscription(CHANNEL, pong_stream);
         wait_for("C round-trip streams", || publ.is_connected() && sub.is_connected());
         CPing {
             publ,
+            msg: [0; PROBE_MSG_LEN],
+            len,
             sub,
             seq: 0,
             retries: Retries::default(),
@@ -229,7 +241,8 @@ impl Op for CPing {
     fn op(&mut self) {
         self.seq += 1;
         let seq = self.seq;
-        self.retries.add(self.publ.send(&message(seq), false));
+        self.msg[..8].copy_from_slice(&seq.to_le_bytes());
+        self.retries.add(self.publ.send(&self.msg[..self.len], false));
         let mut got = false;
         let sub = &self.sub;
         spin_until("C ping: waiting for the echo", || {

@@ -18,6 +18,10 @@ use latency_probe::sys::clock::now_ns;
 
 /// Message size of every messaging case (Aeron's Ping sample's).
 pub(crate) const MSG_LEN: usize = 32;
+/// The smallest message `latency-probe` sends (its Cap'n Proto sample): the
+/// `messaging_exclusive_64` round trip uses it, to compare with `latency-probe --mode rtt
+/// --msg-size 64`.
+pub(crate) const PROBE_MSG_LEN: usize = 64;
 pub(crate) const CHANNEL: &str = "aeron:ipc";
 /// The driver's IPC term, used by the round trips. A publisher may run half a term ahead of the
 /// subscriber position the driver last saw, and the driver (backing off, sharing two cores with

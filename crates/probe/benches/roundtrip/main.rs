@@ -7,7 +7,9 @@
 //! | `roundtrip/crossbeam` | one 8-byte value through a `crossbeam_channel::bounded(1)` pair and back, `try_send` / `try_recv` spinning on both sides |
 //! | `roundtrip/messaging` | ping: `try_claim` + write + commit of a 32-byte message on `aeron:ipc` stream 1002; a pinned pong thread polls it and echoes it with `try_claim` on stream 1003; the bench thread polls until the echo arrives |
 //! | `roundtrip/messaging_exclusive` | the same through `ExclusivePublisher` (no atomic add on the tail), streams 1102 and 1103 |
+//! | `roundtrip/messaging_exclusive_64` | the same with 64-byte messages (streams 1202 and 1203): the size of the probe's smallest Cap'n Proto sample, so `latency-probe --mode rtt --msg-size 64` has a like-for-like bench figure (a 96-byte frame spans two cache lines where a 64-byte one fills one) |
 //! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
+//! | `roundtrip/c_client_64` | the same with 64-byte messages (streams 2202 / 2203), next to `messaging_exclusive_64` |
 //! | `roundtrip/c_client` | the `messaging` round trip through the same driver with the Aeron C client (rusteron-client 0.2.16 = Aeron 1.54.0) on both sides, streams 2002 / 2003: what the protocol costs without aeron-rs and this crate |
 //! | `throughput/try_claim`, `throughput/offer`, `throughput/exclusive_try_claim`, `throughput/c_try_claim` | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
 //!
@@ -81,7 +83,7 @@ use latency_probe::model::Stats;
 use crate::c_client::{CFlow, CPing, C_THROUGHPUT_STREAM};
 use crate::common::{
     round_trip_case, throughput_cases, Flowing, Mode, Placement, Plan, Row, ThroughputRow, TpCase, BIG_TERM,
-    MEASUREMENT, MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
+    MEASUREMENT, MSG_LEN, PROBE_MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
 };
 use crate::messaging::{Flow, OfferPoll, Ping, Variant};
 use crate::raw::{Crossbeam, Raw};
@@ -114,8 +116,10 @@ fn main() {
             "crossbeam",
             "messaging",
             "messaging_exclusive",
+            "messaging_exclusive_64",
             "offer_poll",
             "c_client",
+            "c_client_64",
         ] {
             group.bench_function(id, |_| unreachable!("--list runs nothing"));
         }
@@ -169,7 +173,7 @@ fn main() {
         "messaging",
         &plan,
         &mut rows,
-        || Ping::<Publisher>::start(dir, responder, 0),
+        || Ping::<Publisher>::start(dir, responder, 0, MSG_LEN),
         Ping::finish,
     );
     round_trip_case(
@@ -178,7 +182,16 @@ fn main() {
         "messaging_exclusive",
         &plan,
         &mut rows,
-        || Ping::<ExclusivePublisher>::start(dir, responder, 100),
+        || Ping::<ExclusivePublisher>::start(dir, responder, 100, MSG_LEN),
+        Ping::finish,
+    );
+    round_trip_case(
+        &mut c,
+        &at,
+        "messaging_exclusive_64",
+        &plan,
+        &mut rows,
+        || Ping::<ExclusivePublisher>::start(dir, responder, 200, PROBE_MSG_LEN),
         Ping::finish,
     );
     round_trip_case(
@@ -196,7 +209,16 @@ fn main() {
         "c_client",
         &plan,
         &mut rows,
-        || CPing::start(dir, responder),
+        || CPing::start(dir, responder, 0, MSG_LEN),
+        CPing::finish,
+    );
+    round_trip_case(
+        &mut c,
+        &at,
+        "c_client_64",
+        &plan,
+        &mut rows,
+        || CPing::start(dir, responder, 200, PROBE_MSG_LEN),
         CPing::finish,
     );
 

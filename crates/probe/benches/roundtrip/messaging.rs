@@ -13,7 +13,7 @@ use aeron_latency::messaging::{
 
 use crate::common::{
     big_term_channel, connect, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Counter, Flowing, Op, Retries,
-    Retry, SubReport, CHANNEL, MSG_LEN, RT_FRAGMENT_LIMIT,
+    Retry, SubReport, CHANNEL, PROBE_MSG_LEN, RT_FRAGMENT_LIMIT,
 };
 
 const PING_STREAM: i32 = 1002;
@@ -45,7 +45,7 @@ impl Pub for ExclusivePublisher {
 
 /// Publishes one message, retrying retryable failures; returns the retries it took.
 #[inline]
-pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8; MSG_LEN], use_offer: bool) -> Retries {
+pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8], use_offer: bool) -> Retries {
     let mut retries = Retries::default();
     let stream = publ.stream_id();
     let mut outcome = |r: Result<(), OfferError>| {
@@ -63,7 +63,7 @@ pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8; MSG_LEN], use_offer: bool
         spin_until("offer", || outcome(publ.offer(msg).map(drop)));
     } else {
         spin_until("try_claim", || {
-            outcome(publ.try_claim(MSG_LEN).map(|mut c| {
+            outcome(publ.try_claim(msg.len()).map(|mut c| {
                 c.buffer_mut().copy_from_slice(msg);
                 c.commit();
             }))
@@ -84,6 +84,9 @@ struct PongReport {
 
 pub(crate) struct Ping<P: Pub = Publisher> {
     publ: P,
+    /// The message: `seq` in its first 8 bytes, `len` bytes sent.
+    msg: [u8; PROBE_MSG_LEN],
+    len: usize,
     sub: Subscriber,
     seq: u64,
     claim_retries: Retries,
@@ -94,8 +97,13 @@ pub(crate) struct Ping<P: Pub = Publisher> {
 }
 
 impl<P: Pub> Ping<P> {
-    /// Ping and pong on streams `PING_STREAM + offset` and `PONG_STREAM + offset`.
-    pub(crate) fn start(dir: &Path, core: Option<usize>, offset: i32) -> Self {
+    /// Ping and pong on streams `PING_STREAM + offset` and `PONG_STREAM + offset`, messages of
+    /// `len` bytes (at most [`PROBE_MSG_LEN`]).
+    pub(crate) fn start(dir: &Path, core: Option<usize>, offset: i32, len: usize) -> Self {
+        assert!(
+            (8..=PROBE_MSG_LEN).contains(&len),
+            "ping messages are 8 to {PROBE_MSG_LEN} bytes"
+        );
         // Two clients, as ping and pong would be two processes.
         let client = connect(dir);
         let pong_client = connect(dir);
@@ -117,8 +125,8 @@ impl<P: Pub> Ping<P> {
                 let n = pong_sub
                     .poll(
                         &mut |msg: &[u8], _: &MessageHeader<'_>| {
-                            let m: &[u8; MSG_LEN] = msg.try_into().expect("a 32-byte ping");
-                            r.claim_retries.add(publish(&mut pong_publ, m, false));
+                            assert_eq!(msg.len(), len, "a {len}-byte ping");
+                            r.claim_retries.add(publish(&mut pong_publ, msg, false));
                             r.echoed += 1;
                         },
                         RT_FRAGMENT_LIMIT,
@@ -133,6 +141,8 @@ impl<P: Pub> Ping<P> {
         });
         Ping {
             publ,
+            msg: [0; PROBE_MSG_LEN],
+            len,
             sub,
             seq: 0,
             claim_retries: Retries::default(),
@@ -162,7 +172,9 @@ impl<P: Pub> Op for Ping<P> {
     fn op(&mut self) {
         self.seq += 1;
         let seq = self.seq;
-        self.claim_retries.add(publish(&mut self.publ, &message(seq), false));
+        self.msg[..8].copy_from_slice(&seq.to_le_bytes());
+        self.claim_retries
+            .add(publish(&mut self.publ, &self.msg[..self.len], false));
         let mut got = false;
         let sub = &mut self.sub;
         spin_until("messaging: waiting for the echo", || {
