@@ -8,7 +8,7 @@
 //! per message.
 
 use crate::analysis::jitter::Hiccup;
-use crate::measure::monitor::Monitor;
+use crate::measure::monitor::{Monitor, STALL_TICK_EVERY};
 use crate::model::Mode;
 use crate::model::Role;
 use crate::run::receive::EchoStats;
@@ -353,19 +353,20 @@ fn hot_loop(
         if st.done(ends.total) {
             break;
         }
-        if let Some(s) = &mut st.stalls {
-            // One vDSO clock read per iteration: gaps >= 5 µs are logged as stalls.
-            let now = now_ns();
-            s.tick(now);
-            idle.idle(n);
-            if sleeps {
-                // Sleeping is the idle strategy's choice, not a stall.
-                s.restart(now_ns());
-            }
-        } else {
-            idle.idle(n);
-        }
         polls = polls.wrapping_add(1);
+        match &mut st.stalls {
+            // One vDSO clock read after each poll that read something and every
+            // STALL_TICK_EVERY empty ones: gaps >= 5 µs are logged as stalls.
+            Some(s) if n > 0 || sleeps || polls.is_multiple_of(STALL_TICK_EVERY) => {
+                s.tick(now_ns());
+                idle.idle(n);
+                if sleeps {
+                    // Sleeping is the idle strategy's choice, not a stall.
+                    s.restart(now_ns());
+                }
+            }
+            _ => idle.idle(n),
+        }
         // Look at the clock and the driver every 4,096 polls only (every poll when the idle
         // strategy sleeps anyway): cheap (vDSO, one atomic load), but not free.
         if (sleeps && n == 0) || polls.is_multiple_of(4096) {
