@@ -80,7 +80,7 @@ fn every_file_of_the_out_directory_is_written_exactly_as_recorded() {
 
 #[test]
 fn every_help_text_reads_exactly_as_recorded() {
-    let cases: [(&str, &str, &[&str]); 6] = [
+    let cases: [(&str, &str, &[&str]); 8] = [
         ("latency-pub", env!("CARGO_BIN_EXE_latency-pub"), &["--help"]),
         ("latency-sub", env!("CARGO_BIN_EXE_latency-sub"), &["--help"]),
         ("latency-probe", env!("CARGO_BIN_EXE_latency-probe"), &["--help"]),
@@ -93,6 +93,16 @@ fn every_help_text_reads_exactly_as_recorded() {
             "latency-probe-sweep",
             env!("CARGO_BIN_EXE_latency-probe"),
             &["sweep", "--help"],
+        ),
+        (
+            "latency-probe-nak",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["nak", "--help"],
+        ),
+        (
+            "latency-probe-buffers",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["buffers", "--help"],
         ),
         ("latency-probe-help", env!("CARGO_BIN_EXE_latency-probe"), &["help"]),
     ];

@@ -5,4 +5,5 @@
 
 pub mod jitter;
 pub mod runs;
+pub mod tuning;
 pub mod verdict;

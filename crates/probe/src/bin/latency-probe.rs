@@ -14,6 +14,8 @@ fn main() -> ExitCode {
     match &args.cmd {
         Some(Cmd::Compare(c)) => cli::finish(probe::COMPARE, probe::compare(c)),
         Some(Cmd::Sweep(s)) => cli::finish(probe::SWEEP, probe::sweep(s)),
+        Some(Cmd::Nak(n)) => cli::finish(cli::tune::NAK, cli::tune::nak(n)),
+        Some(Cmd::Buffers(b)) => cli::finish(cli::tune::BUFFERS, cli::tune::buffers(b)),
         None => cli::finish(probe::PROGRAM, probe::probe(&args.args)),
     }
 }

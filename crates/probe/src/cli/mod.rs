@@ -15,6 +15,7 @@
 //! - [`exit`], exit codes, [`Failure`], [`finish`], [`parse_args`]
 //! - [`error`], [`UsageError`]
 //! - [`probe`], [`publisher`], [`subscriber`], each program's flags and its entry
+//! - [`tune`], the tuning calculators `latency-probe nak` and `latency-probe buffers`
 
 pub mod args;
 pub mod error;
@@ -22,6 +23,7 @@ pub mod exit;
 pub mod probe;
 pub mod publisher;
 pub mod subscriber;
+pub mod tune;
 pub mod validate;
 
 pub use args::{

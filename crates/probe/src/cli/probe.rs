@@ -51,6 +51,13 @@ pub enum Cmd {
     /// Run the probe at each rate and draw latency (p50, p99, p99.9) against offered load, with
     /// the single-queue 1/(1-rho) curve for comparison
     Sweep(SweepArgs),
+    /// NAK and retransmit timers from RTT, per-loss budget and receiver count (seed 000), with
+    /// the predicted cost of a loss and the validity checks; printed for aeronmd, the Java
+    /// driver and the embedded driver
+    Nak(super::tune::NakArgs),
+    /// Socket buffers, receiver window and term length from rate, message size, RTT and
+    /// receivers, checked against net.core.rmem_max/wmem_max and the driver's settings
+    Buffers(super::tune::BuffersArgs),
 }
 
 /// `latency-probe compare A B`.

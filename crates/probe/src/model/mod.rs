@@ -15,6 +15,7 @@ mod publisher;
 mod report;
 mod runs;
 mod stats;
+mod tuning;
 
 pub use accounting::*;
 pub use counters::*;
@@ -29,3 +30,4 @@ pub use publisher::*;
 pub use report::*;
 pub use runs::*;
 pub use stats::*;
+pub use tuning::*;

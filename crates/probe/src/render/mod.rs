@@ -21,6 +21,7 @@ pub mod points;
 pub mod runs;
 pub mod svg;
 pub mod text;
+pub mod tuning;
 
 /// Fixtures shared by the format tests (histograms, groups, a sweep, a scratch directory), and
 /// a test that writes an example of every file.

@@ -55,3 +55,10 @@ pub(crate) fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
     }
     None
 }
+
+/// A number from a one-value `/proc` or `/sys` file (`/proc/sys/net/core/rmem_max`), if it
+/// reads and parses.
+#[must_use]
+pub fn read_number(path: &str) -> Option<u64> {
+    fs::read_to_string(path).ok()?.trim().parse().ok()
+}

@@ -1,0 +1,380 @@
+//! `latency-probe nak` and `latency-probe buffers`: the tuning calculators' flags, their
+//! checks (one line, exit 2, nothing computed), and their output (text, or `--json`).
+
+use super::{Failure, UsageError};
+use crate::analysis::tuning::{buffer_plan, nak_plan};
+use crate::model::{aeron_default, BufferInputs, CheckStatus, NakInputs};
+use crate::render::tuning::{buffers_text, nak_text};
+use crate::sys::env::read_number;
+use crate::units::format_ns;
+use std::path::PathBuf;
+
+/// `latency-probe nak`'s name in its messages.
+pub const NAK: &str = "latency-probe nak";
+/// `latency-probe buffers`' name in its messages.
+pub const BUFFERS: &str = "latency-probe buffers";
+
+/// `latency-probe nak`: seed 000's NAK-timer calculator.
+#[derive(Debug, clap::Args)]
+pub struct NakArgs {
+    /// Round-trip time between the publisher and its receivers (e.g. 35us, 1ms): what
+    /// `latency-probe --mode rtt --channel <the channel>` measures, or ping
+    #[arg(long, value_parser = parse_duration)]
+    pub rtt: u64,
+    /// The most one lost packet may add to a message's latency (e.g. 1ms); at least 2 x RTT
+    #[arg(long, value_parser = parse_duration)]
+    pub budget: u64,
+    /// Receivers of the stream (MDC destinations, multicast members, cluster followers)
+    #[arg(long, default_value_t = 1)]
+    pub receivers: u32,
+    /// Messages per second (k and M suffixes)
+    #[arg(long, default_value = "10000", value_parser = super::parse_rate)]
+    pub rate: u64,
+    /// Fraction of packets lost, 0 to 1 (0.0001 = 0.01%)
+    #[arg(long, default_value_t = 0.0001)]
+    pub loss: f64,
+    /// The publication's term length (bytes; k, m, g suffixes: 16m)
+    #[arg(long = "term-length", default_value = "16m", value_parser = parse_bytes)]
+    pub term_length: u64,
+    /// How far the slowest receiver runs behind the publisher (e.g. 0, 5ms)
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub lag: u64,
+    /// Message size in bytes
+    #[arg(long = "msg-size", default_value_t = 128)]
+    pub msg_size: u64,
+    /// Also write every input and output as JSON to this file ('-': JSON on stdout instead of text)
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// `latency-probe buffers`: socket buffers, receiver window and term from the stream.
+#[derive(Debug, clap::Args)]
+pub struct BuffersArgs {
+    /// Messages per second (k and M suffixes)
+    #[arg(long, value_parser = super::parse_rate)]
+    pub rate: u64,
+    /// Message size in bytes
+    #[arg(long = "msg-size", default_value_t = 128)]
+    pub msg_size: u64,
+    /// Round-trip time (e.g. 35us)
+    #[arg(long, value_parser = parse_duration)]
+    pub rtt: u64,
+    /// Receivers (the sender sends one copy to each MDC destination)
+    #[arg(long, default_value_t = 1)]
+    pub receivers: u32,
+    /// The longest a receiver may stop reading without loss (preemption, GC, page faults)
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    pub pause: u64,
+    /// How long recovering a loss takes; default: a double loss with the timers
+    /// `latency-probe nak --budget` derives, or with Aeron's default timers without --budget
+    #[arg(long, value_parser = parse_duration)]
+    pub recovery: Option<u64>,
+    /// Per-loss budget, to derive --recovery from the NAK calculator
+    #[arg(long, value_parser = parse_duration)]
+    pub budget: Option<u64>,
+    /// How far the slowest receiver runs behind
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub lag: u64,
+    /// `net.core.rmem_max` to check against (default: this host's)
+    #[arg(long = "rmem-max", value_parser = parse_bytes)]
+    pub rmem_max: Option<u64>,
+    /// `net.core.wmem_max` to check against (default: this host's)
+    #[arg(long = "wmem-max", value_parser = parse_bytes)]
+    pub wmem_max: Option<u64>,
+    /// The driver's SO_RCVBUF (default: AERON_SOCKET_SO_RCVBUF, else Aeron's 128k)
+    #[arg(long = "so-rcvbuf", value_parser = parse_bytes)]
+    pub so_rcvbuf: Option<u64>,
+    /// The driver's receiver window (default: AERON_RCV_INITIAL_WINDOW_LENGTH, else Aeron's 128k)
+    #[arg(long = "rcv-window", value_parser = parse_bytes)]
+    pub rcv_window: Option<u64>,
+    /// Also write every input and output as JSON to this file ('-': JSON on stdout instead of text)
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// A duration with a unit, as Aeron writes them: `500ns`, `35us` (or `µs`), `2ms`, `1s`; `0`.
+///
+/// # Errors
+/// No unit, not a number, negative, or over an hour.
+pub fn parse_duration(s: &str) -> Result<u64, UsageError> {
+    let t = s.trim();
+    if t == "0" {
+        return Ok(0);
+    }
+    let units: [(&str, f64); 5] = [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)];
+    let bad = || {
+        UsageError::new(format!(
+            "{s:?} is not a duration: give a number and a unit, e.g. 35us, 2ms, 500ns"
+        ))
+    };
+    let (num, mult) = units
+        .iter()
+        .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
+        .ok_or_else(bad)?;
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    let ns = v * mult;
+    if !(ns.is_finite() && (0.0..=3.6e12).contains(&ns)) {
+        return Err(UsageError::new(format!("{s}: give a duration from 0 to 1 hour")));
+    }
+    Ok(ns.round() as u64)
+}
+
+/// Bytes, with binary `k`, `m`, `g` suffixes as Aeron reads them (`64k` = 65,536).
+///
+/// # Errors
+/// Not a number, or over 1 TiB.
+pub fn parse_bytes(s: &str) -> Result<u64, UsageError> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, shift) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 10),
+        Some('m') => (&t[..t.len() - 1], 20),
+        Some('g') => (&t[..t.len() - 1], 30),
+        _ => (t.as_str(), 0),
+    };
+    let v: u64 = num
+        .parse()
+        .map_err(|_| UsageError::new(format!("{s:?} is not a size: give bytes, e.g. 131072, 128k or 16m")))?;
+    v.checked_shl(shift)
+        .filter(|b| *b >> shift == v && *b <= 1 << 40)
+        .ok_or_else(|| UsageError::new(format!("{s}: give a size up to 1 TiB")))
+}
+
+fn check_nak(a: &NakArgs) -> Result<NakInputs, UsageError> {
+    if a.rtt == 0 {
+        return Err(UsageError::new(
+            "--rtt 0: give the measured round trip, e.g. --rtt 35us",
+        ));
+    }
+    if a.budget < 2 * a.rtt {
+        return Err(UsageError::new(format!(
+            "--budget {} is below 2 x RTT ({}): a NAK and its retransmit take a round trip each; give at least {}",
+            format_ns(a.budget),
+            format_ns(2 * a.rtt),
+            format_ns(2 * a.rtt)
+        )));
+    }
+    check_receivers(a.receivers)?;
+    if !(a.loss.is_finite() && (0.0..=1.0).contains(&a.loss)) {
+        return Err(UsageError::new(format!(
+            "--loss {}: a loss rate is a fraction from 0 to 1 (0.0001 = 0.01%)",
+            a.loss
+        )));
+    }
+    check_msg_size(a.msg_size)?;
+    check_term(a.term_length)?;
+    Ok(NakInputs {
+        rtt_ns: a.rtt,
+        budget_ns: a.budget,
+        receivers: a.receivers,
+        rate: a.rate,
+        loss: a.loss,
+        term_length: a.term_length,
+        lag_ns: a.lag,
+        msg_size: a.msg_size,
+    })
+}
+
+fn check_receivers(n: u32) -> Result<(), UsageError> {
+    if n == 0 {
+        return Err(UsageError::new("--receivers 0: a stream has at least one receiver"));
+    }
+    Ok(())
+}
+
+fn check_msg_size(n: u64) -> Result<(), UsageError> {
+    if n == 0 || n > 16 << 20 {
+        return Err(UsageError::new(format!(
+            "--msg-size {n}: give 1 to 16777216 bytes (Aeron's largest message is 16 MiB)"
+        )));
+    }
+    Ok(())
+}
+
+fn check_term(n: u64) -> Result<(), UsageError> {
+    if !n.is_power_of_two() || !(64 << 10..=1 << 30).contains(&n) {
+        return Err(UsageError::new(format!(
+            "--term-length {n}: Aeron's terms are a power of two from 64k to 1g"
+        )));
+    }
+    Ok(())
+}
+
+/// A driver setting from the environment as aeronmd reads it, if set and valid.
+fn env_bytes(var: &str) -> Result<Option<u64>, UsageError> {
+    match std::env::var(var) {
+        Ok(v) => parse_bytes(&v)
+            .map(Some)
+            .map_err(|e| UsageError::new(format!("{var}={v}: {e}"))),
+        Err(_) => Ok(None),
+    }
+}
+
+fn check_buffers(a: &BuffersArgs) -> Result<BufferInputs, UsageError> {
+    if a.rtt == 0 {
+        return Err(UsageError::new(
+            "--rtt 0: give the measured round trip, e.g. --rtt 35us",
+        ));
+    }
+    check_receivers(a.receivers)?;
+    check_msg_size(a.msg_size)?;
+    let (recovery_ns, recovery_from) = match (a.recovery, a.budget) {
+        (Some(r), _) => (r, "--recovery".to_string()),
+        (None, budget) => {
+            let derived = budget.is_some();
+            let budget = budget.unwrap_or(2 * aeron_default::NAK_MULTICAST_MAX_BACKOFF_NS);
+            let inputs = check_nak(&NakArgs {
+                rtt: a.rtt,
+                budget,
+                receivers: a.receivers,
+                rate: a.rate,
+                loss: 0.0,
+                term_length: aeron_default::TERM_BUFFER_LENGTH,
+                lag: a.lag,
+                msg_size: a.msg_size,
+                json: None,
+            })?;
+            let p = nak_plan(&inputs);
+            if derived {
+                (
+                    p.double_loss_ns,
+                    "a double loss with the timers latency-probe nak derives".to_string(),
+                )
+            } else {
+                (
+                    p.default_double_loss_ns,
+                    "a double loss with Aeron's default timers".to_string(),
+                )
+            }
+        }
+    };
+    Ok(BufferInputs {
+        rate: a.rate,
+        msg_size: a.msg_size,
+        rtt_ns: a.rtt,
+        receivers: a.receivers,
+        pause_ns: a.pause,
+        recovery_ns,
+        recovery_from,
+        lag_ns: a.lag,
+        rmem_max: a.rmem_max.or_else(|| read_number("/proc/sys/net/core/rmem_max")),
+        wmem_max: a.wmem_max.or_else(|| read_number("/proc/sys/net/core/wmem_max")),
+        so_rcvbuf: match a.so_rcvbuf {
+            Some(b) => b,
+            None => env_bytes("AERON_SOCKET_SO_RCVBUF")?.unwrap_or(aeron_default::SOCKET_SO_RCVBUF),
+        },
+        rcv_window: match a.rcv_window {
+            Some(b) => b,
+            None => env_bytes("AERON_RCV_INITIAL_WINDOW_LENGTH")?.unwrap_or(aeron_default::RCV_INITIAL_WINDOW_LENGTH),
+        },
+    })
+}
+
+/// Prints `text` or the JSON of `value` (to `--json`, or stdout for `-`).
+fn emit<T: serde::Serialize>(json: Option<&PathBuf>, text: &str, value: &T) -> Result<(), Failure> {
+    let encoded = serde_json::to_string_pretty(value).map_err(|e| Failure::setup(format!("encoding JSON: {e}")))?;
+    match json {
+        Some(p) if p.as_os_str() == "-" => println!("{encoded}"),
+        Some(p) => {
+            print!("{text}");
+            std::fs::write(p, encoded + "\n")
+                .map_err(|e| Failure::setup(format!("--json {}: {e}: pick a writable path", p.display())))?;
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// `latency-probe nak`. Exit 0 unless a validity check FAILs (exit 1: the timers will not help).
+///
+/// # Errors
+/// Bad input (exit 2), a failed check (exit 1), or the JSON file could not be written.
+pub fn nak(a: &NakArgs) -> Result<(), Failure> {
+    let plan = nak_plan(&check_nak(a)?);
+    emit(a.json.as_ref(), &nak_text(&plan), &plan)?;
+    failed(&plan.checks)
+}
+
+/// `latency-probe buffers`. Exit 0 unless a check FAILs (exit 1).
+///
+/// # Errors
+/// Bad input (exit 2), a failed check (exit 1), or the JSON file could not be written.
+pub fn buffers(a: &BuffersArgs) -> Result<(), Failure> {
+    let plan = buffer_plan(&check_buffers(a)?);
+    emit(a.json.as_ref(), &buffers_text(&plan), &plan)?;
+    failed(&plan.checks)
+}
+
+fn failed(checks: &[crate::model::Check]) -> Result<(), Failure> {
+    let n = checks.iter().filter(|c| c.status == CheckStatus::Fail).count();
+    if n == 0 {
+        return Ok(());
+    }
+    Err(Failure {
+        code: super::EXIT_INCOMPLETE,
+        message: Some(format!(
+            "{n} check{} FAILed: see fix: above",
+            if n == 1 { "" } else { "s" }
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_need_a_unit_and_read_as_aeron_writes_them() {
+        assert_eq!(parse_duration("35us").unwrap(), 35_000);
+        assert_eq!(parse_duration("35µs").unwrap(), 35_000);
+        assert_eq!(parse_duration("2ms").unwrap(), 2_000_000);
+        assert_eq!(parse_duration("1.5ms").unwrap(), 1_500_000);
+        assert_eq!(parse_duration("500ns").unwrap(), 500);
+        assert_eq!(parse_duration("1s").unwrap(), 1_000_000_000);
+        assert_eq!(parse_duration("0").unwrap(), 0);
+        assert!(parse_duration("35").unwrap_err().message().contains("e.g. 35us"));
+        assert!(parse_duration("-1ms").is_err());
+        assert!(parse_duration("2h").is_err());
+    }
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_bytes("64k").unwrap(), 65_536);
+        assert_eq!(parse_bytes("16m").unwrap(), 16 << 20);
+        assert_eq!(parse_bytes("212992").unwrap(), 212_992);
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("99999999g").is_err());
+    }
+
+    fn args() -> NakArgs {
+        NakArgs {
+            rtt: 35_000,
+            budget: 1_000_000,
+            receivers: 3,
+            rate: 50_000,
+            loss: 0.0001,
+            term_length: 16 << 20,
+            lag: 0,
+            msg_size: 224,
+            json: None,
+        }
+    }
+
+    #[test]
+    fn bad_input_is_one_line_that_says_what_to_give() {
+        let mut a = args();
+        a.loss = 1.5;
+        assert!(check_nak(&a).unwrap_err().message().contains("fraction from 0 to 1"));
+        let mut a = args();
+        a.receivers = 0;
+        assert!(check_nak(&a).unwrap_err().message().contains("at least one receiver"));
+        let mut a = args();
+        a.budget = 50_000;
+        let e = check_nak(&a).unwrap_err();
+        assert!(e.message().contains("below 2 x RTT (70.00 µs)"), "{e}");
+        let mut a = args();
+        a.term_length = 100_000;
+        assert!(check_nak(&a).unwrap_err().message().contains("power of two"));
+        let e = check_nak(&NakArgs { rtt: 0, ..args() }).unwrap_err();
+        assert!(e.message().contains("--rtt 0") && !e.message().contains('\n'), "{e}");
+    }
+}

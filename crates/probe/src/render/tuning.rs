@@ -1,0 +1,231 @@
+//! The calculators' text: `latency-probe nak` and `latency-probe buffers`. Settings are printed
+//! three ways (C driver environment, Java driver `-D` flags, and the environment the probe's
+//! embedded C driver reads), in Aeron's own duration syntax (`500us`, `2ms`).
+
+use crate::model::{BufferPlan, Check, NakPlan, NakSettings};
+use crate::units::format_ns;
+use std::fmt::Write as _;
+
+/// A duration as Aeron's property parsers take it: `2ms`, `500us`, `1500ns`, `3s`.
+#[must_use]
+pub fn aeron_duration(ns: u64) -> String {
+    if ns == 0 {
+        return "0ns".into();
+    }
+    for (unit, name) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+        if ns.is_multiple_of(unit) {
+            return format!("{}{name}", ns / unit);
+        }
+    }
+    format!("{ns}ns")
+}
+
+/// The settings as (Java property, value) pairs, in a fixed order.
+#[must_use]
+pub fn properties(s: &NakSettings) -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "aeron.nak.multicast.max.backoff",
+            aeron_duration(s.nak_multicast_max_backoff_ns),
+        ),
+        ("aeron.nak.multicast.group.size", s.nak_multicast_group_size.to_string()),
+        (
+            "aeron.retransmit.unicast.linger",
+            aeron_duration(s.retransmit_unicast_linger_ns),
+        ),
+        ("aeron.nak.unicast.delay", aeron_duration(s.nak_unicast_delay_ns)),
+        (
+            "aeron.nak.unicast.retry.delay.ratio",
+            s.nak_unicast_retry_delay_ratio.to_string(),
+        ),
+    ]
+}
+
+/// `aeron.nak.multicast.max.backoff` as the C driver's variable: `AERON_NAK_MULTICAST_MAX_BACKOFF`.
+#[must_use]
+pub fn env_name(property: &str) -> String {
+    property.replace('.', "_").to_ascii_uppercase()
+}
+
+fn checks(out: &mut String, checks: &[Check]) {
+    let width = checks.iter().map(|c| c.check.len()).max().unwrap_or(0);
+    for c in checks {
+        let _ = writeln!(
+            out,
+            "  {:<4}  {:<width$}  {}; should be {}",
+            c.status.label(),
+            c.check,
+            c.measured,
+            c.expected
+        );
+        if !c.fix.is_empty() {
+            let _ = writeln!(out, "        {:<width$}  fix: {}", "", c.fix);
+        }
+    }
+}
+
+/// `latency-probe nak`'s report.
+#[must_use]
+pub fn nak_text(p: &NakPlan) -> String {
+    let i = &p.inputs;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "NAK timers for RTT {}, per-loss budget {}, {} receiver{}, {} msg/s of {} B, loss {}, term {} B, slowest \
+         receiver {} behind",
+        format_ns(i.rtt_ns),
+        format_ns(i.budget_ns),
+        i.receivers,
+        if i.receivers == 1 { "" } else { "s" },
+        i.rate,
+        i.msg_size,
+        i.loss,
+        i.term_length,
+        format_ns(i.lag_ns)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "  {:<38} {:>10} {:>10}  why", "setting", "derived", "default");
+    let why = [
+        format!(
+            "budget/2, within floor 2 x RTT = {} and ceiling budget - 2 x RTT = {}",
+            format_ns(p.backoff_floor_ns),
+            format_ns(p.backoff_ceiling_ns)
+        ),
+        "the real receiver count".to_string(),
+        format!("about 3 x its floor, backoff + RTT = {}", format_ns(p.linger_floor_ns)),
+        "RTT, within 1 us and 100 us: a reordering guard that adds at most a round trip".to_string(),
+        "delay x ratio >= linger: a repeated NAK lands when the sender listens again".to_string(),
+    ];
+    let derived = properties(&p.chosen);
+    let defaults = properties(&p.defaults);
+    for ((name, value), ((_, default), why)) in derived.iter().zip(defaults.iter().zip(why)) {
+        let _ = writeln!(out, "  {name:<38} {value:>10} {default:>10}  {why}");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "  predicted worst case per loss      derived    default");
+    let _ = writeln!(
+        out,
+        "  single loss (backoff + 2 x RTT)  {:>9}  {:>9}",
+        format_ns(p.single_loss_ns),
+        format_ns(p.default_single_loss_ns)
+    );
+    let _ = writeln!(
+        out,
+        "  double loss (+ linger)           {:>9}  {:>9}",
+        format_ns(p.double_loss_ns),
+        format_ns(p.default_double_loss_ns)
+    );
+    let _ = writeln!(
+        out,
+        "  unicast: single {} (delay + RTT), double {} (retry or linger + delay + RTT)",
+        format_ns(p.unicast_single_loss_ns),
+        format_ns(p.unicast_double_loss_ns)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "validity checks:");
+    checks(&mut out, &p.checks);
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "They are media-driver settings: set them on every receiving host's driver, then restart it."
+    );
+    let _ = writeln!(out, "C driver (aeronmd), environment:");
+    for (k, v) in &derived {
+        let _ = writeln!(out, "  {}={v}", env_name(k));
+    }
+    let _ = writeln!(out, "Java driver (io.aeron.driver.MediaDriver), on the driver's JVM:");
+    let flags: Vec<String> = derived.iter().map(|(k, v)| format!("-D{k}={v}")).collect();
+    let _ = writeln!(out, "  java {} ... io.aeron.driver.MediaDriver", flags.join(" "));
+    let _ = writeln!(
+        out,
+        "latency-probe's embedded C driver (it reads the same environment when it starts):"
+    );
+    let envs: Vec<String> = derived.iter().map(|(k, v)| format!("{}={v}", env_name(k))).collect();
+    let _ = writeln!(out, "  {} latency-probe --channel 'aeron:udp?...' ...", envs.join(" "));
+    out
+}
+
+/// `latency-probe buffers`' report.
+#[must_use]
+pub fn buffers_text(p: &BufferPlan) -> String {
+    let i = &p.inputs;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Buffers for {} msg/s of {} B ({} B frames) to {} receiver{}, RTT {}, pauses up to {}, recovery {} ({})",
+        i.rate,
+        i.msg_size,
+        p.frame_bytes,
+        i.receivers,
+        if i.receivers == 1 { "" } else { "s" },
+        format_ns(i.rtt_ns),
+        format_ns(i.pause_ns),
+        format_ns(i.recovery_ns),
+        i.recovery_from
+    );
+    let _ = writeln!(out);
+    let rows: [(&str, String); 7] = [
+        ("bytes/s to each receiver", p.bytes_per_second.to_string()),
+        (
+            "bytes/s sent (one copy per receiver)",
+            p.send_bytes_per_second.to_string(),
+        ),
+        ("bandwidth-delay product (one RTT)", format!("{} B", p.bdp_bytes)),
+        ("arriving during one pause", format!("{} B", p.pause_bytes)),
+        (
+            "SO_RCVBUF and receiver window",
+            format!(
+                "{} B  (aeron.socket.so_rcvbuf, aeron.rcv.initial.window.length)",
+                p.rcvbuf_bytes
+            ),
+        ),
+        ("SO_SNDBUF", format!("{} B  (aeron.socket.so_sndbuf)", p.sndbuf_bytes)),
+        (
+            "term length",
+            format!(
+                "{} B  (lag + recovery within half a term: term-length= on the channel)",
+                p.term_length_bytes
+            ),
+        ),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(out, "  {k:<38} {v}");
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "checks:");
+    checks(&mut out, &p.checks);
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Buffers prevent loss; they cannot make a loss cheap (that is latency-probe nak). Past what\n\
+         covers the BDP and the pauses, a bigger buffer only holds more queued data: more latency,\n\
+         and on some kernels more loss (seed 003)."
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_print_in_aeron_s_syntax() {
+        assert_eq!(aeron_duration(500_000), "500us");
+        assert_eq!(aeron_duration(2_000_000), "2ms");
+        assert_eq!(aeron_duration(2_500_000), "2500us");
+        assert_eq!(aeron_duration(1_500), "1500ns");
+        assert_eq!(aeron_duration(3_000_000_000), "3s");
+    }
+
+    #[test]
+    fn property_names_become_the_c_driver_s_variables() {
+        assert_eq!(
+            env_name("aeron.nak.multicast.max.backoff"),
+            "AERON_NAK_MULTICAST_MAX_BACKOFF"
+        );
+        assert_eq!(
+            env_name("aeron.nak.unicast.retry.delay.ratio"),
+            "AERON_NAK_UNICAST_RETRY_DELAY_RATIO"
+        );
+    }
+}

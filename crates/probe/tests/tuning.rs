@@ -1,0 +1,193 @@
+//! The tuning calculators as a user runs them: `latency-probe nak` and `latency-probe buffers`.
+//! Seed 000's measured profile comes out of its inputs, `--json -` carries every input and
+//! output, a failed validity check exits 1, and bad input is one line and exit 2.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::bin;
+use serde_json::Value;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin("latency-probe"))
+        .args(args)
+        .env_remove("AERON_SOCKET_SO_RCVBUF")
+        .env_remove("AERON_RCV_INITIAL_WINDOW_LENGTH")
+        .output()
+        .expect("latency-probe runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn nak_prints_the_seed_s_profile_three_ways_and_exits_0() {
+    let out = run(&[
+        "nak",
+        "--rtt",
+        "35us",
+        "--budget",
+        "1ms",
+        "--receivers",
+        "3",
+        "--rate",
+        "50k",
+        "--msg-size",
+        "224",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    for line in [
+        "AERON_NAK_MULTICAST_MAX_BACKOFF=500us",
+        "AERON_NAK_MULTICAST_GROUP_SIZE=3",
+        "AERON_RETRANSMIT_UNICAST_LINGER=2ms",
+        "-Daeron.nak.multicast.max.backoff=500us",
+        "-Daeron.retransmit.unicast.linger=2ms",
+        "PASS  isolated recoveries",
+        "PASS  retransmit-store coverage",
+        "PASS  implosion guard",
+    ] {
+        assert!(stdout.contains(line), "missing {line:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn nak_json_holds_every_input_and_output() {
+    let out = run(&[
+        "nak",
+        "--rtt",
+        "100us",
+        "--budget",
+        "1ms",
+        "--receivers",
+        "3",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["inputs"]["rtt_ns"], 100_000);
+    assert_eq!(v["inputs"]["budget_ns"], 1_000_000);
+    assert_eq!(v["inputs"]["receivers"], 3);
+    assert_eq!(v["chosen"]["nak_multicast_max_backoff_ns"], 500_000);
+    assert_eq!(v["chosen"]["retransmit_unicast_linger_ns"], 2_000_000);
+    assert_eq!(v["defaults"]["nak_multicast_max_backoff_ns"], 10_000_000);
+    assert_eq!(v["double_loss_ns"], 2_700_000);
+    assert_eq!(v["checks"].as_array().map(Vec::len), Some(4));
+    assert!(v["checks"].as_array().unwrap().iter().all(|c| c["status"] == "PASS"));
+}
+
+#[test]
+fn overlapping_recoveries_fail_with_exit_1_and_say_to_stop_the_loss_first() {
+    let out = run(&[
+        "nak", "--rtt", "35us", "--budget", "1ms", "--loss", "0.02", "--rate", "100k",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("FAIL  isolated recoveries"), "{stdout}");
+    assert!(stdout.contains("stop the loss first"), "{stdout}");
+    assert_eq!(text(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn buffers_flag_a_cap_below_the_request_and_an_oversized_buffer() {
+    let out = run(&[
+        "buffers",
+        "--rate",
+        "50k",
+        "--msg-size",
+        "224",
+        "--rtt",
+        "35us",
+        "--receivers",
+        "3",
+        "--rmem-max",
+        "64k",
+        "--wmem-max",
+        "4m",
+        "--so-rcvbuf",
+        "32m",
+        "--rcv-window",
+        "128k",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("FAIL  net.core.rmem_max"), "{stdout}");
+    assert!(stdout.contains("sysctl -w net.core.rmem_max=33554432"), "{stdout}");
+    assert!(stdout.contains("WARN  driver SO_RCVBUF"), "{stdout}");
+    assert!(stdout.contains("larger is not better"), "{stdout}");
+    // Without --budget the recovery is Aeron's default timers' double loss.
+    assert!(stdout.contains("Aeron's default timers"), "{stdout}");
+}
+
+#[test]
+fn buffers_for_the_seed_s_stream_pass_with_aeron_s_defaults() {
+    let out = run(&[
+        "buffers",
+        "--rate",
+        "50k",
+        "--msg-size",
+        "224",
+        "--rtt",
+        "35us",
+        "--receivers",
+        "3",
+        "--budget",
+        "1ms",
+        "--rmem-max",
+        "208k",
+        "--wmem-max",
+        "208k",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["bdp_bytes"], 448);
+    assert_eq!(v["rcvbuf_bytes"], 65_536);
+    assert_eq!(v["inputs"]["recovery_ns"], 2_570_000);
+    assert_eq!(v["inputs"]["so_rcvbuf"], 131_072);
+}
+
+#[test]
+fn bad_calculator_input_is_one_line_and_exit_2() {
+    let cases: [(&[&str], &str, &str); 6] = [
+        (
+            &["nak", "--rtt", "35us", "--budget", "1ms", "--loss", "1.5"],
+            "--loss",
+            "fraction from 0 to 1",
+        ),
+        (
+            &["nak", "--rtt", "35us", "--budget", "1ms", "--receivers", "0"],
+            "--receivers",
+            "at least one",
+        ),
+        (
+            &["nak", "--rtt", "100us", "--budget", "150us"],
+            "--budget",
+            "give at least 200.0 µs",
+        ),
+        (&["nak", "--rtt", "35", "--budget", "1ms"], "--rtt", "e.g. 35us"),
+        (
+            &["nak", "--rtt", "35us", "--budget", "1ms", "--term-length", "100000"],
+            "--term-length",
+            "power of two",
+        ),
+        (
+            &["buffers", "--rate", "10k", "--rtt", "35us", "--receivers", "0"],
+            "--receivers",
+            "at least one",
+        ),
+    ];
+    for (args, flag, fix) in cases {
+        let out = run(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("latency-probe"), "{args:?}: {err}");
+        assert!(err.contains(flag) && err.contains(fix), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
