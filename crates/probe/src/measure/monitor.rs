@@ -59,12 +59,14 @@ use crate::sys::perf::PerfUnavailable;
 /// preemption on this class of machine 15–65 µs).
 pub const STALL_THRESHOLD_NS: u64 = 5_000;
 
-/// A polling hot loop hands its stall log a clock reading every this many empty polls (and
-/// after every poll that read something): 64 empty polls take ~1-2 µs, well under the
-/// threshold, so no stall of 5 µs goes unseen, while an echo that lands during a clock read
-/// (~20 ns of a ~40 ns iteration when every poll read the clock) is no longer held up by it
-/// on most polls. A logged stall's length includes up to that much of normal polling.
-pub const STALL_TICK_EVERY: u32 = 64;
+/// A spinning hot loop hands its stall log a clock reading every this many empty polls (and
+/// after every poll that read something; with any other idle strategy, every poll): 16 empty
+/// polls take well under 1 µs here (a poll ~10-15 ns plus a spin-loop hint, up to ~40 ns on
+/// CPUs with a slow `pause`), far under the threshold, so no stall of 5 µs goes unseen, while
+/// an echo that lands during a clock read (~20 ns of a ~40 ns iteration when every poll read
+/// the clock) is held up by it on one poll in 16. A logged stall's length includes up to that
+/// much of normal polling.
+pub const STALL_TICK_EVERY: u32 = 16;
 
 #[derive(Debug)]
 struct Watched {

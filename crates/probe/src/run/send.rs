@@ -515,6 +515,7 @@ fn await_echo<D: Diagnostics>(
     diag: &mut D,
 ) -> Result<i64, Stop> {
     let sleeps = idle.sleeps();
+    let spins = idle.spins();
     let mut polls: u32 = 0;
     loop {
         polls = polls.wrapping_add(1);
@@ -541,9 +542,10 @@ fn await_echo<D: Diagnostics>(
         if n > 0 {
             continue;
         }
-        // Waiting for the echo is the loop running, not a stall; one clock reading every
-        // STALL_TICK_EVERY empty polls keeps the reads out of the way of the echo.
-        if polls.is_multiple_of(STALL_TICK_EVERY) {
+        // Waiting for the echo is the loop running, not a stall. While spinning, one clock
+        // reading every STALL_TICK_EVERY empty polls keeps the reads out of the echo's way;
+        // any other idle step (a yield, a sleep) may take long itself: read it every time.
+        if !spins || polls.is_multiple_of(STALL_TICK_EVERY) {
             diag.tick_now();
         }
         idle.idle(0);

@@ -334,6 +334,7 @@ fn hot_loop(
     mut echo: Option<&mut Echo>,
 ) -> SubOutcome {
     let started = Instant::now();
+    let spins = idle.spins();
     let mut stopped_early = None;
     let mut polls: u32 = 0;
     loop {
@@ -355,9 +356,10 @@ fn hot_loop(
         }
         polls = polls.wrapping_add(1);
         match &mut st.stalls {
-            // One vDSO clock read after each poll that read something and every
-            // STALL_TICK_EVERY empty ones: gaps >= 5 µs are logged as stalls.
-            Some(s) if n > 0 || sleeps || polls.is_multiple_of(STALL_TICK_EVERY) => {
+            // One vDSO clock read after each poll that read something and, while spinning,
+            // every STALL_TICK_EVERY empty ones (every one with any other idle strategy: a
+            // yield or a sleep may take long itself): gaps >= 5 µs are logged as stalls.
+            Some(s) if n > 0 || !spins || polls.is_multiple_of(STALL_TICK_EVERY) => {
                 s.tick(now_ns());
                 idle.idle(n);
                 if sleeps {
