@@ -30,6 +30,13 @@ pub const MAX_NAKS_PER_LOSS: f64 = 2.0;
 pub const MIN_BUFFER: u64 = 64 * 1024;
 /// A buffer this many times what the BDP and pauses need is flagged (seed 003).
 pub const OVERSIZED_FACTOR: u64 = 16;
+/// Aeron's largest term.
+pub const MAX_TERM: u64 = 1 << 30;
+
+/// The next power of two at or above `n`, at least [`MIN_BUFFER`] (saturating).
+fn pow2_at_least(n: u64) -> u64 {
+    n.checked_next_power_of_two().unwrap_or(u64::MAX).max(MIN_BUFFER)
+}
 
 /// One message's frame in the term: header + payload, aligned.
 #[must_use]
@@ -161,7 +168,7 @@ fn isolated_check(p: &NakPlan) -> Check {
             String::new()
         } else {
             "recoveries overlap and queue behind each other, whatever the timers: stop the loss first (socket \
-             buffers: latency-probe buffers; CPU isolation: latency-probe doctor)"
+             buffers: latency-probe buffers; then CPU isolation and the receive path)"
                 .into()
         },
     }
@@ -174,7 +181,7 @@ fn store_check(p: &NakPlan) -> Check {
     let need = bytes_per_s * window_ns as f64 / 1e9;
     let have = i.term_length / 2;
     let ok = need <= have as f64;
-    let term_needed = (2 * need.ceil() as u64).next_power_of_two().max(MIN_BUFFER);
+    let term_needed = pow2_at_least((need.ceil() as u64).saturating_mul(2));
     Check {
         check: "retransmit-store coverage".into(),
         measured: format!(
@@ -188,6 +195,11 @@ fn store_check(p: &NakPlan) -> Check {
         status: if ok { CheckStatus::Pass } else { CheckStatus::Fail },
         fix: if ok {
             String::new()
+        } else if term_needed > MAX_TERM {
+            format!(
+                "the gap is overwritten before it is retransmitted and the image breaks, and no term covers it \
+                 (Aeron's largest is {MAX_TERM} B): cut the slowest receiver's lag or the recovery time"
+            )
         } else {
             format!(
                 "the gap is overwritten before it is retransmitted and the image breaks: use a term of at least \
@@ -225,8 +237,8 @@ fn implosion_check(p: &NakPlan) -> Check {
                 i.receivers
             ),
             (true, false) => format!(
-                "this profile is proven for up to {PROVEN_GROUP} receivers: with {} measure it (latency-probe loss \
-                 experiment) before trusting it",
+                "this profile is proven for up to {PROVEN_GROUP} receivers: with {} measure the loss cost with \
+                 these timers before trusting them",
                 i.receivers
             ),
             _ => String::new(),
@@ -248,17 +260,18 @@ fn fmt_fraction(f: f64) -> String {
 #[must_use]
 pub fn buffer_plan(i: &BufferInputs) -> BufferPlan {
     let frame = frame_bytes(i.msg_size);
-    let bps = i.rate * frame;
-    let send_bps = bps * u64::from(i.receivers.max(1));
-    let over = |bytes_per_s: u64, ns: u64| (u128::from(bytes_per_s) * u128::from(ns)).div_ceil(1_000_000_000) as u64;
+    let bps = i.rate.saturating_mul(frame);
+    let send_bps = bps.saturating_mul(u64::from(i.receivers.max(1)));
+    let over = |bytes_per_s: u64, ns: u64| {
+        u64::try_from((u128::from(bytes_per_s) * u128::from(ns)).div_ceil(1_000_000_000)).unwrap_or(u64::MAX)
+    };
     let bdp = over(bps, i.rtt_ns);
     let pause = over(bps, i.pause_ns);
-    let rcvbuf = (bdp + pause).next_power_of_two().max(MIN_BUFFER);
-    let sndbuf = (over(send_bps, i.rtt_ns) + over(send_bps, i.pause_ns))
-        .next_power_of_two()
-        .max(MIN_BUFFER);
-    let store = over(bps, i.lag_ns + i.recovery_ns);
-    let term = (2 * store).next_power_of_two().max(MIN_BUFFER);
+    let rcvbuf = pow2_at_least(bdp.saturating_add(pause));
+    let sndbuf = pow2_at_least(over(send_bps, i.rtt_ns).saturating_add(over(send_bps, i.pause_ns)));
+    let store = over(bps, i.lag_ns.saturating_add(i.recovery_ns));
+    // Aeron's terms stop at 1 GiB.
+    let term = pow2_at_least(store.saturating_mul(2)).min(MAX_TERM);
     let mut plan = BufferPlan {
         inputs: i.clone(),
         frame_bytes: frame,
@@ -283,15 +296,15 @@ fn buffer_checks(p: &BufferPlan) -> Vec<Check> {
         "net.core.rmem_max",
         i.rmem_max,
         i.so_rcvbuf.max(p.rcvbuf_bytes),
-        "SO_RCVBUF",
-        true,
+        "SO_RCVBUF the driver asks for",
+        Some(p.rcvbuf_bytes),
     ));
     out.push(cap_check(
         "net.core.wmem_max",
         i.wmem_max,
         p.sndbuf_bytes,
-        "SO_SNDBUF",
-        false,
+        "SO_SNDBUF this stream needs",
+        None,
     ));
     let small = i.so_rcvbuf < p.rcvbuf_bytes;
     let oversized = i.so_rcvbuf >= OVERSIZED_FACTOR * p.rcvbuf_bytes;
@@ -354,25 +367,30 @@ fn buffer_checks(p: &BufferPlan) -> Vec<Check> {
 }
 
 /// The kernel caps a socket buffer request at `*mem_max` without an error.
-fn cap_check(name: &str, cap: Option<u64>, need: u64, opt: &str, flag_oversized: bool) -> Check {
+/// `stream_need`: flag a cap [`OVERSIZED_FACTOR`] times above it (receive buffers only).
+fn cap_check(name: &str, cap: Option<u64>, need: u64, what: &str, stream_need: Option<u64>) -> Check {
     let Some(cap) = cap else {
         return Check {
             check: name.into(),
             measured: "unknown (not readable here)".into(),
             expected: format!(">= {need} B"),
             status: CheckStatus::Warn,
-            fix: format!("read /proc/sys/net/core/{}", name.trim_start_matches("net.core.")),
+            fix: format!(
+                "give it with --{} (from /proc/sys/net/core/{} on the receiving host)",
+                name.trim_start_matches("net.core.").replace('_', "-"),
+                name.trim_start_matches("net.core.")
+            ),
         };
     };
     let ok = cap >= need;
-    let oversized = flag_oversized && cap >= OVERSIZED_FACTOR * need;
+    let oversized = stream_need.is_some_and(|n| cap >= OVERSIZED_FACTOR.saturating_mul(n.max(need)));
+    let opt = what.split_whitespace().next().unwrap_or(what);
     Check {
         check: name.into(),
         measured: format!("{cap} B"),
-        expected: if flag_oversized {
-            format!(">= {need} B (the {opt} the driver asks for), under {OVERSIZED_FACTOR} x that")
-        } else {
-            format!(">= {need} B (the {opt} the driver asks for)")
+        expected: match stream_need {
+            Some(_) => format!(">= {need} B (the {what}), under {OVERSIZED_FACTOR} x that"),
+            None => format!(">= {need} B (the {what})"),
         },
         status: if !ok {
             CheckStatus::Fail
@@ -385,10 +403,11 @@ fn cap_check(name: &str, cap: Option<u64>, need: u64, opt: &str, flag_oversized:
             format!("the kernel caps {opt} at {cap} B without an error: sysctl -w {name}={need}")
         } else if oversized {
             format!(
-                "a cap {}x what this stream needs: harmless while the driver asks for {need} B, but a socket that asks \
-                 for the maximum gets a buffer that only queues latency (seed 003: 25 MB lost more than 128 KiB at \
-                 350 MB/s); sysctl -w {name}={need} unless another stream needs more",
-                cap / need
+                "a cap {}x what this stream needs ({} B): harmless while the driver asks for {need} B, but a socket \
+                 that asks for the maximum gets a buffer that only queues latency (seed 003: 25 MB lost more than \
+                 128 KiB at 350 MB/s); sysctl -w {name}={need} unless another stream needs more",
+                cap / stream_need.unwrap_or(need).max(1),
+                stream_need.unwrap_or(need)
             )
         } else {
             String::new()
@@ -527,7 +546,7 @@ mod tests {
     }
 
     #[test]
-    fn linger_rounding_stays_within_two_to_four_times_the_floor() {
+    fn linger_rounding_stays_within_three_to_four_times_the_floor() {
         for floor in [1, 7, 99, 101, 535, 600, 999, 1_001, 33_333, 123_456_789] {
             let v = round_up(3 * floor);
             assert!(v >= 3 * floor && v <= 4 * floor, "{floor} -> {v}");

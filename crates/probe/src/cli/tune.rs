@@ -174,9 +174,15 @@ fn check_nak(a: &NakArgs) -> Result<NakInputs, UsageError> {
     })
 }
 
+/// The most receivers the calculators take (far beyond any Aeron group measured).
+pub const MAX_RECEIVERS: u32 = 100_000;
+
 fn check_receivers(n: u32) -> Result<(), UsageError> {
     if n == 0 {
         return Err(UsageError::new("--receivers 0: a stream has at least one receiver"));
+    }
+    if n > MAX_RECEIVERS {
+        return Err(UsageError::new(format!("--receivers {n}: give 1 to {MAX_RECEIVERS}")));
     }
     Ok(())
 }
@@ -221,7 +227,9 @@ fn check_buffers(a: &BuffersArgs) -> Result<BufferInputs, UsageError> {
         (Some(r), _) => (r, "--recovery".to_string()),
         (None, budget) => {
             let derived = budget.is_some();
-            let budget = budget.unwrap_or(2 * aeron_default::NAK_MULTICAST_MAX_BACKOFF_NS);
+            // Without --budget only Aeron's default timers are used, which need no budget: any
+            // valid one will do.
+            let budget = budget.unwrap_or(2 * a.rtt);
             let inputs = check_nak(&NakArgs {
                 rtt: a.rtt,
                 budget,
