@@ -9,8 +9,8 @@
 //! | `roundtrip/messaging_exclusive` | the same through `ExclusivePublisher` (no atomic add on the tail), streams 1102 and 1103 |
 //! | `roundtrip/messaging_exclusive_64` | the same with 64-byte messages (streams 1202 and 1203): the size of the probe's smallest Cap'n Proto sample, so `latency-probe --mode rtt --msg-size 64` has a like-for-like bench figure (a 96-byte frame spans two cache lines where a 64-byte one fills one) |
 //! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
-//! | `roundtrip/c_client_64` | the same with 64-byte messages (streams 2202 / 2203), next to `messaging_exclusive_64` |
 //! | `roundtrip/c_client` | the `messaging` round trip through the same driver with the Aeron C client (rusteron-client 0.2.16 = Aeron 1.54.0) on both sides, streams 2002 / 2003: what the protocol costs without aeron-rs and this crate |
+//! | `roundtrip/c_client_64` | the `c_client` round trip with 64-byte messages (streams 2202 / 2203), next to `messaging_exclusive_64` |
 //! | `throughput/try_claim`, `throughput/offer`, `throughput/exclusive_try_claim`, `throughput/c_try_claim` | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
 //!
 //! After the criterion cases the binary prints a summary:
