@@ -316,6 +316,7 @@ impl EmbeddedDriverBuilder {
             ctx.set_publication_linger_timeout_ns(t.as_nanos() as u64)
                 .map_err(cfg("publication linger timeout"))?;
         }
+        let settings = DriverSettings::read(&ctx);
         let on_error = self
             .on_error
             .clone()
@@ -369,6 +370,7 @@ impl EmbeddedDriverBuilder {
             }
         };
         Ok(EmbeddedDriver {
+            settings,
             stale_removed,
             dir,
             ipc_term_length: ipc_term,
@@ -519,6 +521,132 @@ pub struct EmbeddedDriver {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<()>>,
     tid: i32,
+    settings: DriverSettings,
+}
+
+/// What an embedded driver runs with, in Aeron's units, as its context holds them after the
+/// environment and the builder applied: what `doctor` checks and a report records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DriverSettings {
+    /// `aeron.threading.mode`: `SHARED`, `SHARED_NETWORK`, `DEDICATED` or `INVOKER`.
+    pub threading_mode: String,
+    /// `aeron.shared.idle.strategy` (the one agent of SHARED mode).
+    pub shared_idle_strategy: String,
+    /// `aeron.conductor.idle.strategy`.
+    pub conductor_idle_strategy: String,
+    /// `aeron.sender.idle.strategy`.
+    pub sender_idle_strategy: String,
+    /// `aeron.receiver.idle.strategy`.
+    pub receiver_idle_strategy: String,
+    /// `aeron.term.buffer.length` (network publications), bytes.
+    pub term_buffer_length: usize,
+    /// `aeron.ipc.term.buffer.length`, bytes.
+    pub ipc_term_buffer_length: usize,
+    /// `aeron.mtu.length`, bytes.
+    pub mtu_length: usize,
+    /// `aeron.socket.so_rcvbuf`, bytes.
+    pub socket_so_rcvbuf: usize,
+    /// `aeron.socket.so_sndbuf`, bytes (0: the OS default).
+    pub socket_so_sndbuf: usize,
+    /// `aeron.rcv.initial.window.length`, bytes.
+    pub rcv_initial_window_length: usize,
+    /// `aeron.nak.multicast.max.backoff`, ns.
+    pub nak_multicast_max_backoff_ns: u64,
+    /// `aeron.nak.multicast.group.size`.
+    pub nak_multicast_group_size: usize,
+    /// `aeron.nak.unicast.delay`, ns.
+    pub nak_unicast_delay_ns: u64,
+    /// `aeron.nak.unicast.retry.delay.ratio`.
+    pub nak_unicast_retry_delay_ratio: u64,
+    /// `aeron.retransmit.unicast.linger`, ns.
+    pub retransmit_unicast_linger_ns: u64,
+    /// `aeron.publication.linger.timeout`, ns.
+    pub publication_linger_timeout_ns: u64,
+    /// `aeron.term.buffer.sparse.file`.
+    pub term_buffer_sparse_file: bool,
+}
+
+impl DriverSettings {
+    fn read(ctx: &AeronDriverContext) -> DriverSettings {
+        use aeron_threading_mode_enum as M;
+        let threading_mode = match ctx.get_threading_mode() {
+            M::AERON_THREADING_MODE_DEDICATED => "DEDICATED",
+            M::AERON_THREADING_MODE_SHARED_NETWORK => "SHARED_NETWORK",
+            M::AERON_THREADING_MODE_SHARED => "SHARED",
+            M::AERON_THREADING_MODE_INVOKER => "INVOKER",
+        };
+        DriverSettings {
+            threading_mode: threading_mode.to_owned(),
+            shared_idle_strategy: ctx.get_shared_idle_strategy().to_owned(),
+            conductor_idle_strategy: ctx.get_conductor_idle_strategy().to_owned(),
+            sender_idle_strategy: ctx.get_sender_idle_strategy().to_owned(),
+            receiver_idle_strategy: ctx.get_receiver_idle_strategy().to_owned(),
+            term_buffer_length: ctx.get_term_buffer_length(),
+            ipc_term_buffer_length: ctx.get_ipc_term_buffer_length(),
+            mtu_length: ctx.get_mtu_length(),
+            socket_so_rcvbuf: ctx.get_socket_so_rcvbuf(),
+            socket_so_sndbuf: ctx.get_socket_so_sndbuf(),
+            rcv_initial_window_length: ctx.get_rcv_initial_window_length(),
+            nak_multicast_max_backoff_ns: ctx.get_nak_multicast_max_backoff_ns(),
+            nak_multicast_group_size: ctx.get_nak_multicast_group_size(),
+            nak_unicast_delay_ns: ctx.get_nak_unicast_delay_ns(),
+            nak_unicast_retry_delay_ratio: ctx.get_nak_unicast_retry_delay_ratio(),
+            retransmit_unicast_linger_ns: ctx.get_retransmit_unicast_linger_ns(),
+            publication_linger_timeout_ns: ctx.get_publication_linger_timeout_ns(),
+            term_buffer_sparse_file: ctx.get_term_buffer_sparse_file(),
+        }
+    }
+
+    /// Every setting as (Aeron property name, value), values in Aeron's syntax (`10ms`,
+    /// `131072`): for a report and `doctor`.
+    #[must_use]
+    pub fn properties(&self) -> Vec<(&'static str, String)> {
+        let ns = |v: u64| {
+            if v != 0 && v.is_multiple_of(1_000_000) {
+                format!("{}ms", v / 1_000_000)
+            } else if v != 0 && v.is_multiple_of(1_000) {
+                format!("{}us", v / 1_000)
+            } else {
+                format!("{v}ns")
+            }
+        };
+        vec![
+            ("aeron.threading.mode", self.threading_mode.clone()),
+            ("aeron.shared.idle.strategy", self.shared_idle_strategy.clone()),
+            ("aeron.conductor.idle.strategy", self.conductor_idle_strategy.clone()),
+            ("aeron.sender.idle.strategy", self.sender_idle_strategy.clone()),
+            ("aeron.receiver.idle.strategy", self.receiver_idle_strategy.clone()),
+            ("aeron.term.buffer.length", self.term_buffer_length.to_string()),
+            ("aeron.ipc.term.buffer.length", self.ipc_term_buffer_length.to_string()),
+            ("aeron.mtu.length", self.mtu_length.to_string()),
+            ("aeron.socket.so_rcvbuf", self.socket_so_rcvbuf.to_string()),
+            ("aeron.socket.so_sndbuf", self.socket_so_sndbuf.to_string()),
+            (
+                "aeron.rcv.initial.window.length",
+                self.rcv_initial_window_length.to_string(),
+            ),
+            ("aeron.nak.multicast.max.backoff", ns(self.nak_multicast_max_backoff_ns)),
+            (
+                "aeron.nak.multicast.group.size",
+                self.nak_multicast_group_size.to_string(),
+            ),
+            ("aeron.nak.unicast.delay", ns(self.nak_unicast_delay_ns)),
+            (
+                "aeron.nak.unicast.retry.delay.ratio",
+                self.nak_unicast_retry_delay_ratio.to_string(),
+            ),
+            ("aeron.retransmit.unicast.linger", ns(self.retransmit_unicast_linger_ns)),
+            (
+                "aeron.publication.linger.timeout",
+                ns(self.publication_linger_timeout_ns),
+            ),
+            (
+                "aeron.term.buffer.sparse.file",
+                self.term_buffer_sparse_file.to_string(),
+            ),
+        ]
+    }
 }
 
 impl fmt::Debug for EmbeddedDriver {
@@ -554,6 +682,13 @@ impl EmbeddedDriver {
     #[must_use]
     pub fn tid(&self) -> i32 {
         self.tid
+    }
+
+    /// The settings it runs with (compiled defaults, then `AERON_*`, then the builder), read
+    /// back from the driver's context when it started.
+    #[must_use]
+    pub fn settings(&self) -> &DriverSettings {
+        &self.settings
     }
 
     /// The directories of killed runs' embedded drivers that [`EmbeddedDriverBuilder::spawn`]

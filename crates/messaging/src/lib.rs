@@ -97,7 +97,8 @@ pub use cnc::{
 pub use conductor::CONDUCTOR_IDLE;
 #[cfg(feature = "embedded-driver")]
 pub use driver::{
-    check_term_length, driver_version, free_bytes, EmbeddedDriver, EmbeddedDriverBuilder, DEFAULT_DRIVER_IDLE,
+    check_term_length, driver_version, free_bytes, DriverSettings, EmbeddedDriver, EmbeddedDriverBuilder,
+    DEFAULT_DRIVER_IDLE,
 };
 pub use error::{
     AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PollError,

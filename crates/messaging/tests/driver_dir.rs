@@ -42,3 +42,38 @@ fn a_second_embedded_driver_on_a_live_directory_is_refused_naming_the_pid() {
     assert!(client.liveness().is_active());
     move_messages(&client, 12, 10);
 }
+
+#[test]
+fn settings_read_back_what_the_builder_set() {
+    let driver = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .term_length(128 << 10)
+        .publication_linger(std::time::Duration::from_millis(50))
+        .idle("yield")
+        .spawn()
+        .expect("driver starts");
+    let s = driver.settings();
+    assert_eq!(s.ipc_term_buffer_length, 64 << 10);
+    assert_eq!(s.term_buffer_length, 128 << 10);
+    assert_eq!(s.publication_linger_timeout_ns, 50_000_000);
+    for idle in [
+        &s.shared_idle_strategy,
+        &s.conductor_idle_strategy,
+        &s.receiver_idle_strategy,
+    ] {
+        assert!(idle.contains("yield"), "{s:?}");
+    }
+    if std::env::var_os("AERON_THREADING_MODE").is_none() {
+        assert_eq!(s.threading_mode, "SHARED");
+    }
+    let props = s.properties();
+    assert!(
+        props.contains(&("aeron.publication.linger.timeout", "50ms".to_owned())),
+        "{props:?}"
+    );
+    assert!(
+        props.contains(&("aeron.ipc.term.buffer.length", "65536".to_owned())),
+        "{props:?}"
+    );
+}
