@@ -8,9 +8,9 @@
 //! - `group.size`: the real receiver count.
 //! - `linger`: floor backoff + RTT, chosen 3 x that rounded up to a round value (at most 4x);
 //!   a double loss costs about linger + backoff + 2 x RTT.
-//! - unicast: NAK delay = RTT (1 µs to Aeron's 100 µs default: a reordering guard that adds no
-//!   more than a round trip), retry ratio so that the repeated NAK lands when the sender's
-//!   linger ends (earlier ones are ignored by the sender).
+//! - unicast: Aeron's NAK delay (1 µs: unicast NAKs go out almost at once), and a retry ratio
+//!   that makes the repeated NAK land when the sender's linger ends (earlier ones are ignored
+//!   by the sender).
 //!
 //! And the checks, each a [`Check`]: the per-loss budget and seed 000's three validity checks.
 
@@ -75,7 +75,7 @@ pub fn nak_plan(i: &NakInputs) -> NakPlan {
     let backoff = (i.budget_ns / 2).max(backoff_floor);
     let linger_floor = backoff + rtt;
     let linger = round_up(3 * linger_floor);
-    let unicast_delay = rtt.clamp(1_000, aeron_default::NAK_UNICAST_DELAY_NS);
+    let unicast_delay = aeron_default::NAK_UNICAST_DELAY_NS;
     let retry_ratio = linger.div_ceil(unicast_delay).max(1);
     let chosen = NakSettings {
         nak_multicast_max_backoff_ns: backoff,
@@ -538,11 +538,10 @@ mod tests {
     #[test]
     fn unicast_retry_lands_when_the_linger_ends() {
         let p = nak_plan(&inputs(35 * US, MS, 1));
-        assert_eq!(p.chosen.nak_unicast_delay_ns, 35 * US);
-        assert!(p.chosen.nak_unicast_delay_ns * p.chosen.nak_unicast_retry_delay_ratio >= 2 * MS);
-        assert_eq!(p.unicast_single_loss_ns, 70 * US);
-        // A long path keeps Aeron's 100 µs delay.
-        assert_eq!(nak_plan(&inputs(MS, 5 * MS, 1)).chosen.nak_unicast_delay_ns, 100 * US);
+        assert_eq!(p.chosen.nak_unicast_delay_ns, US);
+        assert_eq!(p.chosen.nak_unicast_retry_delay_ratio, 2_000);
+        assert_eq!(p.unicast_single_loss_ns, 36 * US);
+        assert_eq!(p.unicast_double_loss_ns, 2_036 * US);
     }
 
     #[test]

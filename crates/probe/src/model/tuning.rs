@@ -14,8 +14,9 @@ pub mod aeron_default {
     pub const NAK_MULTICAST_GROUP_SIZE: u32 = 10;
     /// `aeron.retransmit.unicast.linger`: 10 ms.
     pub const RETRANSMIT_UNICAST_LINGER_NS: u64 = 10_000_000;
-    /// `aeron.nak.unicast.delay`: 100 µs.
-    pub const NAK_UNICAST_DELAY_NS: u64 = 100_000;
+    /// `aeron.nak.unicast.delay`: 1 µs (what the embedded C driver 1.54 reads back with no
+    /// `AERON_NAK_UNICAST_DELAY`; `latency-probe doctor` prints it).
+    pub const NAK_UNICAST_DELAY_NS: u64 = 1_000;
     /// `aeron.nak.unicast.retry.delay.ratio`: 100 (a repeated unicast NAK waits 100 x the delay).
     pub const NAK_UNICAST_RETRY_DELAY_RATIO: u64 = 100;
     /// `aeron.socket.so_rcvbuf`: 128 KiB.

@@ -93,7 +93,7 @@ pub fn nak_text(p: &NakPlan) -> String {
         ),
         "the real receiver count".to_string(),
         format!("about 3 x its floor, backoff + RTT = {}", format_ns(p.linger_floor_ns)),
-        "RTT, within 1 us and 100 us: a reordering guard that adds at most a round trip".to_string(),
+        "Aeron's: unicast NAKs go out at once".to_string(),
         "delay x ratio >= linger: a repeated NAK lands when the sender listens again".to_string(),
     ];
     let derived = properties(&p.chosen);
