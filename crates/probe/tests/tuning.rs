@@ -216,3 +216,120 @@ fn bad_calculator_input_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn doctor_prints_every_check_and_exits_0_only_without_a_fail() {
+    let out = run(&["doctor", "--steal", "0", "--json", "-"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let checks = v["checks"].as_array().expect("checks");
+    let names: Vec<&str> = checks.iter().filter_map(|c| c["check"].as_str()).collect();
+    for name in [
+        "cores",
+        "isolation",
+        "other tasks",
+        "IRQs",
+        "CPU governor",
+        "transparent huge pages",
+        "swap",
+        "clock source",
+        "hypervisor steal",
+        "log space",
+        "vm.max_map_count",
+        "perf_event_paranoid",
+        "socket buffers",
+        "driver threads",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    for c in checks {
+        assert!(["PASS", "WARN", "FAIL"].contains(&c["status"].as_str().unwrap()), "{c}");
+        assert!(
+            c["status"] == "PASS" || !c["fix"].as_str().unwrap().is_empty(),
+            "no fix: {c}"
+        );
+    }
+    let failed = checks.iter().any(|c| c["status"] == "FAIL");
+    assert_eq!(
+        out.status.code(),
+        Some(if failed { 1 } else { 0 }),
+        "{}",
+        text(&out.stderr)
+    );
+    // The embedded driver's settings are read back from it.
+    let driver = v["request"]["driver"].as_array().expect("embedded driver settings");
+    assert!(driver.iter().any(|p| p[0] == "aeron.threading.mode"), "{driver:?}");
+}
+
+#[test]
+fn doctor_on_udp_checks_socket_buffers_and_nak_timers() {
+    let out = run(&[
+        "doctor",
+        "--steal",
+        "0",
+        "--channel",
+        "aeron:udp?endpoint=127.0.0.1:40999",
+        "--json",
+        "-",
+    ]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let names: Vec<&str> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["check"].as_str())
+        .collect();
+    for name in [
+        "net.core.rmem_max",
+        "net.core.wmem_max",
+        "driver SO_RCVBUF",
+        "NAK timers",
+    ] {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+}
+
+#[test]
+fn doctor_refuses_bad_input_with_one_line() {
+    for (args, flag) in [
+        (&["doctor", "--cores", "9999,0"][..], "--cores"),
+        (&["doctor", "--steal=-1"][..], "--steal"),
+        (&["doctor", "--msg-size", "0"][..], "--msg-size"),
+    ] {
+        let out = run(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+/// Every probe run records doctor's checks in its report's env.
+#[test]
+fn a_probe_report_carries_doctor_s_checks_in_env() {
+    let dir = common::scratch("doctor-env");
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("r.json");
+    let out = Command::new(bin("latency-probe"))
+        .args([
+            "--duration",
+            "0.3",
+            "--rate",
+            "2000",
+            "--msg-size",
+            "64",
+            "--warmup",
+            "100",
+            "--idle",
+            "yield",
+        ])
+        .args(["--diagnostics", "off", "--floor", "0", "--live", "off", "--json"])
+        .arg(&json)
+        .output()
+        .expect("probe runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let checks = v["env"]["doctor"].as_array().expect("env.doctor");
+    assert!(checks.iter().any(|c| c["check"] == "log space"), "{checks:?}");
+    assert!(text(&out.stdout).contains("doctor: "), "{}", text(&out.stdout));
+    let _ = std::fs::remove_dir_all(&dir);
+}

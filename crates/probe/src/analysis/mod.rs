@@ -3,6 +3,7 @@
 //!
 //! Names only the model and units.
 
+pub mod doctor;
 pub mod jitter;
 pub mod runs;
 pub mod tuning;

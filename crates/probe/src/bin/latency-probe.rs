@@ -16,6 +16,7 @@ fn main() -> ExitCode {
         Some(Cmd::Sweep(s)) => cli::finish(probe::SWEEP, probe::sweep(s)),
         Some(Cmd::Nak(n)) => cli::finish(cli::tune::NAK, cli::tune::nak(n)),
         Some(Cmd::Buffers(b)) => cli::finish(cli::tune::BUFFERS, cli::tune::buffers(b)),
+        Some(Cmd::Doctor(d)) => cli::finish(cli::tune::DOCTOR, cli::tune::doctor(d)),
         None => cli::finish(probe::PROGRAM, probe::probe(&args.args)),
     }
 }

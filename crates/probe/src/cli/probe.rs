@@ -58,6 +58,10 @@ pub enum Cmd {
     /// Socket buffers, receiver window and term length from rate, message size, RTT and
     /// receivers, checked against net.core.rmem_max/wmem_max and the driver's settings
     Buffers(super::tune::BuffersArgs),
+    /// Check this host and the driver for a run: cores and isolation, tasks and IRQs on the hot
+    /// cores, governor, huge pages, swap, clock source, steal, log space, map count, perf,
+    /// socket buffers, the driver's threads and NAK timers; each with its fix
+    Doctor(super::tune::DoctorArgs),
 }
 
 /// `latency-probe compare A B`.

@@ -52,4 +52,7 @@ pub struct Env {
     pub client: String,
     /// cpu0's cpufreq scaling governor.
     pub governor: String,
+    /// `latency-probe doctor`'s checks of this host and driver for the run, made before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub doctor: Vec<crate::model::Check>,
 }

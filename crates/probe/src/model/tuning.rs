@@ -57,7 +57,7 @@ impl CheckStatus {
 }
 
 /// One check: what was measured or computed, what it should be, the outcome, and the fix.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
 pub struct Check {
     /// Short name (`isolated recoveries`, `rmem_max`, …).
     pub check: String,
@@ -211,4 +211,115 @@ pub struct BufferPlan {
     pub term_length_bytes: u64,
     /// Checks of the system and the driver's settings against these.
     pub checks: Vec<Check>,
+}
+
+/// What `doctor` read from the host (`/proc`, `/sys`), each `None` where it could not be read.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct HostReadings {
+    /// CPUs this process may use.
+    pub usable_cores: Vec<usize>,
+    /// The kernel command line.
+    pub cmdline: Option<String>,
+    /// `/sys/devices/system/cpu/isolated`, expanded.
+    pub isolated: Option<Vec<usize>>,
+    /// Tasks (other than ours and the kernel's per-CPU threads) allowed on each hot core:
+    /// (core, count, a few names).
+    pub tasks_on_hot_cores: Option<Vec<(usize, usize, Vec<String>)>>,
+    /// IRQs whose affinity includes a hot core: (core, count).
+    pub irqs_on_hot_cores: Option<Vec<(usize, usize)>>,
+    /// Each hot core's cpufreq governor (`None`: no cpufreq, as in most VMs).
+    pub governors: Vec<(usize, Option<String>)>,
+    /// The selected value of `/sys/kernel/mm/transparent_hugepage/enabled`.
+    pub thp: Option<String>,
+    /// Active swap, KiB (from `/proc/swaps`).
+    pub swap_kib: Option<u64>,
+    /// `current_clocksource`.
+    pub clocksource: Option<String>,
+    /// Measured cost of one `clock_gettime(CLOCK_MONOTONIC)`, ns.
+    pub clock_read_ns: Option<f64>,
+    /// Hypervisor steal over the sampling interval, percent of CPU time.
+    pub steal_pct: Option<f64>,
+    /// Free bytes where the driver's logs go.
+    pub shm_free: Option<u64>,
+    /// `vm.max_map_count`.
+    pub max_map_count: Option<u64>,
+    /// `kernel.perf_event_paranoid`.
+    pub perf_event_paranoid: Option<i64>,
+    /// Running as root (perf works whatever the paranoid level).
+    pub root: bool,
+    /// `net.core.rmem_max`.
+    pub rmem_max: Option<u64>,
+    /// `net.core.wmem_max`.
+    pub wmem_max: Option<u64>,
+}
+
+/// What the run `doctor` checks for needs.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct DoctorRequest {
+    /// The cores the hot threads will be pinned to.
+    pub hot_cores: Vec<usize>,
+    /// Where the driver's logs go, and the bytes the run's logs need there.
+    pub shm_dir: String,
+    /// See [`DoctorRequest::shm_dir`].
+    pub shm_needed: u64,
+    /// Whether the channel is UDP (socket buffers and NAK timers matter).
+    pub udp: bool,
+    /// Messages per second and message size (for the bandwidth-delay product).
+    pub rate: u64,
+    /// See [`DoctorRequest::rate`].
+    pub msg_size: u64,
+    /// The embedded driver's settings as (property, value); `None` for an external driver.
+    pub driver: Option<Vec<(String, String)>>,
+}
+
+/// `doctor`'s result: what it checked for, and each check.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Doctor {
+    /// What the run needs.
+    pub request: DoctorRequest,
+    /// What was read.
+    pub readings: HostReadings,
+    /// Every check, in order.
+    pub checks: Vec<Check>,
+}
+
+impl Doctor {
+    /// How many checks ended with `status`.
+    #[must_use]
+    pub fn count(&self, status: CheckStatus) -> usize {
+        self.checks.iter().filter(|c| c.status == status).count()
+    }
+}
+
+/// `0-3,8,10-11` as its CPUs; unparseable parts are skipped.
+#[must_use]
+pub fn parse_cpu_list(s: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+                    out.extend(a..=b.min(a + 4096));
+                }
+            }
+            None => {
+                if let Ok(c) = part.parse() {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_expand() {
+        assert_eq!(parse_cpu_list("0-3,8,10-11\n"), vec![0, 1, 2, 3, 8, 10, 11]);
+        assert_eq!(parse_cpu_list(""), Vec::<usize>::new());
+        assert_eq!(parse_cpu_list("1"), vec![1]);
+    }
 }

@@ -115,6 +115,9 @@ pub fn render_text(r: &Report) -> String {
         "env: {} ({} cores), kernel {}, governor {}, driver {} {}, client {}",
         e.cpu_model, e.cores, e.kernel, e.governor, e.driver_kind, e.driver_version, e.client
     );
+    if let Some(line) = doctor_line(&e.doctor) {
+        let _ = writeln!(o, "{line}");
+    }
     let _ = writeln!(
         o,
         "run: target {:.0} msg/s, achieved {:.1} msg/s, {} B messages, {:.2} s measured",
@@ -244,6 +247,38 @@ pub fn render_text(r: &Report) -> String {
     out
 }
 
+/// One line for `env.doctor`: the counts, and which checks warned or failed.
+fn doctor_line(checks: &[crate::model::Check]) -> Option<String> {
+    use crate::model::CheckStatus;
+    if checks.is_empty() {
+        return None;
+    }
+    let names = |s: CheckStatus| -> Vec<&str> {
+        checks
+            .iter()
+            .filter(|c| c.status == s)
+            .map(|c| c.check.as_str())
+            .collect()
+    };
+    let (warn, fail) = (names(CheckStatus::Warn), names(CheckStatus::Fail));
+    let mut line = format!(
+        "doctor: {} PASS, {} WARN, {} FAIL",
+        checks.len() - warn.len() - fail.len(),
+        warn.len(),
+        fail.len()
+    );
+    if !fail.is_empty() {
+        line.push_str(&format!("; FAIL: {}", fail.join(", ")));
+    }
+    if !warn.is_empty() {
+        line.push_str(&format!("; WARN: {}", warn.join(", ")));
+    }
+    if !warn.is_empty() || !fail.is_empty() {
+        line.push_str(" (latency-probe doctor prints each with its fix)");
+    }
+    Some(line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +332,7 @@ mod tests {
             driver_version: "1.54".into(),
             client: CLIENT.into(),
             governor: "performance".into(),
+            doctor: Vec::new(),
         };
         Report::from_recorder(
             &rec,

@@ -2,7 +2,7 @@
 //! three ways (C driver environment, Java driver `-D` flags, and the environment the probe's
 //! embedded C driver reads), in Aeron's own duration syntax (`500us`, `2ms`).
 
-use crate::model::{BufferPlan, Check, NakPlan, NakSettings};
+use crate::model::{BufferPlan, Check, CheckStatus, Doctor, NakPlan, NakSettings};
 use crate::units::format_ns;
 use std::fmt::Write as _;
 
@@ -200,6 +200,41 @@ pub fn buffers_text(p: &BufferPlan) -> String {
         "Buffers prevent loss; they cannot make a loss cheap (that is latency-probe nak). Past what\n\
          covers the BDP and the pauses, a bigger buffer only holds more queued data: more latency,\n\
          and on some kernels more loss (seed 003)."
+    );
+    out
+}
+
+/// `latency-probe doctor`'s report: every check, its value, what it should be, and the fix.
+#[must_use]
+pub fn doctor_text(d: &Doctor) -> String {
+    let q = &d.request;
+    let mut out = String::new();
+    let hot: Vec<String> = q.hot_cores.iter().map(ToString::to_string).collect();
+    let _ = writeln!(
+        out,
+        "doctor: hot threads on cores {}, {} channel, {} msg/s of {} B, driver {}",
+        hot.join(" and "),
+        if q.udp { "a UDP" } else { "an IPC" },
+        q.rate,
+        q.msg_size,
+        if q.driver.is_some() { "embedded" } else { "external" }
+    );
+    let _ = writeln!(out);
+    checks(&mut out, &d.checks);
+    if let Some(props) = &q.driver {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "the embedded driver's settings (compiled defaults, then AERON_*):");
+        for (k, v) in props {
+            let _ = writeln!(out, "  {k} = {v}");
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{} PASS, {} WARN, {} FAIL",
+        d.count(CheckStatus::Pass),
+        d.count(CheckStatus::Warn),
+        d.count(CheckStatus::Fail)
     );
     out
 }

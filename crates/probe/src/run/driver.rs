@@ -48,6 +48,22 @@ impl Driver {
     pub fn version(&self) -> &str {
         &self.version
     }
+
+    /// The embedded driver's settings as (Aeron property, value); `None` for an external one
+    /// (Aeron publishes no settings in `cnc.dat`).
+    #[must_use]
+    pub fn settings(&self) -> Option<Vec<(String, String)>> {
+        #[cfg(feature = "embedded-driver")]
+        return self.embedded.as_ref().map(|d| {
+            d.settings()
+                .properties()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect()
+        });
+        #[cfg(not(feature = "embedded-driver"))]
+        return None;
+    }
 }
 
 /// Why the driver is not there.

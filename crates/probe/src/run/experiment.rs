@@ -91,6 +91,24 @@ impl std::error::Error for ExperimentError {
 /// The driver is not there, or the first run produced no report.
 pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
     let driver = driver::start(&x.driver).map_err(ExperimentError::Driver)?;
+    // Once, before measuring: the host and the driver checked for this run (report env.doctor).
+    let settings = driver.settings();
+    let ipc_term = settings
+        .as_ref()
+        .and_then(|s| s.iter().find(|(k, _)| k == "aeron.ipc.term.buffer.length"))
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(crate::run::doctor::AERON_IPC_TERM_DEFAULT);
+    let checks = crate::run::doctor::doctor(&crate::run::doctor::RunShape {
+        hot_cores: [x.trial.pub_core, x.trial.sub_core].into_iter().flatten().collect(),
+        channel: &x.trial.channel,
+        rate: x.trial.rate,
+        msg_size: x.trial.msg_size as u64,
+        ipc_term,
+        driver_dir: driver.dir(),
+        driver: settings,
+        steal_sample: std::time::Duration::ZERO,
+    })
+    .checks;
     let mut reports = Vec::new();
     let mut ok = true;
     let mut statuses = (None, None);
@@ -135,7 +153,9 @@ pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
             );
         }
         statuses = (m.pub_status, m.sub_status);
-        reports.push(m.report);
+        let mut report = m.report;
+        report.env.doctor.clone_from(&checks);
+        reports.push(report);
     }
     drop(driver);
     let (pub_status, sub_status) = statuses;

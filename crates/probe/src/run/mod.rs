@@ -11,6 +11,7 @@
 //! Names `report`, `measure`, `sys`, `render`, the model and units; nothing below names it.
 
 pub mod compare;
+pub mod doctor;
 pub mod driver;
 pub mod experiment;
 pub mod live;

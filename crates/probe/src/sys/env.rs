@@ -22,6 +22,7 @@ impl Env {
             driver_version: UNKNOWN.to_string(),
             client: CLIENT.to_string(),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            doctor: Vec::new(),
         }
     }
 

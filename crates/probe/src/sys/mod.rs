@@ -4,6 +4,7 @@
 //! Names only the model and units.
 
 pub mod clock;
+pub mod doctor;
 pub mod env;
 pub mod pacing;
 pub mod perf;
