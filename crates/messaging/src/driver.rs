@@ -63,6 +63,7 @@ pub struct EmbeddedDriverBuilder {
     delete_on_start: bool,
     linger: Option<Duration>,
     on_error: Option<crate::conductor::ErrorHandler>,
+    options: Vec<crate::driver_option::DriverOption>,
 }
 
 impl fmt::Debug for EmbeddedDriverBuilder {
@@ -139,6 +140,15 @@ impl EmbeddedDriverBuilder {
     #[must_use]
     pub fn publication_linger(mut self, t: Duration) -> Self {
         self.linger = Some(t);
+        self
+    }
+
+    /// Sets one driver setting by name ([`DriverOption::parse`](crate::DriverOption::parse)),
+    /// applied after the environment and after this builder's other setters (an option wins),
+    /// as `aeronmd` would take `AERON_<NAME>`, but for this driver only.
+    #[must_use]
+    pub fn option(mut self, o: crate::driver_option::DriverOption) -> Self {
+        self.options.push(o);
         self
     }
 
@@ -316,6 +326,12 @@ impl EmbeddedDriverBuilder {
             ctx.set_publication_linger_timeout_ns(t.as_nanos() as u64)
                 .map_err(cfg("publication linger timeout"))?;
         }
+        for o in &self.options {
+            apply(&ctx, o).map_err(|e| DriverLaunchError::Config {
+                setting: o.property(),
+                detail: format!("{e:?}"),
+            })?;
+        }
         let settings = DriverSettings::read(&ctx);
         let on_error = self
             .on_error
@@ -370,14 +386,52 @@ impl EmbeddedDriverBuilder {
             }
         };
         Ok(EmbeddedDriver {
+            ipc_term_length: settings.ipc_term_buffer_length,
             settings,
             stale_removed,
             dir,
-            ipc_term_length: ipc_term,
             stop,
             handle: Some(handle),
             tid,
         })
+    }
+}
+
+/// Sets one option on the context.
+fn apply(
+    ctx: &AeronDriverContext,
+    o: &crate::driver_option::DriverOption,
+) -> Result<i32, rusteron_media_driver::AeronCError> {
+    use crate::driver_option::OptionValue;
+    use aeron_threading_mode_enum as M;
+    let n = match o.value() {
+        OptionValue::Number(n) => *n,
+        OptionValue::Threading(m) => {
+            let mode = match *m {
+                "DEDICATED" => M::AERON_THREADING_MODE_DEDICATED,
+                "SHARED_NETWORK" => M::AERON_THREADING_MODE_SHARED_NETWORK,
+                _ => M::AERON_THREADING_MODE_SHARED,
+            };
+            return ctx.set_threading_mode(mode);
+        }
+    };
+    let size = usize::try_from(n).unwrap_or(usize::MAX);
+    match o.property() {
+        "aeron.nak.multicast.max.backoff" => ctx.set_nak_multicast_max_backoff_ns(n),
+        "aeron.nak.multicast.group.size" => ctx.set_nak_multicast_group_size(size),
+        "aeron.nak.unicast.delay" => ctx.set_nak_unicast_delay_ns(n),
+        "aeron.nak.unicast.retry.delay.ratio" => ctx.set_nak_unicast_retry_delay_ratio(n),
+        "aeron.retransmit.unicast.linger" => ctx.set_retransmit_unicast_linger_ns(n),
+        "aeron.socket.so_rcvbuf" => ctx.set_socket_so_rcvbuf(size),
+        "aeron.socket.so_sndbuf" => ctx.set_socket_so_sndbuf(size),
+        "aeron.rcv.initial.window.length" => ctx.set_rcv_initial_window_length(size),
+        "aeron.mtu.length" => ctx.set_mtu_length(size),
+        "aeron.ipc.mtu.length" => ctx.set_ipc_mtu_length(size),
+        "aeron.term.buffer.length" => ctx.set_term_buffer_length(size),
+        "aeron.ipc.term.buffer.length" => ctx.set_ipc_term_buffer_length(size),
+        "aeron.publication.linger.timeout" => ctx.set_publication_linger_timeout_ns(n),
+        // DriverOption::parse only makes the properties above.
+        other => unreachable!("no setter for {other}"),
     }
 }
 

@@ -73,6 +73,7 @@ mod cnc;
 mod conductor;
 #[cfg(feature = "embedded-driver")]
 mod driver;
+mod driver_option;
 mod error;
 mod exclusive;
 mod idle;
@@ -100,6 +101,7 @@ pub use driver::{
     check_term_length, driver_version, free_bytes, DriverSettings, EmbeddedDriver, EmbeddedDriverBuilder,
     DEFAULT_DRIVER_IDLE,
 };
+pub use driver_option::{env_name as driver_env_name, DriverOption};
 pub use error::{
     AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PollError,
     PrefaultError, SpawnError,

@@ -77,3 +77,23 @@ fn settings_read_back_what_the_builder_set() {
         "{props:?}"
     );
 }
+
+#[test]
+fn options_by_name_reach_the_driver_and_win_over_the_builder() {
+    let opt = |k: &str, v: &str| messaging::DriverOption::parse(k, v).expect("a valid option");
+    let driver = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .option(opt("aeron.nak.multicast.max.backoff", "500us"))
+        .option(opt("AERON_RETRANSMIT_UNICAST_LINGER", "2ms"))
+        .option(opt("socket.so_rcvbuf", "64k"))
+        .option(opt("aeron.ipc.term.buffer.length", "128k"))
+        .spawn()
+        .expect("driver starts");
+    let s = driver.settings();
+    assert_eq!(s.nak_multicast_max_backoff_ns, 500_000);
+    assert_eq!(s.retransmit_unicast_linger_ns, 2_000_000);
+    assert_eq!(s.socket_so_rcvbuf, 64 << 10);
+    assert_eq!(s.ipc_term_buffer_length, 128 << 10);
+    assert_eq!(driver.ipc_term_length(), 128 << 10);
+}
