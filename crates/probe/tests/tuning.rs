@@ -303,7 +303,8 @@ fn doctor_refuses_bad_input_with_one_line() {
     }
 }
 
-/// Every probe run records doctor's checks in its report's env.
+/// Every probe run records doctor's checks and the driver's settings (with --driver-opt) in
+/// its report's env.
 #[test]
 fn a_probe_report_carries_doctor_s_checks_in_env() {
     let dir = common::scratch("doctor-env");
@@ -322,7 +323,14 @@ fn a_probe_report_carries_doctor_s_checks_in_env() {
             "--idle",
             "yield",
         ])
-        .args(["--diagnostics", "off", "--floor", "0", "--live", "off", "--json"])
+        .args(["--diagnostics", "off", "--floor", "0", "--live", "off"])
+        .args([
+            "--driver-opt",
+            "aeron.nak.multicast.max.backoff=500us",
+            "--driver-opt",
+            "AERON_SOCKET_SO_RCVBUF=64k",
+        ])
+        .arg("--json")
         .arg(&json)
         .output()
         .expect("probe runs");
@@ -331,5 +339,43 @@ fn a_probe_report_carries_doctor_s_checks_in_env() {
     let checks = v["env"]["doctor"].as_array().expect("env.doctor");
     assert!(checks.iter().any(|c| c["check"] == "log space"), "{checks:?}");
     assert!(text(&out.stdout).contains("doctor: "), "{}", text(&out.stdout));
+    // The embedded driver's settings, with the options given, are recorded.
+    let settings = v["env"]["driver_settings"].as_array().expect("env.driver_settings");
+    for (k, want) in [
+        ("aeron.nak.multicast.max.backoff", "500us"),
+        ("aeron.socket.so_rcvbuf", "65536"),
+    ] {
+        assert!(
+            settings.iter().any(|p| p[0] == k && p[1] == want),
+            "{k}={want} in {settings:?}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_driver_options_are_refused_before_anything_starts() {
+    for (args, fix) in [
+        (&["--driver-opt", "aeron.bogus=1"][..], "not a driver setting"),
+        (
+            &["--driver-opt", "aeron.retransmit.unicast.linger=soon"][..],
+            "a duration such as 500us",
+        ),
+        (&["--driver-opt", "nokeyvalue"][..], "give KEY=VALUE"),
+        (
+            &[
+                "--dir",
+                "/dev/shm/nowhere",
+                "--driver-opt",
+                "aeron.nak.unicast.delay=1us",
+            ][..],
+            "AERON_NAK_UNICAST_DELAY",
+        ),
+    ] {
+        let out = run(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("--driver-opt") && err.contains(fix), "{args:?}: {err}");
+    }
 }

@@ -144,6 +144,11 @@ pub struct Args {
     /// 64 MiB) [default: beside $AERON_DIR, else /dev/shm]. Not with --dir
     #[arg(long = "driver-dir")]
     pub driver_dir: Option<PathBuf>,
+    /// One setting of the embedded driver, by Aeron property or AERON_* name (repeat it):
+    /// e.g. --driver-opt aeron.nak.multicast.max.backoff=500us; applied after AERON_* from the
+    /// environment, recorded in the report (env.driver_settings). Not with --dir
+    #[arg(long = "driver-opt", value_name = "KEY=VALUE", value_parser = super::tune::parse_driver_opt)]
+    pub driver_opt: Vec<aeron_latency::messaging::DriverOption>,
     /// Seconds the publisher waits for the subscriber
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     pub wait: f64,
@@ -305,8 +310,16 @@ fn check_driver(a: &Args, pong: Option<&crate::run::PongPath>) -> Result<DriverC
         return Ok(DriverChoice::Embedded {
             term_length: a.term_length,
             parent_dir: a.driver_dir.clone(),
+            options: a.driver_opt.clone(),
         });
     };
+    if let Some(o) = a.driver_opt.first() {
+        return Err(UsageError::new(format!(
+            "--driver-opt {o} sets the embedded driver, but --dir uses the driver already running there: set \
+             {} where that driver starts, or drop --dir",
+            aeron_latency::messaging::driver_env_name(o.property())
+        )));
+    }
     if a.driver_dir.is_some() {
         return Err(UsageError::new(
             "--driver-dir is where the embedded driver puts its files, but --dir uses the driver already \

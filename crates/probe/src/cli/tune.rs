@@ -38,6 +38,9 @@ pub struct DoctorArgs {
     /// A running media driver's directory (its settings cannot be read; the host's are)
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// One setting of the embedded driver, as latency-probe --driver-opt (repeat it)
+    #[arg(long = "driver-opt", value_name = "KEY=VALUE", value_parser = parse_driver_opt)]
+    pub driver_opt: Vec<aeron_latency::messaging::DriverOption>,
     /// Seconds to sample hypervisor steal for
     #[arg(long, default_value_t = 0.5)]
     pub steal: f64,
@@ -123,6 +126,19 @@ pub struct BuffersArgs {
     /// Also write every input and output as JSON to this file ('-': JSON on stdout instead of text)
     #[arg(long)]
     pub json: Option<PathBuf>,
+}
+
+/// `KEY=VALUE` for `--driver-opt`: an embedded driver setting by name.
+///
+/// # Errors
+/// No `=`, an unknown setting (listing those it takes), or a value that does not parse.
+pub fn parse_driver_opt(s: &str) -> Result<aeron_latency::messaging::DriverOption, UsageError> {
+    let (k, v) = s.split_once('=').ok_or_else(|| {
+        UsageError::new(format!(
+            "{s:?}: give KEY=VALUE, e.g. aeron.nak.multicast.max.backoff=500us"
+        ))
+    })?;
+    aeron_latency::messaging::DriverOption::parse(k, v).map_err(UsageError::new)
 }
 
 /// A duration with a unit, as Aeron writes them: `500ns`, `35us` (or `µs`), `2ms`, `1s`; `0`.
@@ -357,6 +373,7 @@ pub fn doctor(a: &DoctorArgs) -> Result<(), Failure> {
         None => DriverChoice::Embedded {
             term_length: a.term_length,
             parent_dir: None,
+            options: a.driver_opt.clone(),
         },
     };
     let driver = start(&choice).map_err(Failure::setup)?;

@@ -55,4 +55,8 @@ pub struct Env {
     /// `latency-probe doctor`'s checks of this host and driver for the run, made before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub doctor: Vec<crate::model::Check>,
+    /// The embedded driver's settings as (Aeron property, value), read back from it (empty
+    /// for an external driver, whose settings cannot be read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub driver_settings: Vec<(String, String)>,
 }

@@ -333,6 +333,7 @@ mod tests {
             client: CLIENT.into(),
             governor: "performance".into(),
             doctor: Vec::new(),
+            driver_settings: Vec::new(),
         };
         Report::from_recorder(
             &rec,

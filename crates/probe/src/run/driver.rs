@@ -15,6 +15,8 @@ pub enum DriverChoice {
         term_length: Option<usize>,
         /// The directory it puts its own (fresh) directory in [default: /dev/shm].
         parent_dir: Option<PathBuf>,
+        /// Settings by name (`--driver-opt`), applied after the environment.
+        options: Vec<aeron_latency::messaging::DriverOption>,
     },
 }
 
@@ -119,12 +121,17 @@ pub fn start(choice: &DriverChoice) -> Result<Driver, DriverError> {
         DriverChoice::Embedded {
             term_length,
             parent_dir,
-        } => embedded(*term_length, parent_dir.as_deref()),
+            options,
+        } => embedded(*term_length, parent_dir.as_deref(), options),
     }
 }
 
 #[cfg(feature = "embedded-driver")]
-fn embedded(term_length: Option<usize>, parent_dir: Option<&Path>) -> Result<Driver, DriverError> {
+fn embedded(
+    term_length: Option<usize>,
+    parent_dir: Option<&Path>,
+    options: &[aeron_latency::messaging::DriverOption],
+) -> Result<Driver, DriverError> {
     // Non-sparse log files: the driver maps in every page when it creates a log, so its own
     // thread takes no page fault while the run measures (each client pre-faults its mapping).
     // --term-length and --driver-dir were checked before anything started (cli::check_embedded).
@@ -134,6 +141,9 @@ fn embedded(term_length: Option<usize>, parent_dir: Option<&Path>) -> Result<Dri
         .remove_stale_dirs(true);
     if let Some(t) = term_length {
         b = b.ipc_term_length(t);
+    }
+    for o in options {
+        b = b.option(o.clone());
     }
     if let Some(d) = parent_dir {
         // The private directory's name (`<Aeron's default dir name>-<pid>-<n>`), under --driver-dir.
@@ -161,6 +171,10 @@ fn embedded(term_length: Option<usize>, parent_dir: Option<&Path>) -> Result<Dri
 }
 
 #[cfg(not(feature = "embedded-driver"))]
-fn embedded(_: Option<usize>, _: Option<&Path>) -> Result<Driver, DriverError> {
+fn embedded(
+    _: Option<usize>,
+    _: Option<&Path>,
+    _: &[aeron_latency::messaging::DriverOption],
+) -> Result<Driver, DriverError> {
     Err(DriverError::NotBuiltIn)
 }

@@ -93,6 +93,7 @@ pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
     let driver = driver::start(&x.driver).map_err(ExperimentError::Driver)?;
     // Once, before measuring: the host and the driver checked for this run (report env.doctor).
     let settings = driver.settings();
+    let driver_settings = settings.clone().unwrap_or_default();
     let ipc_term = settings
         .as_ref()
         .and_then(|s| s.iter().find(|(k, _)| k == "aeron.ipc.term.buffer.length"))
@@ -155,6 +156,7 @@ pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
         statuses = (m.pub_status, m.sub_status);
         let mut report = m.report;
         report.env.doctor.clone_from(&checks);
+        report.env.driver_settings.clone_from(&driver_settings);
         reports.push(report);
     }
     drop(driver);

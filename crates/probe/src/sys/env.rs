@@ -23,6 +23,7 @@ impl Env {
             client: CLIENT.to_string(),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             doctor: Vec::new(),
+            driver_settings: Vec::new(),
         }
     }
 
