@@ -54,9 +54,16 @@
 //!   (two readings, printed as "timing itself"; ~30-40 ns here), so it is
 //!   (operation + timing) / (floor + timing): it understates the operation's own ratio a little.
 //! - **Excluded:** starting the embedded media driver (its idle strategy stays `backoff`, it is
-//!   never spun), connecting clients, adding publications and subscriptions and waiting for them
-//!   to connect, starting and pinning threads, criterion's warm-up and analysis, and the
+//!   never spun; an external one keeps its own), running `doctor` once before the cases,
+//!   connecting clients, adding publications and subscriptions and waiting for them to
+//!   connect, starting and pinning threads, criterion's warm-up and analysis, and the
 //!   fixed-count run's warm-up operations (page-in, caches, branch predictors).
+//!
+//! Driver: a running driver in `AERON_DIR` (a tuned `aeronmd`, or
+//! `cargo run --release --example media_driver`) if one answers there, else the embedded one,
+//! with the `AERON_*` environment and then `BENCH_DRIVER_OPT="KEY=VALUE;..."` (the names
+//! `latency-probe --driver-opt` takes; criterion owns the command line). The summary prints
+//! the driver's settings (an embedded driver's, read back from it) and `doctor`'s findings.
 //!
 //! Run: `cargo bench -p latency-probe --bench roundtrip` (about 40 s once built);
 //! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
@@ -82,7 +89,7 @@ use latency_probe::model::Stats;
 
 use crate::c_client::{CFlow, CPing, C_THROUGHPUT_STREAM};
 use crate::common::{
-    round_trip_case, throughput_cases, Flowing, Mode, Placement, Plan, Row, ThroughputRow, TpCase, BIG_TERM,
+    round_trip_case, throughput_cases, Flowing, Mode, Placement, Plan, Row, ThroughputRow, TpCase, BIG_TERM, CHANNEL,
     MEASUREMENT, MSG_LEN, PROBE_MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
 };
 use crate::messaging::{Flow, OfferPoll, Ping, Variant};
@@ -138,14 +145,46 @@ fn main() {
         || at.unpinned(|| floor::measure(initiator, responder, plan.floor_each).expect("measuring the floor"));
     let floor_before = measure_floor();
 
-    let driver = at.unpinned(|| {
-        EmbeddedDriver::builder()
-            .private_dir()
-            .ipc_term_length(ROUND_TRIP_TERM)
-            .spawn()
-            .expect("starting the embedded media driver")
+    // A running, tuned driver in AERON_DIR, else the embedded one (AERON_* from the
+    // environment, then BENCH_DRIVER_OPT).
+    let external = std::env::var_os("AERON_DIR")
+        .map(PathBuf::from)
+        .filter(|d| aeron_latency::messaging::Client::connect(d).is_ok());
+    let driver = match &external {
+        Some(_) => None,
+        None => Some(at.unpinned(|| {
+            let mut b = EmbeddedDriver::builder().private_dir().ipc_term_length(ROUND_TRIP_TERM);
+            for o in bench_driver_options() {
+                b = b.option(o);
+            }
+            b.spawn().expect("starting the embedded media driver")
+        })),
+    };
+    let dir: PathBuf = match (&external, &driver) {
+        (Some(d), _) => d.clone(),
+        (None, Some(d)) => d.dir().to_owned(),
+        (None, None) => unreachable!("one of the two is set above"),
+    };
+    let settings: Option<Vec<(String, String)>> = driver.as_ref().map(|d| {
+        d.settings()
+            .properties()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect()
     });
-    let dir: PathBuf = driver.dir().to_owned();
+    // Unpinned: doctor counts the cores this process may use.
+    let doctor = at.unpinned(|| {
+        latency_probe::run::doctor::doctor(&latency_probe::run::doctor::RunShape {
+            hot_cores: [initiator, responder].into_iter().flatten().collect(),
+            channel: CHANNEL,
+            rate: 1_000_000,
+            msg_size: MSG_LEN as u64,
+            ipc_term: ROUND_TRIP_TERM as u64,
+            driver_dir: &dir,
+            driver: settings.clone(),
+            steal_sample: std::time::Duration::ZERO,
+        })
+    });
     let dir = dir.as_path();
 
     let mut rows = Vec::new();
@@ -333,7 +372,10 @@ fn main() {
     let floor_after = measure_floor();
     let load_after = load_average();
     c.final_summary();
-    let version = aeron_latency::messaging::driver_version();
+    let version = match &external {
+        Some(d) => format!("external driver in {} (AERON_DIR)", d.display()),
+        None => aeron_latency::messaging::driver_version(),
+    };
     drop(driver);
 
     print_summary(&Summary {
@@ -349,6 +391,8 @@ fn main() {
         split,
         mutex_ns,
         clock_ns,
+        settings,
+        doctor,
     });
 }
 
@@ -365,6 +409,22 @@ struct Summary {
     split: Vec<SplitRow>,
     mutex_ns: f64,
     clock_ns: u64,
+    /// The embedded driver's settings (none: an external driver, unreadable).
+    settings: Option<Vec<(String, String)>>,
+    doctor: latency_probe::model::Doctor,
+}
+
+/// `BENCH_DRIVER_OPT="KEY=VALUE;KEY=VALUE"`: the embedded driver's settings by name, as
+/// `latency-probe --driver-opt` takes them (criterion owns the bench's command line).
+fn bench_driver_options() -> Vec<aeron_latency::messaging::DriverOption> {
+    let Ok(v) = std::env::var("BENCH_DRIVER_OPT") else {
+        return Vec::new();
+    };
+    v.split(';')
+        .map(str::trim)
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| latency_probe::cli::tune::parse_driver_opt(kv).unwrap_or_else(|e| panic!("BENCH_DRIVER_OPT: {e}")))
+        .collect()
 }
 
 fn print_summary(s: &Summary) {
@@ -393,6 +453,30 @@ fn print_summary(s: &Summary) {
         s.version,
         s.load.0,
         s.load.1
+    );
+    match &s.settings {
+        Some(p) => {
+            let kv: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!(
+                "driver settings (embedded; AERON_*, then BENCH_DRIVER_OPT): {}",
+                kv.join(" ")
+            );
+        }
+        None => println!("driver settings: unknown (an external driver does not publish them)"),
+    }
+    let names = |st: latency_probe::model::CheckStatus| -> Vec<&str> {
+        s.doctor
+            .checks
+            .iter()
+            .filter(|c| c.status == st)
+            .map(|c| c.check.as_str())
+            .collect()
+    };
+    println!(
+        "doctor: {} PASS, WARN: {}, FAIL: {} (latency-probe doctor for each fix)",
+        s.doctor.count(latency_probe::model::CheckStatus::Pass),
+        names(latency_probe::model::CheckStatus::Warn).join(", "),
+        names(latency_probe::model::CheckStatus::Fail).join(", ")
     );
     println!(
         "messages {MSG_LEN} B; round-trip term {} KiB (driver default), offer_poll / throughput term {} MiB; idle: spin \
