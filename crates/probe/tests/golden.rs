@@ -80,7 +80,7 @@ fn every_file_of_the_out_directory_is_written_exactly_as_recorded() {
 
 #[test]
 fn every_help_text_reads_exactly_as_recorded() {
-    let cases: [(&str, &str, &[&str]); 9] = [
+    let cases: [(&str, &str, &[&str]); 11] = [
         ("latency-pub", env!("CARGO_BIN_EXE_latency-pub"), &["--help"]),
         ("latency-sub", env!("CARGO_BIN_EXE_latency-sub"), &["--help"]),
         ("latency-probe", env!("CARGO_BIN_EXE_latency-probe"), &["--help"]),
@@ -108,6 +108,16 @@ fn every_help_text_reads_exactly_as_recorded() {
             "latency-probe-doctor",
             env!("CARGO_BIN_EXE_latency-probe"),
             &["doctor", "--help"],
+        ),
+        (
+            "latency-probe-loss",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["loss", "--help"],
+        ),
+        (
+            "latency-probe-driver",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["driver", "--help"],
         ),
         ("latency-probe-help", env!("CARGO_BIN_EXE_latency-probe"), &["help"]),
     ];

@@ -379,3 +379,54 @@ fn bad_driver_options_are_refused_before_anything_starts() {
         assert!(err.contains("--driver-opt") && err.contains(fix), "{args:?}: {err}");
     }
 }
+
+/// A short lossy arm over real UDP: the receiver's driver drops data frames, NAKs them, the
+/// publisher's driver retransmits, and nothing is lost for good.
+#[test]
+fn a_short_loss_arm_naks_retransmits_and_loses_nothing() {
+    let out = run(&[
+        "loss",
+        "--receivers",
+        "1",
+        "--duration",
+        "1",
+        "--rate",
+        "5000",
+        "--warmup",
+        "1000",
+        "--loss",
+        "0.005",
+        "--arms",
+        "derived",
+        "--port",
+        "40620",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let arm = &v["arms"][0];
+    assert_eq!(arm["arm"], "derived");
+    assert_eq!(arm["complete"], true, "{arm}");
+    assert_eq!(arm["lost"], 0, "{arm}");
+    assert_eq!(arm["received"], 6000, "{arm}");
+    assert!(arm["naks_sent"].as_i64().unwrap() > 0, "{arm}");
+    assert!(arm["retransmits_sent"].as_i64().unwrap() > 0, "{arm}");
+    assert_eq!(v["derived"]["chosen"]["nak_multicast_max_backoff_ns"], 500_000);
+}
+
+#[test]
+fn bad_loss_experiment_input_is_one_line_and_exit_2() {
+    for (args, flag) in [
+        (&["loss", "--loss", "2"][..], "--loss"),
+        (&["loss", "--receivers", "0"][..], "--receivers"),
+        (&["loss", "--arms", "fast"][..], "--arms"),
+        (&["loss", "--rtt", "1ms", "--budget", "1ms"][..], "--budget"),
+    ] {
+        let out = run(args);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}

@@ -17,6 +17,8 @@ fn main() -> ExitCode {
         Some(Cmd::Nak(n)) => cli::finish(cli::tune::NAK, cli::tune::nak(n)),
         Some(Cmd::Buffers(b)) => cli::finish(cli::tune::BUFFERS, cli::tune::buffers(b)),
         Some(Cmd::Doctor(d)) => cli::finish(cli::tune::DOCTOR, cli::tune::doctor(d)),
+        Some(Cmd::Loss(l)) => cli::finish(cli::tune::LOSS, cli::tune::loss(l)),
+        Some(Cmd::Driver(d)) => cli::finish(cli::tune::DRIVER, cli::tune::driver(d)),
         None => cli::finish(probe::PROGRAM, probe::probe(&args.args)),
     }
 }

@@ -62,6 +62,12 @@ pub enum Cmd {
     /// cores, governor, huge pages, swap, clock source, steal, log space, map count, perf,
     /// socket buffers, the driver's threads and NAK timers; each with its fix
     Doctor(super::tune::DoctorArgs),
+    /// Seed 000's A/B over real UDP on this host: one publisher to N MDC receivers, each with
+    /// its own driver dropping a seeded fraction of data frames; Aeron's default timers
+    /// against the calculator's, and two zero-loss buffer controls
+    Loss(super::tune::LossArgs),
+    /// The embedded media driver on its own, until stdin closes or --seconds (as aeronmd)
+    Driver(super::tune::DriverArgs),
 }
 
 /// `latency-probe compare A B`.

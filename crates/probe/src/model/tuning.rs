@@ -291,6 +291,56 @@ impl Doctor {
     }
 }
 
+/// One arm of the loss experiment (`latency-probe loss`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LossArm {
+    /// `default`, `derived`, `min-buffers` or `big-buffers`.
+    pub arm: String,
+    /// Fraction of data frames each receiver's driver dropped (the loss interceptor).
+    pub loss: f64,
+    /// The drivers' settings that differ between arms, as (AERON_* variable, value).
+    pub settings: Vec<(String, String)>,
+    /// Messages each receiver got, summed, and those it missed for good.
+    pub received: u64,
+    /// See [`LossArm::received`].
+    pub lost: u64,
+    /// NAKs the receivers' drivers sent, summed (their `NAKs sent` counters).
+    pub naks_sent: i64,
+    /// Retransmits the publisher's driver sent (`Retransmits sent`).
+    pub retransmits_sent: i64,
+    /// Latency from the intended send time, all receivers' histograms merged.
+    pub latency: crate::model::Stats,
+    /// The calculator's worst single-loss cost for these timers.
+    pub predicted_single_loss_ns: u64,
+    /// The calculator's worst double-loss cost for these timers.
+    pub predicted_double_loss_ns: u64,
+    /// Whether every receiver and the publisher finished.
+    pub complete: bool,
+    /// Why not, when not.
+    pub problems: Vec<String>,
+}
+
+/// `latency-probe loss`: the arms and what limited them.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct LossReport {
+    /// Receivers, each with its own driver.
+    pub receivers: u32,
+    /// Messages per second, message size, measured seconds.
+    pub rate: u64,
+    /// See [`LossReport::rate`].
+    pub msg_size: u64,
+    /// See [`LossReport::rate`].
+    pub duration_s: f64,
+    /// The channel the publisher used (MDC, dynamic control).
+    pub channel: String,
+    /// The timers the calculator derived for the `derived` arm.
+    pub derived: NakPlan,
+    /// Each arm, in the order run.
+    pub arms: Vec<LossArm>,
+    /// What this host could not show, in plain words.
+    pub limits: Vec<String>,
+}
+
 /// `0-3,8,10-11` as its CPUs; unparseable parts are skipped.
 #[must_use]
 pub fn parse_cpu_list(s: &str) -> Vec<usize> {

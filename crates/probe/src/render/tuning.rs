@@ -2,7 +2,7 @@
 //! three ways (C driver environment, Java driver `-D` flags, and the environment the probe's
 //! embedded C driver reads), in Aeron's own duration syntax (`500us`, `2ms`).
 
-use crate::model::{BufferPlan, Check, CheckStatus, Doctor, NakPlan, NakSettings};
+use crate::model::{BufferPlan, Check, CheckStatus, Doctor, LossReport, NakPlan, NakSettings};
 use crate::units::format_ns;
 use std::fmt::Write as _;
 
@@ -236,6 +236,55 @@ pub fn doctor_text(d: &Doctor) -> String {
         d.count(CheckStatus::Warn),
         d.count(CheckStatus::Fail)
     );
+    out
+}
+
+/// `latency-probe loss`'s table, in seed 000's shape.
+#[must_use]
+pub fn loss_text(r: &LossReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "loss experiment: 1 publisher -> {} MDC receivers (a driver each), {} B at {} msg/s, {:.1} s per arm; \
+         latency from the intended send time, all receivers merged",
+        r.receivers, r.msg_size, r.rate, r.duration_s
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "  {:<12} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "arm", "loss", "NAKs", "retrans", "p50", "p99", "p99.9", "max", "pred. 1 loss", "pred. 2 loss"
+    );
+    for a in &r.arms {
+        let pred = |ns: u64| if ns == 0 { "-".to_owned() } else { format_ns(ns) };
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}{}",
+            a.arm,
+            format!("{}%", a.loss * 100.0),
+            a.naks_sent,
+            a.retransmits_sent,
+            format_ns(a.latency.p50),
+            format_ns(a.latency.p99),
+            format_ns(a.latency.p999),
+            format_ns(a.latency.max),
+            pred(a.predicted_single_loss_ns),
+            pred(a.predicted_double_loss_ns),
+            if a.complete && a.lost == 0 {
+                String::new()
+            } else {
+                format!("  INCOMPLETE: lost {}; {}", a.lost, a.problems.join("; "))
+            }
+        );
+    }
+    let _ = writeln!(out);
+    for a in &r.arms {
+        let kv: Vec<String> = a.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "  {}: {}", a.arm, kv.join(" "));
+    }
+    for l in &r.limits {
+        let _ = writeln!(out, "limit: {l}");
+    }
     out
 }
 

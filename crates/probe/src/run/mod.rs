@@ -15,6 +15,7 @@ pub mod doctor;
 pub mod driver;
 pub mod experiment;
 pub mod live;
+pub mod loss;
 pub mod process;
 pub mod publication;
 pub mod publisher;

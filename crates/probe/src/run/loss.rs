@@ -1,0 +1,366 @@
+//! Seed 000's loss experiment over real UDP on one host (`latency-probe loss`): one publisher
+//! to N receivers on an MDC channel (dynamic control) over loopback, each receiver with its own
+//! media driver (so each NAKs on its own) that drops a seeded fraction of data frames (the C
+//! driver's `loss` receive interceptor, `recv-msg-mask=0x2`: frame type 1, DATA). Each arm runs
+//! the same stream with other driver settings: Aeron's default timers, the calculator's
+//! timers, and two zero-loss controls with the calculator's minimum buffers and 16x those.
+//!
+//! Timing model: latency-sub's (the intended send time to the receive time, one
+//! CLOCK_MONOTONIC on this host), all receivers' histograms merged per arm. Every process
+//! idles with `backoff`: on a small machine N + 1 drivers, N subscribers and a publisher share
+//! the cores, and spinning ones would starve the drivers.
+
+use crate::analysis::tuning::{buffer_plan, nak_plan, OVERSIZED_FACTOR};
+use crate::model::{BufferInputs, LossArm, LossReport, NakInputs, NakSettings, Report, Stats};
+use crate::render::tuning::{env_name, properties};
+use crate::run::process::sibling;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The arms, in the order they run.
+pub const ARMS: [&str; 4] = ["default", "derived", "min-buffers", "big-buffers"];
+
+/// What `latency-probe loss` runs.
+#[derive(Debug, Clone)]
+pub struct LossExperiment {
+    /// Receivers, each with its own driver.
+    pub receivers: u32,
+    /// Messages per second, size, measured seconds, warm-up messages.
+    pub rate: u64,
+    /// See [`LossExperiment::rate`].
+    pub msg_size: u64,
+    /// See [`LossExperiment::rate`].
+    pub duration: Duration,
+    /// See [`LossExperiment::rate`].
+    pub warmup: u64,
+    /// Fraction of data frames each receiver's driver drops in the lossy arms.
+    pub loss: f64,
+    /// The loss generator's seed.
+    pub seed: u64,
+    /// RTT and per-loss budget for the calculator.
+    pub rtt_ns: u64,
+    /// See [`LossExperiment::rtt_ns`].
+    pub budget_ns: u64,
+    /// Which arms to run (a subset of [`ARMS`]).
+    pub arms: Vec<String>,
+    /// The UDP control port; receivers use the ports after it.
+    pub port: u16,
+    /// Where each arm's files go (a directory per arm, removed after it unless kept).
+    pub work_dir: PathBuf,
+}
+
+/// Why the experiment could not run at all.
+#[derive(Debug)]
+pub struct LossError(pub String);
+
+impl std::fmt::Display for LossError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LossError {}
+
+/// A child that is killed when dropped (drivers are also told to stop by closing stdin).
+struct Kid(Child);
+
+impl Drop for Kid {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Runs every arm in `x.arms` and reports them; an arm that fails is reported incomplete with
+/// its problems, the others still run.
+///
+/// # Errors
+/// The work directory cannot be made.
+pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
+    std::fs::create_dir_all(&x.work_dir)
+        .map_err(|e| LossError(format!("{}: {e}: pick a writable --work-dir", x.work_dir.display())))?;
+    let derived = nak_plan(&NakInputs {
+        rtt_ns: x.rtt_ns,
+        budget_ns: x.budget_ns,
+        receivers: x.receivers,
+        rate: x.rate,
+        loss: x.loss,
+        term_length: crate::model::aeron_default::TERM_BUFFER_LENGTH,
+        lag_ns: 0,
+        msg_size: x.msg_size,
+    });
+    let buffers = buffer_plan(&BufferInputs {
+        rate: x.rate,
+        msg_size: x.msg_size,
+        rtt_ns: x.rtt_ns,
+        receivers: x.receivers,
+        pause_ns: 1_000_000,
+        recovery_ns: derived.double_loss_ns,
+        recovery_from: "the derived timers".into(),
+        lag_ns: 0,
+        rmem_max: None,
+        wmem_max: None,
+        so_rcvbuf: crate::model::aeron_default::SOCKET_SO_RCVBUF,
+        rcv_window: crate::model::aeron_default::RCV_INITIAL_WINDOW_LENGTH,
+    });
+    let timers = |s: &NakSettings| -> Vec<(String, String)> {
+        properties(s).into_iter().map(|(k, v)| (env_name(k), v)).collect()
+    };
+    let sizes = |b: u64| {
+        vec![
+            ("AERON_SOCKET_SO_RCVBUF".to_owned(), b.to_string()),
+            ("AERON_RCV_INITIAL_WINDOW_LENGTH".to_owned(), b.to_string()),
+        ]
+    };
+    let mut arms = Vec::new();
+    for (k, arm) in x.arms.iter().enumerate() {
+        let (loss, settings, plan) = match arm.as_str() {
+            "default" => (
+                x.loss,
+                timers(&NakSettings::aeron_defaults()),
+                (derived.default_single_loss_ns, derived.default_double_loss_ns),
+            ),
+            "derived" => (
+                x.loss,
+                timers(&derived.chosen),
+                (derived.single_loss_ns, derived.double_loss_ns),
+            ),
+            "min-buffers" => (0.0, sizes(buffers.rcvbuf_bytes), (0, 0)),
+            _ => (0.0, sizes(buffers.rcvbuf_bytes * OVERSIZED_FACTOR), (0, 0)),
+        };
+        let port = x.port + (k as u16) * (x.receivers as u16 + 2);
+        eprintln!(
+            "latency-probe loss: arm {arm}: loss {loss}, {}",
+            settings
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        arms.push(run_arm(x, arm, loss, settings, plan, port));
+    }
+    let mut limits = Vec::new();
+    let cores = aeron_latency::messaging::available_cores().len();
+    let procs = 2 * x.receivers as usize + 2;
+    if cores < procs {
+        limits.push(format!(
+            "{cores} cores for {procs} busy processes ({} drivers, {} subscribers, 1 publisher), all idling with \
+             backoff: scheduling delays set the zero-loss tail, and a loss's cost shows only where it exceeds them",
+            x.receivers + 1,
+            x.receivers
+        ));
+    }
+    Ok(LossReport {
+        receivers: x.receivers,
+        rate: x.rate,
+        msg_size: x.msg_size,
+        duration_s: x.duration.as_secs_f64(),
+        channel: pub_channel(x.port),
+        derived,
+        arms,
+        limits,
+    })
+}
+
+fn pub_channel(port: u16) -> String {
+    format!("aeron:udp?control=127.0.0.1:{port}|control-mode=dynamic")
+}
+
+fn sub_channel(port: u16, i: u32) -> String {
+    format!(
+        "aeron:udp?endpoint=127.0.0.1:{}|control=127.0.0.1:{port}|control-mode=dynamic",
+        u32::from(port) + 1 + i
+    )
+}
+
+fn spawn_driver(dir: &Path, env: &[(String, String)], loss: Option<(f64, u64)>, log: &Path) -> Result<Kid, String> {
+    let mut c = Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    c.args(["driver", "--dir"]).arg(dir);
+    c.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if let Some((rate, seed)) = loss {
+        c.env("AERON_UDP_CHANNEL_INCOMING_INTERCEPTORS", "loss");
+        c.env(
+            "AERON_UDP_CHANNEL_TRANSPORT_BINDINGS_LOSS_ARGS",
+            format!("rate={rate}|recv-msg-mask=0x2|seed={seed}"),
+        );
+    }
+    let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(out);
+    let kid = Kid(c.spawn().map_err(|e| format!("starting a driver: {e}"))?);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while aeron_latency::messaging::Client::connect(dir).is_err() {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the driver in {} did not start within 10 s (see {})",
+                dir.display(),
+                log.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(kid)
+}
+
+fn counter(dir: &Path, label: &str) -> i64 {
+    aeron_latency::messaging::Client::connect(dir)
+        .map(|c| {
+            c.counters()
+                .into_iter()
+                .filter(|k| k.label == label)
+                .map(|k| k.value)
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn run_arm(
+    x: &LossExperiment,
+    arm: &str,
+    loss: f64,
+    settings: Vec<(String, String)>,
+    (single, double): (u64, u64),
+    port: u16,
+) -> LossArm {
+    let base = x.work_dir.join(format!("{arm}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    let _ = std::fs::create_dir_all(&base);
+    let mut result = LossArm {
+        arm: arm.to_owned(),
+        loss,
+        settings: settings.clone(),
+        received: 0,
+        lost: 0,
+        naks_sent: 0,
+        retransmits_sent: 0,
+        latency: Stats::default(),
+        predicted_single_loss_ns: single,
+        predicted_double_loss_ns: double,
+        complete: false,
+        problems: Vec::new(),
+    };
+    let mut drivers = Vec::new();
+    let pub_dir = base.join("pub");
+    match spawn_driver(&pub_dir, &settings, None, &base.join("pub-driver.log")) {
+        Ok(k) => drivers.push(k),
+        Err(e) => {
+            result.problems.push(e);
+            return result;
+        }
+    }
+    let rx_dirs: Vec<PathBuf> = (0..x.receivers).map(|i| base.join(format!("r{i}"))).collect();
+    for (i, d) in rx_dirs.iter().enumerate() {
+        let lossy = (loss > 0.0).then_some((loss, x.seed + i as u64));
+        match spawn_driver(d, &settings, lossy, &base.join(format!("r{i}-driver.log"))) {
+            Ok(k) => drivers.push(k),
+            Err(e) => {
+                result.problems.push(e);
+                return result;
+            }
+        }
+    }
+    let wait_s = x.duration.as_secs_f64() + x.warmup as f64 / x.rate as f64 + 30.0;
+    let mut subs = Vec::new();
+    for (i, d) in rx_dirs.iter().enumerate() {
+        let spawned = Command::new(sibling("latency-sub"))
+            .arg("--dir")
+            .arg(d)
+            .args([
+                "--channel",
+                &sub_channel(port, i as u32),
+                "--idle",
+                "backoff",
+                "--diagnostics",
+                "off",
+            ])
+            .args(["--live", "off", "--timeout", &format!("{wait_s:.0}"), "--json"])
+            .arg(base.join(format!("sub{i}.json")))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(c) => subs.push(Kid(c)),
+            Err(e) => result.problems.push(format!("starting latency-sub: {e}")),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let publisher = Command::new(sibling("latency-pub"))
+        .arg("--dir")
+        .arg(&pub_dir)
+        .args([
+            "--channel",
+            &pub_channel(port),
+            "--idle",
+            "backoff",
+            "--diagnostics",
+            "off",
+        ])
+        .args(["--rate", &x.rate.to_string(), "--msg-size", &x.msg_size.to_string()])
+        .args([
+            "--duration",
+            &format!("{}", x.duration.as_secs_f64()),
+            "--warmup",
+            &x.warmup.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+    match publisher {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => result.problems.push(format!(
+            "latency-pub: {}",
+            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("failed")
+        )),
+        Err(e) => result.problems.push(format!("starting latency-pub: {e}")),
+    }
+    let deadline = Instant::now() + Duration::from_secs_f64(wait_s);
+    for s in &mut subs {
+        while Instant::now() < deadline && matches!(s.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    result.naks_sent = rx_dirs.iter().map(|d| counter(d, "NAKs sent")).sum();
+    result.retransmits_sent = counter(&pub_dir, "Retransmits sent");
+    drop(subs);
+    drop(drivers);
+    let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
+    let mut all = true;
+    for i in 0..x.receivers {
+        let path = base.join(format!("sub{i}.json"));
+        let report: Option<Report> = std::fs::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let Some(r) = report else {
+            result.problems.push(format!("receiver {i} wrote no report"));
+            all = false;
+            continue;
+        };
+        result.received += r.received;
+        result.lost += r.lost;
+        all &= r.complete && r.lost == 0;
+        if let Some(h) = r
+            .histograms
+            .as_ref()
+            .and_then(|h| crate::model::decode(&h.intended).ok())
+        {
+            match &mut merged {
+                Some(m) => {
+                    let _ = m.add(&h);
+                }
+                None => merged = Some(h),
+            }
+        }
+    }
+    if let Some(m) = &merged {
+        result.latency = Stats::from_histogram(m);
+    }
+    result.complete = all && result.problems.is_empty();
+    let _ = std::fs::remove_dir_all(&base);
+    result
+}
