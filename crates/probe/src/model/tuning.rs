@@ -314,6 +314,9 @@ pub struct LossArm {
     pub predicted_single_loss_ns: u64,
     /// The calculator's worst double-loss cost for these timers.
     pub predicted_double_loss_ns: u64,
+    /// Measured per-loss cost, roughly: this arm's max less the max of the zero-loss control
+    /// run in the same invocation (16 x buffers, else the minimum), when one ran.
+    pub max_over_no_loss_ns: Option<u64>,
     /// Whether every receiver and the publisher finished.
     pub complete: bool,
     /// Why not, when not.

@@ -252,14 +252,14 @@ pub fn loss_text(r: &LossReport) -> String {
     let _ = writeln!(out);
     let _ = writeln!(
         out,
-        "  {:<12} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
-        "arm", "loss", "NAKs", "retrans", "p50", "p99", "p99.9", "max", "pred. 1 loss", "pred. 2 loss"
+        "  {:<12} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>14}",
+        "arm", "loss", "NAKs", "retrans", "p50", "p99", "p99.9", "max", "pred. 1 loss", "pred. 2 loss", "max - no-loss"
     );
     for a in &r.arms {
         let pred = |ns: u64| if ns == 0 { "-".to_owned() } else { format_ns(ns) };
         let _ = writeln!(
             out,
-            "  {:<12} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}{}",
+            "  {:<12} {:>7} {:>6} {:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>14}{}",
             a.arm,
             format!("{}%", a.loss * 100.0),
             a.naks_sent,
@@ -270,6 +270,7 @@ pub fn loss_text(r: &LossReport) -> String {
             format_ns(a.latency.max),
             pred(a.predicted_single_loss_ns),
             pred(a.predicted_double_loss_ns),
+            a.max_over_no_loss_ns.map_or("-".to_owned(), format_ns),
             if a.complete && a.lost == 0 {
                 String::new()
             } else {

@@ -148,6 +148,16 @@ pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
         );
         arms.push(run_arm(x, arm, loss, settings, plan, port));
     }
+    // The zero-loss control's max, to set each lossy arm's against.
+    let control = ["big-buffers", "min-buffers"]
+        .iter()
+        .find_map(|c| arms.iter().find(|a| a.arm == *c && a.complete))
+        .map(|a| a.latency.max);
+    if let Some(c) = control {
+        for a in arms.iter_mut().filter(|a| a.loss > 0.0) {
+            a.max_over_no_loss_ns = Some(a.latency.max.saturating_sub(c));
+        }
+    }
     let mut limits = Vec::new();
     let cores = aeron_latency::messaging::available_cores().len();
     let procs = 2 * x.receivers as usize + 2;
@@ -244,6 +254,7 @@ fn run_arm(
         latency: Stats::default(),
         predicted_single_loss_ns: single,
         predicted_double_loss_ns: double,
+        max_over_no_loss_ns: None,
         complete: false,
         problems: Vec::new(),
     };
