@@ -89,10 +89,20 @@ pub fn parse_args<T: Parser>(program: &str) -> T {
 
 /// clap's multi-line error as one line: the error itself, then any tips, then where to look.
 fn one_line(rendered: &str, program: &str) -> String {
-    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("bad command line");
+    let lines: Vec<&str> = rendered.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let first = lines.first().copied().unwrap_or("bad command line");
     let mut out = first.strip_prefix("error: ").unwrap_or(first).to_owned();
-    for tip in lines.filter_map(|l| l.strip_prefix("tip: ")) {
+    // "the following required arguments were not provided:" lists them on the next lines.
+    if out.ends_with(':') {
+        let missing: Vec<&str> = lines[1..]
+            .iter()
+            .copied()
+            .filter(|l| l.starts_with("--") || l.starts_with('<'))
+            .collect();
+        out.push(' ');
+        out.push_str(&missing.join(", "));
+    }
+    for tip in lines.iter().filter_map(|l| l.strip_prefix("tip: ")) {
         out.push_str(&format!(" ({tip})"));
     }
     out.push_str(&format!("; see {program} --help"));
@@ -108,6 +118,17 @@ pub fn fail(program: &str, message: impl Display, code: i32) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_required_arguments_are_named_on_the_one_line() {
+        let rendered =
+            "error: the following required arguments were not provided:\n  --rtt <RTT>\n\nUsage: latency-probe \
+                        nak --rtt <RTT> --budget <BUDGET>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(rendered, "latency-probe"),
+            "the following required arguments were not provided: --rtt <RTT>; see latency-probe --help"
+        );
+    }
 
     #[test]
     fn a_clap_error_becomes_one_line_with_its_tips_and_where_to_look() {
