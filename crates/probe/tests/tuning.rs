@@ -430,3 +430,28 @@ fn bad_loss_experiment_input_is_one_line_and_exit_2() {
         assert!(err.contains(flag), "{args:?}: {err}");
     }
 }
+
+/// Without --rtt, nak measures the round trip on --channel with a short probe run.
+#[test]
+fn nak_measures_the_rtt_on_a_channel_when_not_given() {
+    let out = run(&[
+        "nak",
+        "--channel",
+        "aeron:udp?endpoint=localhost:40996",
+        "--budget",
+        "20ms",
+        "--receivers",
+        "1",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let rtt = v["inputs"]["rtt_ns"].as_u64().unwrap();
+    assert!(rtt > 0 && rtt < 10_000_000, "{rtt}");
+    assert!(text(&out.stderr).contains("RTT measured on aeron:udp?endpoint=localhost:40996"));
+    // Neither: one line naming --rtt.
+    let out = run(&["nak", "--budget", "1ms"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--rtt"), "{}", text(&out.stderr));
+}

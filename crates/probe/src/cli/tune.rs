@@ -204,12 +204,16 @@ pub struct DoctorArgs {
 }
 
 /// `latency-probe nak`: seed 000's NAK-timer calculator.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct NakArgs {
-    /// Round-trip time between the publisher and its receivers (e.g. 35us, 1ms): what
-    /// `latency-probe --mode rtt --channel <the channel>` measures, or ping
-    #[arg(long, value_parser = parse_duration)]
-    pub rtt: u64,
+    /// Round-trip time between the publisher and its receivers (e.g. 35us, 1ms); without it,
+    /// --channel is measured
+    #[arg(long, value_parser = parse_duration, required_unless_present = "channel")]
+    pub rtt: Option<u64>,
+    /// Measure the RTT on this channel with a 1 s round-trip run (latency-probe --mode rtt,
+    /// embedded driver): the p50 of the round trips
+    #[arg(long, conflicts_with = "rtt")]
+    pub channel: Option<String>,
     /// The most one lost packet may add to a message's latency (e.g. 1ms); at least 2 x RTT
     #[arg(long, value_parser = parse_duration)]
     pub budget: u64,
@@ -342,17 +346,18 @@ pub fn parse_bytes(s: &str) -> Result<u64, UsageError> {
 }
 
 fn check_nak(a: &NakArgs) -> Result<NakInputs, UsageError> {
-    if a.rtt == 0 {
+    let rtt = a.rtt.unwrap_or(0);
+    if rtt == 0 {
         return Err(UsageError::new(
             "--rtt 0: give the measured round trip, e.g. --rtt 35us",
         ));
     }
-    if a.budget < 2 * a.rtt {
+    if a.budget < 2 * rtt {
         return Err(UsageError::new(format!(
             "--budget {} is below 2 x RTT ({}): a NAK and its retransmit take a round trip each; give at least {}",
             format_ns(a.budget),
-            format_ns(2 * a.rtt),
-            format_ns(2 * a.rtt)
+            format_ns(2 * rtt),
+            format_ns(2 * rtt)
         )));
     }
     check_receivers(a.receivers)?;
@@ -365,7 +370,7 @@ fn check_nak(a: &NakArgs) -> Result<NakInputs, UsageError> {
     check_msg_size(a.msg_size)?;
     check_term(a.term_length)?;
     Ok(NakInputs {
-        rtt_ns: a.rtt,
+        rtt_ns: rtt,
         budget_ns: a.budget,
         receivers: a.receivers,
         rate: a.rate,
@@ -433,7 +438,8 @@ fn check_buffers(a: &BuffersArgs) -> Result<BufferInputs, UsageError> {
             // valid one will do.
             let budget = budget.unwrap_or(2 * a.rtt);
             let inputs = check_nak(&NakArgs {
-                rtt: a.rtt,
+                rtt: Some(a.rtt),
+                channel: None,
                 budget,
                 receivers: a.receivers,
                 rate: a.rate,
@@ -556,9 +562,62 @@ pub fn doctor(a: &DoctorArgs) -> Result<(), Failure> {
 /// # Errors
 /// Bad input (exit 2), a failed check (exit 1), or the JSON file could not be written.
 pub fn nak(a: &NakArgs) -> Result<(), Failure> {
-    let plan = nak_plan(&check_nak(a)?);
+    let mut a = a.clone();
+    if a.rtt.is_none() {
+        let ch = a.channel.clone().unwrap_or_default();
+        super::check_channel("--channel", &ch)?;
+        // Every other flag is checked before the measurement starts.
+        check_nak(&NakArgs {
+            rtt: Some(1),
+            ..a.clone()
+        })?;
+        let rtt = measure_rtt(&ch)?;
+        eprintln!(
+            "{NAK}: RTT measured on {ch}: p50 {} (1 s of round trips)",
+            format_ns(rtt)
+        );
+        a.rtt = Some(rtt);
+    }
+    let plan = nak_plan(&check_nak(&a)?);
     emit(a.json.as_ref(), &nak_text(&plan), &plan)?;
     failed(&plan.checks)
+}
+
+/// The p50 round trip of a 1 s `latency-probe --mode rtt` run on `channel` (embedded driver).
+fn measure_rtt(channel: &str) -> Result<u64, Failure> {
+    use clap::Parser;
+    let cli = super::probe::Cli::try_parse_from([
+        "latency-probe",
+        "--mode",
+        "rtt",
+        "--channel",
+        channel,
+        "--duration",
+        "1",
+        "--rate",
+        "2000",
+        "--msg-size",
+        "64",
+        "--warmup",
+        "500",
+        "--diagnostics",
+        "off",
+        "--live",
+        "off",
+        "--floor",
+        "0",
+        "--idle",
+        "backoff",
+    ])
+    .map_err(|e| Failure::setup(format!("--channel {channel}: {}", e.kind())))?;
+    let x = super::probe::check(&cli.args)?;
+    let out = crate::run::experiment::run(&x).map_err(Failure::setup)?;
+    if !out.ok || out.report.latency_actual_ns.count == 0 {
+        return Err(Failure::incomplete(format!(
+            "measuring the RTT on {channel}: the round-trip run did not complete; give --rtt"
+        )));
+    }
+    Ok(out.report.latency_actual_ns.p50)
 }
 
 /// `latency-probe buffers`. Exit 0 unless a check FAILs (exit 1).
@@ -614,7 +673,8 @@ mod tests {
 
     fn args() -> NakArgs {
         NakArgs {
-            rtt: 35_000,
+            rtt: Some(35_000),
+            channel: None,
             budget: 1_000_000,
             receivers: 3,
             rate: 50_000,
@@ -641,7 +701,7 @@ mod tests {
         let mut a = args();
         a.term_length = 100_000;
         assert!(check_nak(&a).unwrap_err().message().contains("power of two"));
-        let e = check_nak(&NakArgs { rtt: 0, ..args() }).unwrap_err();
+        let e = check_nak(&NakArgs { rtt: Some(0), ..args() }).unwrap_err();
         assert!(e.message().contains("--rtt 0") && !e.message().contains('\n'), "{e}");
     }
 }
