@@ -22,6 +22,20 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Runs `args`, which must be refused: exit 2, one line on stderr that starts with the program
+/// and carries each of `parts` (the flag, a piece of the fix), nothing on stdout.
+fn refused(args: &[&str], parts: &[&str]) {
+    let out = run(args);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(err.starts_with("latency-probe"), "{args:?}: {err}");
+    for p in parts {
+        assert!(err.contains(p), "{args:?}: no {p:?} in {err}");
+    }
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
 #[test]
 fn nak_prints_the_seed_s_profile_three_ways_and_exits_0() {
     let out = run(&[
@@ -207,13 +221,7 @@ fn bad_calculator_input_is_one_line_and_exit_2() {
         ),
     ];
     for (args, flag, fix) in cases {
-        let out = run(args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.starts_with("latency-probe"), "{args:?}: {err}");
-        assert!(err.contains(flag) && err.contains(fix), "{args:?}: {err}");
-        assert!(out.stdout.is_empty(), "{args:?}");
+        refused(args, &[flag, fix]);
     }
 }
 
@@ -295,11 +303,7 @@ fn doctor_refuses_bad_input_with_one_line() {
         (&["doctor", "--steal=-1"][..], "--steal"),
         (&["doctor", "--msg-size", "0"][..], "--msg-size"),
     ] {
-        let out = run(args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(flag), "{args:?}: {err}");
+        refused(args, &[flag]);
     }
 }
 
@@ -372,11 +376,7 @@ fn bad_driver_options_are_refused_before_anything_starts() {
             "AERON_NAK_UNICAST_DELAY",
         ),
     ] {
-        let out = run(args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains("--driver-opt") && err.contains(fix), "{args:?}: {err}");
+        refused(args, &["--driver-opt", fix]);
     }
 }
 
@@ -423,11 +423,7 @@ fn bad_loss_experiment_input_is_one_line_and_exit_2() {
         (&["loss", "--arms", "fast"][..], "--arms"),
         (&["loss", "--rtt", "1ms", "--budget", "1ms"][..], "--budget"),
     ] {
-        let out = run(args);
-        let err = text(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
-        assert!(err.contains(flag), "{args:?}: {err}");
+        refused(args, &[flag]);
     }
 }
 
