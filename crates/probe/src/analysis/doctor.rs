@@ -133,6 +133,15 @@ fn isolation(r: &HostReadings, q: &DoctorRequest) -> Check {
     }
 }
 
+/// The usable cores no hot thread uses.
+fn spare_cores(r: &HostReadings, q: &DoctorRequest) -> Vec<usize> {
+    r.usable_cores
+        .iter()
+        .copied()
+        .filter(|c| !q.hot_cores.contains(c))
+        .collect()
+}
+
 fn tasks(r: &HostReadings, q: &DoctorRequest) -> Check {
     let expected = "no other task allowed on a hot core";
     let Some(t) = &r.tasks_on_hot_cores else {
@@ -153,12 +162,7 @@ fn tasks(r: &HostReadings, q: &DoctorRequest) -> Check {
     if total == 0 {
         return check("other tasks", measured, expected, CheckStatus::Pass, "");
     }
-    let others: Vec<usize> = r
-        .usable_cores
-        .iter()
-        .copied()
-        .filter(|c| !q.hot_cores.contains(c))
-        .collect();
+    let others = spare_cores(r, q);
     let fix = if others.is_empty() {
         "every core is a hot core here: any other task that wakes preempts a hot thread; use a machine with a spare core".to_owned()
     } else {
@@ -192,12 +196,7 @@ fn irqs(r: &HostReadings, q: &DoctorRequest) -> Check {
     if total == 0 {
         return check("IRQs", measured, expected, CheckStatus::Pass, "");
     }
-    let others: Vec<usize> = r
-        .usable_cores
-        .iter()
-        .copied()
-        .filter(|c| !q.hot_cores.contains(c))
-        .collect();
+    let others = spare_cores(r, q);
     let target = if others.is_empty() {
         "another core".to_owned()
     } else {
@@ -457,7 +456,7 @@ fn driver(r: &HostReadings, q: &DoctorRequest) -> Vec<Check> {
         let v = v.to_ascii_lowercase();
         v.contains("spin") || v.contains("noop") || v.contains("busy")
     });
-    let spare = r.usable_cores.len() > q.hot_cores.len();
+    let spare = !spare_cores(r, q).is_empty();
     let measured = format!("threading {mode}, idle {}", idles.join(" / "));
     let mut out = vec![if spinning && !spare {
         check(
