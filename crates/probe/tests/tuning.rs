@@ -59,6 +59,7 @@ fn nak_prints_the_seed_s_profile_three_ways_and_exits_0() {
         "AERON_RETRANSMIT_UNICAST_LINGER=2ms",
         "-Daeron.nak.multicast.max.backoff=500us",
         "-Daeron.retransmit.unicast.linger=2ms",
+        "--driver-opt aeron.nak.multicast.max.backoff=500us",
         "PASS  isolated recoveries",
         "PASS  retransmit-store coverage",
         "PASS  implosion guard",

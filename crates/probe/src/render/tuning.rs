@@ -138,10 +138,10 @@ pub fn nak_text(p: &NakPlan) -> String {
     let _ = writeln!(out, "  java {} ... io.aeron.driver.MediaDriver", flags.join(" "));
     let _ = writeln!(
         out,
-        "latency-probe's embedded C driver (it reads the same environment when it starts):"
+        "latency-probe's embedded driver (or the same AERON_* variables in its environment):"
     );
-    let envs: Vec<String> = derived.iter().map(|(k, v)| format!("{}={v}", env_name(k))).collect();
-    let _ = writeln!(out, "  {} latency-probe --channel 'aeron:udp?...' ...", envs.join(" "));
+    let opts: Vec<String> = derived.iter().map(|(k, v)| format!("--driver-opt {k}={v}")).collect();
+    let _ = writeln!(out, "  latency-probe --channel 'aeron:udp?...' {} ...", opts.join(" "));
     out
 }
 
