@@ -423,6 +423,7 @@ fn bad_loss_experiment_input_is_one_line_and_exit_2() {
         (&["loss", "--receivers", "0"][..], "--receivers"),
         (&["loss", "--arms", "fast"][..], "--arms"),
         (&["loss", "--rtt", "1ms", "--budget", "1ms"][..], "--budget"),
+        (&["loss", "--unicast", "--receivers", "2"][..], "--unicast"),
     ] {
         refused(args, &[flag]);
     }
@@ -451,4 +452,39 @@ fn nak_measures_the_rtt_on_a_channel_when_not_given() {
     let out = run(&["nak", "--budget", "1ms"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--rtt"), "{}", text(&out.stderr));
+}
+
+/// The same over unicast: one receiver, its NAKs go straight to the publisher.
+#[test]
+fn a_short_unicast_loss_arm_naks_and_loses_nothing() {
+    let out = run(&[
+        "loss",
+        "--unicast",
+        "--receivers",
+        "1",
+        "--duration",
+        "1",
+        "--rate",
+        "5000",
+        "--warmup",
+        "1000",
+        "--loss",
+        "0.005",
+        "--arms",
+        "default",
+        "--port",
+        "40630",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["channel"], "aeron:udp?endpoint=127.0.0.1:40630");
+    let arm = &v["arms"][0];
+    assert_eq!(
+        (arm["complete"].as_bool(), arm["lost"].as_u64()),
+        (Some(true), Some(0)),
+        "{arm}"
+    );
+    assert!(arm["naks_sent"].as_i64().unwrap() > 0, "{arm}");
 }

@@ -76,6 +76,9 @@ pub struct LossArgs {
     /// UDP control port on 127.0.0.1; the receivers use the ports after it
     #[arg(long, default_value_t = 40456)]
     pub port: u16,
+    /// Unicast to one receiver (endpoint=127.0.0.1:PORT) instead of MDC; needs --receivers 1
+    #[arg(long)]
+    pub unicast: bool,
     /// Where the arms' drivers and reports go while they run
     #[arg(long = "work-dir", default_value = "/dev/shm")]
     pub work_dir: PathBuf,
@@ -127,6 +130,13 @@ pub fn loss(a: &LossArgs) -> Result<(), Failure> {
         .into());
     }
     check_msg_size(a.msg_size)?;
+    if a.unicast && a.receivers != 1 {
+        return Err(UsageError::new(format!(
+            "--unicast sends to one endpoint: give --receivers 1 (not {}), or drop --unicast for MDC",
+            a.receivers
+        ))
+        .into());
+    }
     for arm in &a.arms {
         if !crate::run::loss::ARMS.contains(&arm.as_str()) {
             return Err(UsageError::new(format!(
@@ -149,6 +159,7 @@ pub fn loss(a: &LossArgs) -> Result<(), Failure> {
         budget_ns: a.budget,
         arms: a.arms.clone(),
         port: a.port,
+        unicast: a.unicast,
         work_dir: a.work_dir.clone(),
     };
     let report = crate::run::loss::run(&x).map_err(Failure::setup)?;

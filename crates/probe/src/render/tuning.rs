@@ -245,9 +245,14 @@ pub fn loss_text(r: &LossReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "loss experiment: 1 publisher -> {} MDC receivers (a driver each), {} B at {} msg/s, {:.1} s per arm; \
+        "loss experiment: 1 publisher -> {} receiver{} on {} (a driver each), {} B at {} msg/s, {:.1} s per arm; \
          latency from the intended send time, all receivers merged",
-        r.receivers, r.msg_size, r.rate, r.duration_s
+        r.receivers,
+        if r.receivers == 1 { "" } else { "s" },
+        r.channel,
+        r.msg_size,
+        r.rate,
+        r.duration_s
     );
     let _ = writeln!(out);
     let _ = writeln!(

@@ -1,5 +1,6 @@
 //! Seed 000's loss experiment over real UDP on one host (`latency-probe loss`): one publisher
-//! to N receivers on an MDC channel (dynamic control) over loopback, each receiver with its own
+//! to N receivers on an MDC channel (dynamic control) over loopback, or to one receiver over
+//! unicast (`--unicast`: there the unicast NAK delay and retry ratio apply), each receiver with its own
 //! media driver (so each NAKs on its own) that drops a seeded fraction of data frames (the C
 //! driver's `loss` receive interceptor, `recv-msg-mask=0x2`: frame type 1, DATA). Each arm runs
 //! the same stream with other driver settings: Aeron's default timers, the calculator's
@@ -46,6 +47,8 @@ pub struct LossExperiment {
     pub arms: Vec<String>,
     /// The UDP control port; receivers use the ports after it.
     pub port: u16,
+    /// Unicast (one receiver, `endpoint=`) instead of MDC.
+    pub unicast: bool,
     /// Where each arm's files go (a directory per arm, removed after it unless kept).
     pub work_dir: PathBuf,
 }
@@ -123,17 +126,24 @@ pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
     };
     let mut arms = Vec::new();
     for (k, arm) in x.arms.iter().enumerate() {
+        // Unicast recovers with the unicast NAK delay and retry ratio, MDC with the backoff.
+        let cost = |n: &NakSettings| {
+            if x.unicast {
+                unicast_costs(n, x.rtt_ns)
+            } else {
+                (
+                    n.nak_multicast_max_backoff_ns + 2 * x.rtt_ns,
+                    n.retransmit_unicast_linger_ns + n.nak_multicast_max_backoff_ns + 2 * x.rtt_ns,
+                )
+            }
+        };
         let (loss, settings, plan) = match arm.as_str() {
             "default" => (
                 x.loss,
                 timers(&NakSettings::aeron_defaults()),
-                (derived.default_single_loss_ns, derived.default_double_loss_ns),
+                cost(&NakSettings::aeron_defaults()),
             ),
-            "derived" => (
-                x.loss,
-                timers(&derived.chosen),
-                (derived.single_loss_ns, derived.double_loss_ns),
-            ),
+            "derived" => (x.loss, timers(&derived.chosen), cost(&derived.chosen)),
             "min-buffers" => (0.0, sizes(buffers.rcvbuf_bytes), (0, 0)),
             _ => (0.0, sizes(buffers.rcvbuf_bytes * OVERSIZED_FACTOR), (0, 0)),
         };
@@ -174,22 +184,40 @@ pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
         rate: x.rate,
         msg_size: x.msg_size,
         duration_s: x.duration.as_secs_f64(),
-        channel: pub_channel(x.port),
+        channel: pub_channel(x.port, x.unicast),
         derived,
         arms,
         limits,
     })
 }
 
-fn pub_channel(port: u16) -> String {
-    format!("aeron:udp?control=127.0.0.1:{port}|control-mode=dynamic")
+/// A unicast loss's worst cost with `n`: the NAK delay and a round trip; a double loss waits
+/// for the later of the retry delay and the sender's linger.
+fn unicast_costs(n: &NakSettings, rtt: u64) -> (u64, u64) {
+    let delay = n.nak_unicast_delay_ns;
+    let retry = delay.saturating_mul(n.nak_unicast_retry_delay_ratio);
+    (delay + rtt, retry.max(n.retransmit_unicast_linger_ns) + delay + rtt)
 }
 
-fn sub_channel(port: u16, i: u32) -> String {
-    format!(
-        "aeron:udp?endpoint=127.0.0.1:{}|control=127.0.0.1:{port}|control-mode=dynamic",
-        u32::from(port) + 1 + i
-    )
+/// The publisher's channel: MDC with dynamic control on `port`, or unicast to `port`.
+fn pub_channel(port: u16, unicast: bool) -> String {
+    if unicast {
+        format!("aeron:udp?endpoint=127.0.0.1:{port}")
+    } else {
+        format!("aeron:udp?control=127.0.0.1:{port}|control-mode=dynamic")
+    }
+}
+
+/// Receiver `i`'s channel.
+fn sub_channel(port: u16, i: u32, unicast: bool) -> String {
+    if unicast {
+        pub_channel(port, true)
+    } else {
+        format!(
+            "aeron:udp?endpoint=127.0.0.1:{}|control=127.0.0.1:{port}|control-mode=dynamic",
+            u32::from(port) + 1 + i
+        )
+    }
 }
 
 fn spawn_driver(dir: &Path, env: &[(String, String)], loss: Option<(f64, u64)>, log: &Path) -> Result<Kid, String> {
@@ -286,7 +314,7 @@ fn run_arm(
             .arg(d)
             .args([
                 "--channel",
-                &sub_channel(port, i as u32),
+                &sub_channel(port, i as u32, x.unicast),
                 "--idle",
                 "backoff",
                 "--diagnostics",
@@ -308,7 +336,7 @@ fn run_arm(
         .arg(&pub_dir)
         .args([
             "--channel",
-            &pub_channel(port),
+            &pub_channel(port, x.unicast),
             "--idle",
             "backoff",
             "--diagnostics",
