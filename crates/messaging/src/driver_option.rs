@@ -44,6 +44,30 @@ pub fn env_name(property: &str) -> String {
 
 /// One driver setting, checked: its Aeron property name and its value in Aeron's units (ns for
 /// durations, bytes for sizes).
+///
+/// Guarantees: only settings the embedded driver can apply parse; a bad name or value is one
+/// sentence that lists the names or gives an example; the driver applies it after `AERON_*`
+/// and reads it back in [`DriverSettings`](crate::DriverSettings).
+///
+/// ```
+/// # #[cfg(feature = "embedded-driver")]
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use messaging::{DriverOption, EmbeddedDriver};
+/// let backoff = DriverOption::parse("aeron.nak.multicast.max.backoff", "500us")?;
+/// let linger = DriverOption::parse("AERON_RETRANSMIT_UNICAST_LINGER", "2ms")?;
+/// assert!(DriverOption::parse("aeron.nak.bogus", "1").is_err());
+/// let driver = EmbeddedDriver::builder()
+///     .private_dir()
+///     .ipc_term_length(64 * 1024)
+///     .option(backoff)
+///     .option(linger)
+///     .spawn()?;
+/// assert_eq!(driver.settings().nak_multicast_max_backoff_ns, 500_000);
+/// assert_eq!(driver.settings().retransmit_unicast_linger_ns, 2_000_000);
+/// # Ok(()) }
+/// # #[cfg(not(feature = "embedded-driver"))]
+/// # fn main() {}
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverOption {
     property: &'static str,
