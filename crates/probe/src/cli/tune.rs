@@ -548,17 +548,12 @@ pub fn doctor(a: &DoctorArgs) -> Result<(), Failure> {
     };
     let driver = start(&choice).map_err(Failure::setup)?;
     let settings = driver.settings();
-    let ipc_term = settings
-        .as_ref()
-        .and_then(|s| s.iter().find(|(k, _)| k == "aeron.ipc.term.buffer.length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(crate::run::doctor::AERON_IPC_TERM_DEFAULT);
     let d = crate::run::doctor::doctor(&crate::run::doctor::RunShape {
         hot_cores: hot,
         channel: &a.channel,
         rate: a.rate,
         msg_size: a.msg_size,
-        ipc_term,
+        ipc_term: driver.ipc_term_length(),
         driver_dir: driver.dir(),
         driver: settings,
         steal_sample: steal,

@@ -51,6 +51,17 @@ impl Driver {
         &self.version
     }
 
+    /// The IPC term the run's logs use: the embedded driver's own, else Aeron's default
+    /// (an external driver's cannot be read).
+    #[must_use]
+    pub fn ipc_term_length(&self) -> u64 {
+        #[cfg(feature = "embedded-driver")]
+        if let Some(d) = &self.embedded {
+            return d.ipc_term_length() as u64;
+        }
+        crate::run::doctor::AERON_IPC_TERM_DEFAULT
+    }
+
     /// The embedded driver's settings as (Aeron property, value); `None` for an external one
     /// (Aeron publishes no settings in `cnc.dat`).
     #[must_use]

@@ -94,17 +94,12 @@ pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
     // Once, before measuring: the host and the driver checked for this run (report env.doctor).
     let settings = driver.settings();
     let driver_settings = settings.clone().unwrap_or_default();
-    let ipc_term = settings
-        .as_ref()
-        .and_then(|s| s.iter().find(|(k, _)| k == "aeron.ipc.term.buffer.length"))
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(crate::run::doctor::AERON_IPC_TERM_DEFAULT);
     let checks = crate::run::doctor::doctor(&crate::run::doctor::RunShape {
         hot_cores: [x.trial.pub_core, x.trial.sub_core].into_iter().flatten().collect(),
         channel: &x.trial.channel,
         rate: x.trial.rate,
         msg_size: x.trial.msg_size as u64,
-        ipc_term,
+        ipc_term: driver.ipc_term_length(),
         driver_dir: driver.dir(),
         driver: settings,
         steal_sample: std::time::Duration::ZERO,
