@@ -131,6 +131,8 @@ impl DriverOption {
         self.property
     }
 
+    // Read by the embedded driver only.
+    #[cfg_attr(not(feature = "embedded-driver"), allow(dead_code))]
     pub(crate) fn value(&self) -> &OptionValue {
         &self.value
     }

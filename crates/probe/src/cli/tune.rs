@@ -92,6 +92,18 @@ pub struct LossArgs {
 /// # Errors
 /// The driver does not start (exit 2).
 pub fn driver(a: &DriverArgs) -> Result<(), Failure> {
+    #[cfg(not(feature = "embedded-driver"))]
+    return Err(Failure::setup(format!(
+        "--dir {}: built without the embedded driver; run aeronmd there, or rebuild with the embedded-driver \
+         feature",
+        a.dir.display()
+    )));
+    #[cfg(feature = "embedded-driver")]
+    serve(a)
+}
+
+#[cfg(feature = "embedded-driver")]
+fn serve(a: &DriverArgs) -> Result<(), Failure> {
     let mut b = aeron_latency::messaging::EmbeddedDriver::builder().dir(&a.dir);
     for o in &a.driver_opt {
         b = b.option(o.clone());
@@ -534,9 +546,8 @@ pub fn doctor(a: &DoctorArgs) -> Result<(), Failure> {
     super::check_channel("--channel", &a.channel)?;
     check_msg_size(a.msg_size)?;
     let steal = super::seconds("--steal", a.steal)?;
-    if let Some(t) = a.term_length {
-        aeron_latency::messaging::check_term_length(t)
-            .map_err(|e| UsageError::new(format!("--term-length {t}: {e}")))?;
+    if a.dir.is_none() {
+        super::check_embedded(a.term_length, None, &a.channel, None, a.msg_size as usize)?;
     }
     let choice = match &a.dir {
         Some(d) => DriverChoice::External(d.clone()),

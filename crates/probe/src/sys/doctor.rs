@@ -84,7 +84,7 @@ impl Host {
                 .map(|s| s.trim().to_owned()),
             clock_read_ns: Some(clock_read_cost()),
             steal_pct: self.steal(steal_sample),
-            shm_free: aeron_latency::messaging::free_bytes(shm_dir),
+            shm_free: free_bytes(shm_dir),
             max_map_count: self.number("/proc/sys/vm/max_map_count"),
             perf_event_paranoid: self.number("/proc/sys/kernel/perf_event_paranoid"),
             root: is_root(),
@@ -158,6 +158,18 @@ impl Host {
         let b = self.read("/proc/stat")?;
         steal_pct(&a, &b)
     }
+}
+
+/// Free bytes where the logs go (statvfs, through the embedded driver's own check).
+#[cfg(feature = "embedded-driver")]
+fn free_bytes(dir: &Path) -> Option<u64> {
+    aeron_latency::messaging::free_bytes(dir)
+}
+
+/// Without the embedded driver the check has nothing to read it with.
+#[cfg(not(feature = "embedded-driver"))]
+fn free_bytes(_: &Path) -> Option<u64> {
+    None
 }
 
 /// Whether this process's effective uid is 0 (`/proc/self/status`, `Uid:` real, effective, …).
