@@ -822,6 +822,8 @@ mod tests {
             off_cpu: vec![],
             off_cpu_lost: 0,
             episodes: true,
+            fault_times: None,
+            fault_times_lost: 0,
             stalls: None,
             lock_waits: None,
         }

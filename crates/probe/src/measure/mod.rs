@@ -4,6 +4,7 @@
 //!
 //! Names `sys`, the model and units.
 
+pub mod bands;
 pub mod counters;
 pub mod floor;
 pub mod hiccup;

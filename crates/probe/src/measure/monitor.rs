@@ -7,12 +7,14 @@
 //!   watched thread, into stack buffers. The time this takes is measured and reported
 //!   ([`JitterSide::read_cost`](crate::model::JitterSide::read_cost)) and the verdict says when a slow sample lines up with it.
 //! - Per message, a hot loop only compares a clock reading with the previous one
-//!   ([`StallLog::tick`](crate::model::StallLog::tick)) and offers the latency to a fixed-size heap ([`SlowSamples`](crate::measure::slow::SlowSamples)).
-//!   Neither allocates (both are sized before the run).
+//!   ([`StallLog::tick`](crate::model::StallLog::tick)) and offers the latency to a fixed-size heap ([`SlowSamples`](crate::measure::slow::SlowSamples))
+//!   and to the stratified sample of the bands ([`BandSampler`](crate::measure::bands::BandSampler)).
+//!   None of them allocates (all are sized before the run; `crates/probe/tests/alloc.rs`).
 //! - Source: perf events where permitted (futex syscalls per thread from the
 //!   `syscalls:sys_enter_futex` tracepoints, migrations and faults from software counters, and
 //!   `sched:sched_switch` samples with switch-in records that give every off-CPU episode of a
-//!   hot thread with its cause and who took the CPU); else `/proc` alone (context switches,
+//!   hot thread with its cause and who took the CPU, and a page-fault sample per fault of a hot
+//!   thread, with its time); else `/proc` alone (context switches,
 //!   faults, run-queue delay, but no futex count and no per-episode cause). The report names
 //!   the source and, for `/proc`, why perf was not used.
 //! - Timing model: every timestamp here is `CLOCK_MONOTONIC` ([`crate::sys::clock::now_ns`]; perf
@@ -322,9 +324,13 @@ impl Monitor {
                 .collect();
             let mut off_cpu = Vec::new();
             let lost = w.reader.drain_switches(&mut off_cpu);
+            let mut fault_times = Vec::new();
+            let fault_times_lost = w.reader.drain_faults(&mut fault_times);
             if let Some((a, b)) = span {
                 off_cpu.retain(|o| o.in_ns.unwrap_or(i64::MAX) >= a && o.out_ns <= b);
+                fault_times.retain(|t| (a..=b).contains(t));
             }
+            fault_times.sort_unstable();
             let stalls = self
                 .stalls
                 .iter()
@@ -340,6 +346,8 @@ impl Monitor {
                 off_cpu,
                 off_cpu_lost: lost,
                 episodes: w.reader.has_sampler(),
+                fault_times: w.reader.has_fault_sampler().then_some(fault_times),
+                fault_times_lost,
                 stalls,
                 // messaging reads and writes the logs without aeron-rs's locks now.
                 lock_waits: None,
@@ -432,6 +440,8 @@ mod tests {
             off_cpu: vec![ep(10, Some(20)), ep(30, Some(40)), ep(50, Some(60)), ep(70, None)],
             off_cpu_lost: 0,
             episodes: true,
+            fault_times: None,
+            fault_times_lost: 0,
             stalls: None,
             lock_waits: None,
         };

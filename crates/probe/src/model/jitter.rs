@@ -287,6 +287,18 @@ pub struct SlowSample {
     pub received_ns: i64,
 }
 
+/// One octave of latency (`[2^octave, 2^(octave+1))` ns) of a run's stratified sample: how many
+/// measured messages fell in it and a uniform random sample of them (all of them when few).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Octave {
+    /// `k` of `[2^k, 2^(k+1))` ns.
+    pub octave: u32,
+    /// Measured messages in it.
+    pub seen: u64,
+    /// The kept ones.
+    pub samples: Vec<SlowSample>,
+}
+
 /// One watched thread and what its counters did.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadJitter {
@@ -309,6 +321,13 @@ pub struct ThreadJitter {
     /// Whether off-CPU episodes were recorded for this thread (perf switch sampler).
     #[serde(default)]
     pub episodes: bool,
+    /// When each page fault of this thread happened during the measured period,
+    /// CLOCK_MONOTONIC ns in order (hot threads, perf only; `None`: not timed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_times: Option<Vec<i64>>,
+    /// Fault samples the kernel dropped (ring buffer full).
+    #[serde(default)]
+    pub fault_times_lost: u64,
     /// Stalls its loop saw (hot threads that measure or pace).
     pub stalls: Option<StallLog>,
     /// Runs of polls/claims that found aeron-rs's subscription/publication lock held by its
@@ -326,6 +345,15 @@ impl ThreadJitter {
         let first = self.off_cpu.partition_point(|o| o.in_ns.unwrap_or(run_end) < from);
         let end = first + self.off_cpu[first..].partition_point(|o| o.out_ns <= to);
         &self.off_cpu[first..end]
+    }
+
+    /// How many of its timed page faults fell in `[from, to]` (0 when faults are not timed).
+    #[must_use]
+    pub fn faults_in(&self, from: i64, to: i64) -> usize {
+        self.fault_times.as_ref().map_or(0, |f| {
+            let a = f.partition_point(|t| *t < from);
+            a + f[a..].partition_point(|t| *t <= to) - a
+        })
     }
 }
 
@@ -437,6 +465,9 @@ pub struct RawJitter {
     pub side: JitterSide,
     /// The slowest samples (subscriber only).
     pub slow: Vec<SlowSample>,
+    /// A latency-stratified sample of every measured message (subscriber only), for the bands.
+    #[serde(default)]
+    pub sampled: Vec<Octave>,
     /// Idle strategy of the side.
     pub idle: String,
     /// Delivery (subscriber only).

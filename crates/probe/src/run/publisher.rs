@@ -405,6 +405,7 @@ fn assemble(
         side,
         // Ping's slowest round trips (one-way: the subscriber keeps the slowest samples).
         slow: rtt.as_ref().map(|o| o.slow.clone()).unwrap_or_default(),
+        sampled: rtt.as_ref().map(|o| o.sampled.clone()).unwrap_or_default(),
         idle: cfg.idle.to_string(),
         delivery_channel: false,
         hot_path_lock: false,

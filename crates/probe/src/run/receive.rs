@@ -1,11 +1,13 @@
 //! What a receiving hot loop records per message (latency, accounting, stalls, the slowest
 //! samples), shared by the subscriber and by ping's echo receive in round-trip mode.
 
+use crate::measure::bands::BandSampler;
 use crate::measure::monitor::Monitor;
 use crate::measure::recorder::Recorder;
 use crate::measure::recorder::SampleKind;
 use crate::measure::slow::SlowSamples;
 use crate::model::JitterSide;
+use crate::model::Octave;
 use crate::model::RawJitter;
 use crate::model::SlowSample;
 use crate::model::StallLog;
@@ -39,6 +41,8 @@ pub(crate) struct State {
     pub(crate) pending: Option<usize>,
     pub(crate) stalls: Option<StallLog>,
     pub(crate) slow: SlowSamples,
+    /// Every measured message, stratified by latency, for the band analysis (diagnostics on).
+    pub(crate) bands: Option<BandSampler>,
     pub(crate) lock: Option<Arc<Mutex<u64>>>,
     /// The live line's shared counters, when it is on.
     pub(crate) live: Option<Arc<crate::run::live::Live>>,
@@ -61,6 +65,7 @@ impl State {
             pending: None,
             stalls: (on && stalls).then(|| StallLog::new(crate::measure::monitor::STALL_THRESHOLD_NS, STALLS_LOGGED)),
             slow: SlowSamples::new(SLOW_SAMPLES_KEPT),
+            bands: on.then(BandSampler::new),
             lock,
             live: None,
         }
@@ -106,13 +111,17 @@ impl State {
             if let Some(l) = &self.live {
                 l.record(s.seq, (now - s.intended_ns).max(0) as u64);
             }
-            self.slow.offer(SlowSample {
+            let sample = SlowSample {
                 latency_ns: (now - s.intended_ns).max(0) as u64,
                 seq: s.seq,
                 intended_ns: s.intended_ns,
                 sent_ns: s.sent_ns,
                 received_ns: now,
-            });
+            };
+            self.slow.offer(sample);
+            if let Some(b) = &mut self.bands {
+                b.offer(sample);
+            }
             if boundary.is_some() {
                 self.pending = boundary;
             }
@@ -156,6 +165,7 @@ impl State {
             hot_tid: 0,
             jitter: jitter.filter(|j| j.source.name != crate::model::Source::Off),
             slow: self.slow.into_sorted(),
+            sampled: self.bands.map(BandSampler::into_octaves).unwrap_or_default(),
             idle: String::new(),
             delivery: Delivery::Inline,
             hot_path_lock: false,
@@ -212,6 +222,8 @@ pub struct SubOutcome {
     pub jitter: Option<JitterSide>,
     /// The slowest samples, slowest first.
     pub slow: Vec<SlowSample>,
+    /// Every measured message, stratified by latency (diagnostics on).
+    pub sampled: Vec<Octave>,
     /// How it ran (for the analysis).
     pub idle: String,
     /// Delivery used.
@@ -235,6 +247,7 @@ impl SubOutcome {
         Some(RawJitter {
             side: self.jitter.clone()?,
             slow: self.slow.clone(),
+            sampled: self.sampled.clone(),
             idle: self.idle.clone(),
             delivery_channel: self.delivery == Delivery::Channel,
             hot_path_lock: self.hot_path_lock,
