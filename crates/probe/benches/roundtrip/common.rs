@@ -278,7 +278,8 @@ fn set_affinity(cores: &[usize]) -> bool {
 }
 
 pub(crate) fn connect(dir: &Path) -> Client {
-    latency_probe::run::connect(dir).unwrap_or_else(|e| panic!("connecting to the driver in {}: {e}", dir.display()))
+    latency_probe::run::connect(dir, true)
+        .unwrap_or_else(|e| panic!("connecting to the driver in {}: {e}", dir.display()))
 }
 
 pub(crate) fn big_term_channel() -> String {

@@ -37,6 +37,7 @@ pub enum Hiccup<'a> {
 pub fn build(
     sides: &[&JitterSide],
     slow: &[SlowSample],
+    sampled: &[crate::model::Octave],
     hiccup: &Hiccup<'_>,
     ctx: &Context,
 ) -> (JitterReport, Vec<Option<GroupJitter>>) {
@@ -44,7 +45,7 @@ pub fn build(
         Hiccup::Ran(l) => Some(*l),
         Hiccup::Skipped(_) => None,
     };
-    let a = analyse(sides, slow, log, ctx);
+    let a = analyse(sides, slow, sampled, log, ctx);
     let mut source = sides.first().map(|s| s.source.clone()).unwrap_or(SourceInfo {
         name: Source::Off,
         reason: None,
@@ -184,6 +185,7 @@ pub fn build(
                 samples: a.tail_samples,
                 by_cause: a.tail_by_cause,
             },
+            bands: a.bands,
             outliers: a.outliers,
             threads,
             hiccup: hiccup_section,

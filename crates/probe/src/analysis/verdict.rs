@@ -3,7 +3,9 @@
 //! Order of the findings: futex-driven jitter first (the product's reason to exist), then the
 //! other OS causes by the share of the tail they explain. Every finding names the thread, the
 //! cause, the evidence (counts, and the share of samples above p99.9 whose latency window
-//! overlaps an episode of that cause) and the usual fix.
+//! overlaps an episode of that cause) and the usual fix. With perf (every off-CPU episode on
+//! record) the headline answers for the band `--explain` picks ([`crate::analysis::bands`]):
+//! the cause of most of that band's excess over p50, whose it is, and its fix.
 //!
 //! A sample's latency window is `[intended send time, receive time]` on CLOCK_MONOTONIC; an
 //! episode (off CPU, stall, probe read, meter gap) explains it when the two overlap.
@@ -41,6 +43,14 @@ pub struct Context {
     pub tail_threshold_ns: u64,
     /// Cores this run could use.
     pub cores: usize,
+    /// What one minor page fault costs on this machine, ns (0: not measured; faults are then
+    /// not lined up with samples). See [`crate::sys::thread::fault_cost_ns`].
+    pub fault_cost_ns: u64,
+    /// The band the headline explains (`--explain`).
+    pub explain: crate::model::Explain,
+    /// p50, p90, p99, p99.9 and max of the latency from the intended send time: the band edges
+    /// (`None`: no bands, e.g. latency-pub alone).
+    pub edges: Option<[u64; 5]>,
 }
 
 /// The analysis of a run.
@@ -56,6 +66,8 @@ pub struct Analysis {
     pub outliers: Vec<Outlier>,
     /// The verdict.
     pub verdict: Verdict,
+    /// Every band by cause (empty without band edges or a stratified sample).
+    pub bands: Vec<crate::model::Band>,
 }
 
 /// How many outliers the report lists.
@@ -82,11 +94,17 @@ pub const PROC_BLOCKS_MIN: u64 = 20;
 pub const MATERIAL: u64 = 10;
 
 /// One episode overlapping a sample's window.
-struct Hit {
-    key: &'static str,
-    words: String,
-    tid: i32,
-    overlap: u64,
+pub(crate) struct Hit {
+    /// The cause (`futex`, `preempted-foreign`, `page-faults`, …).
+    pub(crate) key: &'static str,
+    /// In words (only when asked for).
+    pub(crate) words: String,
+    /// The hot thread it delayed (0: the process as a whole).
+    pub(crate) tid: i32,
+    /// How much of the window it covers, ns.
+    pub(crate) overlap: u64,
+    /// For a preemption: who took the CPU (pid and command name).
+    pub(crate) who: Option<(i32, [u8; 16])>,
 }
 
 /// Hypervisor steal (all CPUs) in the group that contains `t`, ns.
@@ -112,64 +130,72 @@ fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
     a.0 <= b.1 && b.0 <= a.1
 }
 
-/// Analyses the sides of a run (subscriber side first). `slow` are the slowest samples,
-/// slowest first.
-#[must_use]
-pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&HiccupLog>, ctx: &Context) -> Analysis {
-    let known: Vec<&ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
-    let perf = sides.iter().all(|s| s.source.name == crate::model::Source::Perf);
-    let resolvable_all = perf
-        && known
-            .iter()
-            .filter(|t| t.role.is_hot())
-            .all(|t| t.episodes && t.off_cpu_lost == 0);
-    let run_end = run_end(sides);
-    let run_start = sides.iter().filter_map(|s| s.span()).map(|s| s.0).min().unwrap_or(0);
-    let hot: Vec<&ThreadJitter> = known.iter().copied().filter(|t| t.role.is_hot()).collect();
-    // The messaging crate's hand-off thread idles with its default, backoff.
-    let handoff_idle = IdleStrategy::Backoff(Backoff::default());
-    let idle_of = |t: &ThreadJitter| -> Option<&IdleStrategy> {
-        match t.role {
-            Role::Publisher => ctx.pub_idle.as_ref(),
-            Role::Handoff => Some(&handoff_idle),
-            _ => ctx.sub_idle.as_ref(),
+/// Lines episodes up with samples: what the tail analysis and the band analysis share.
+pub(crate) struct Lineup<'a> {
+    pub(crate) sides: &'a [&'a JitterSide],
+    pub(crate) known: Vec<&'a ThreadJitter>,
+    pub(crate) hot: Vec<&'a ThreadJitter>,
+    pub(crate) hiccup: Option<&'a HiccupLog>,
+    pub(crate) run_end: i64,
+    pub(crate) ctx: &'a Context,
+    handoff_idle: IdleStrategy,
+}
+
+impl<'a> Lineup<'a> {
+    pub(crate) fn new(sides: &'a [&'a JitterSide], hiccup: Option<&'a HiccupLog>, ctx: &'a Context) -> Lineup<'a> {
+        let known: Vec<&ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
+        let hot = known.iter().copied().filter(|t| t.role.is_hot()).collect();
+        Lineup {
+            sides,
+            known,
+            hot,
+            hiccup,
+            run_end: run_end(sides),
+            ctx,
+            // The messaging crate's hand-off thread idles with its default, backoff.
+            handoff_idle: IdleStrategy::Backoff(Backoff::default()),
         }
-    };
-    let name_of = |pid: i32, comm: &str| -> (String, bool) {
+    }
+
+    pub(crate) fn idle_of(&self, t: &ThreadJitter) -> Option<&IdleStrategy> {
+        match t.role {
+            Role::Publisher => self.ctx.pub_idle.as_ref(),
+            Role::Handoff => Some(&self.handoff_idle),
+            _ => self.ctx.sub_idle.as_ref(),
+        }
+    }
+
+    /// Who `pid` (a task that took a CPU) is, and whether it is one of ours.
+    pub(crate) fn name_of(&self, pid: i32, comm: &str) -> (String, bool) {
         if pid == 0 {
             return ("idle".into(), true);
         }
+        let known = &self.known;
         match known.iter().find(|k| k.tid == pid) {
             Some(k) if k.role.is_hot() => (format!("{} ({})", k.name, k.role.describe()), true),
-            Some(k) if k.role == Role::Main => (format!("{} (main thread)", process_name(&known, k.pid)), true),
+            Some(k) if k.role == Role::Main => (format!("{} (main thread)", process_name(known, k.pid)), true),
             Some(k) => (
-                format!("{}/{} ({})", process_name(&known, k.pid), k.name, k.role.describe()),
+                format!("{}/{} ({})", process_name(known, k.pid), k.name, k.role.describe()),
                 true,
             ),
             None => (format!("{comm} (pid {pid}, not ours)"), false),
         }
-    };
+    }
 
-    // Tail samples and their causes: every episode overlapping a sample's window, weighted by
-    // how much of the window it covers; only episodes covering at least 1/MATERIAL of the
-    // latency count as a cause (on a busy 2-core machine every window of a few ms holds some
-    // preemption; a 12 µs one does not explain a 4 ms sample).
-    let tail: Vec<&SlowSample> = slow.iter().filter(|s| s.latency_ns >= ctx.tail_threshold_ns).collect();
-    let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
-    let mut share: BTreeMap<(String, i32), u64> = BTreeMap::new();
-    let mut outliers = Vec::new();
-    let clip = |e: (i64, i64), w: (i64, i64)| (e.1.min(w.1) - e.0.max(w.0)).max(0) as u64;
-    for (rank, s) in slow.iter().enumerate() {
+    /// Whether `pid` is the idle task or a thread we watch.
+    pub(crate) fn is_ours(&self, pid: i32) -> bool {
+        pid == 0 || self.known.iter().any(|k| k.tid == pid)
+    }
+
+    /// Every episode overlapping the window `[intended, received]` of `s` that `counts` keeps
+    /// (given its overlap); words only when `detail`.
+    pub(crate) fn hits(&self, s: &SlowSample, detail: bool, counts: &dyn Fn(u64) -> bool) -> Vec<Hit> {
         let w = (s.intended_ns, s.received_ns);
-        // Words are written only for the listed outliers, and an overlap too small to be a
-        // cause is skipped for the others: a sample delayed by a long lag behind schedule
-        // overlaps thousands of episodes and stalls, and 4,096 such samples must stay cheap.
-        let detail = rank < OUTLIERS_LISTED;
-        let counts = |overlap: u64| detail || overlap.saturating_mul(MATERIAL) >= s.latency_ns;
+        let clip = |e: (i64, i64), w: (i64, i64)| (e.1.min(w.1) - e.0.max(w.0)).max(0) as u64;
         let mut hits: Vec<Hit> = Vec::new();
-        for t in &hot {
-            for o in t.off_cpu_in(w.0, w.1, run_end) {
-                let span = o.span(run_end);
+        for t in &self.hot {
+            for o in t.off_cpu_in(w.0, w.1, self.run_end) {
+                let span = o.span(self.run_end);
                 let overlap = clip(span, w);
                 if !counts(overlap) {
                     continue;
@@ -177,7 +203,7 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                 let len = format_ns((span.1 - span.0).max(0) as u64);
                 let (key, words) = match o.kind {
                     OffCpuKind::Blocked => {
-                        let futex = t.total.futex.unwrap_or(0) > 0 && !sleeping_idle(idle_of(t));
+                        let futex = t.total.futex.unwrap_or(0) > 0 && !sleeping_idle(self.idle_of(t));
                         let key = if futex { "futex" } else { "blocked" };
                         let how = if futex {
                             "blocked (this thread makes futex calls)"
@@ -187,7 +213,7 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                         (key, format!("{} {how} for {len}", t.name))
                     }
                     OffCpuKind::Preempted => {
-                        let (who, ours) = name_of(o.next_pid, &o.next_name());
+                        let (who, ours) = self.name_of(o.next_pid, &o.next_name());
                         let key = if ours { "preempted-own" } else { "preempted-foreign" };
                         (key, format!("{} preempted for {len} ({who} took the CPU)", t.name))
                     }
@@ -197,7 +223,31 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                     words: if detail { words } else { String::new() },
                     tid: t.tid,
                     overlap,
+                    who: (o.kind == OffCpuKind::Preempted).then_some((o.next_pid, o.next_comm)),
                 });
+            }
+            // Page faults (timed by perf): each costs about what a fault measured here costs.
+            let faults = t.faults_in(w.0, w.1) as u64;
+            if faults > 0 && self.ctx.fault_cost_ns > 0 {
+                let overlap = (faults * self.ctx.fault_cost_ns).min(s.latency_ns);
+                if counts(overlap) {
+                    hits.push(Hit {
+                        key: "page-faults",
+                        words: if detail {
+                            format!(
+                                "{} took {} page faults in its window (about {} each, measured here)",
+                                t.name,
+                                thousands(faults),
+                                format_ns(self.ctx.fault_cost_ns)
+                            )
+                        } else {
+                            String::new()
+                        },
+                        tid: t.tid,
+                        overlap,
+                        who: None,
+                    });
+                }
             }
             if let Some(log) = &t.lock_waits {
                 for (start, len) in log.overlapping(w.0, w.1) {
@@ -219,6 +269,7 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                         },
                         tid: t.tid,
                         overlap,
+                        who: None,
                     });
                 }
             }
@@ -229,18 +280,26 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                         continue;
                     }
                     let off: u64 = t
-                        .off_cpu_in(stall.0, stall.1, run_end)
+                        .off_cpu_in(stall.0, stall.1, self.run_end)
                         .iter()
-                        .map(|o| clip(o.span(run_end), stall))
+                        .map(|o| clip(o.span(self.run_end), stall))
                         .sum();
                     if off * 2 >= len {
                         continue; // being off CPU explains most of it
                     }
-                    let steal = steal_near(sides, stall.0);
-                    let meter = hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
+                    let steal = steal_near(self.sides, stall.0);
+                    let meter = self.hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
                     // Without a complete episode record, "no context switch" cannot be claimed.
                     let resolvable = t.episodes && t.off_cpu_lost == 0;
-                    let (key, what) = if steal >= len && steal > 0 {
+                    // A stall that holds one of the thread's own timed page faults is that fault
+                    // (a fault that maps in a run of pages takes microseconds).
+                    let faults = t.faults_in(stall.0, stall.1);
+                    let (key, what) = if faults > 0 {
+                        (
+                            "page-faults",
+                            format!("on CPU while taking {} page faults", thousands(faults as u64)),
+                        )
+                    } else if steal >= len && steal > 0 {
                         // Steal comes in 10 ms ticks per group: this is co-occurrence, said so.
                         (
                             "steal",
@@ -268,12 +327,13 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                         },
                         tid: t.tid,
                         overlap: clip(stall, w),
+                        who: None,
                     });
                 }
             }
         }
         // The probe's own counter reads (either side's delays this sample if it overlaps).
-        for sd in sides {
+        for sd in self.sides {
             let owner = sd
                 .threads
                 .iter()
@@ -289,10 +349,11 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                     },
                     tid: 0,
                     overlap: clip((*a, a + *l as i64), w),
+                    who: None,
                 });
             }
         }
-        if let Some(h) = hiccup {
+        if let Some(h) = self.hiccup {
             let (n, max) = h.overlapping(w.0, w.1);
             if n > 0 && hits.is_empty() {
                 hits.push(Hit {
@@ -300,9 +361,53 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
                     words: format!("the hiccup meter saw {n} gaps (longest {})", format_ns(max)),
                     tid: 0,
                     overlap: max.min(s.latency_ns),
+                    who: None,
                 });
             }
         }
+        hits
+    }
+}
+
+/// Analyses the sides of a run (subscriber side first). `slow` are the slowest samples,
+/// slowest first.
+#[must_use]
+pub fn analyse(
+    sides: &[&JitterSide],
+    slow: &[SlowSample],
+    sampled: &[crate::model::Octave],
+    hiccup: Option<&HiccupLog>,
+    ctx: &Context,
+) -> Analysis {
+    let lineup = Lineup::new(sides, hiccup, ctx);
+    let known: Vec<&ThreadJitter> = lineup.known.clone();
+    let perf = sides.iter().all(|s| s.source.name == crate::model::Source::Perf);
+    let resolvable_all = perf
+        && known
+            .iter()
+            .filter(|t| t.role.is_hot())
+            .all(|t| t.episodes && t.off_cpu_lost == 0);
+    let run_end = lineup.run_end;
+    let run_start = sides.iter().filter_map(|s| s.span()).map(|s| s.0).min().unwrap_or(0);
+    let hot: Vec<&ThreadJitter> = lineup.hot.clone();
+    let idle_of = |t: &ThreadJitter| lineup.idle_of(t);
+    let name_of = |pid: i32, comm: &str| lineup.name_of(pid, comm);
+
+    // Tail samples and their causes: every episode overlapping a sample's window, weighted by
+    // how much of the window it covers; only episodes covering at least 1/MATERIAL of the
+    // latency count as a cause (on a busy 2-core machine every window of a few ms holds some
+    // preemption; a 12 µs one does not explain a 4 ms sample).
+    let tail: Vec<&SlowSample> = slow.iter().filter(|s| s.latency_ns >= ctx.tail_threshold_ns).collect();
+    let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
+    let mut share: BTreeMap<(String, i32), u64> = BTreeMap::new();
+    let mut outliers = Vec::new();
+    for (rank, s) in slow.iter().enumerate() {
+        // Words are written only for the listed outliers, and an overlap too small to be a
+        // cause is skipped for the others: a sample delayed by a long lag behind schedule
+        // overlaps thousands of episodes and stalls, and 4,096 such samples must stay cheap.
+        let detail = rank < OUTLIERS_LISTED;
+        let counts = |overlap: u64| detail || overlap.saturating_mul(MATERIAL) >= s.latency_ns;
+        let mut hits = lineup.hits(s, detail, &counts);
         hits.sort_by_key(|h| std::cmp::Reverse(h.overlap));
         let material: Vec<&Hit> = hits
             .iter()
@@ -648,17 +753,27 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             "it shares a core with a hot thread, so its fault handling is time that thread waits: pre-fault the \
              mapped files (Aeron's pre-touch, MAP_POPULATE) and mlockall before measuring"
         };
+        // Timed faults (perf, hot threads) line up with samples; counted ones do not.
+        let share = t
+            .fault_times
+            .as_ref()
+            .and_then(|_| tail_share("page-faults", Some(t.tid)));
         findings.push(Finding {
             cause: "page-faults".into(),
             thread: label(t),
             evidence: format!(
-                "{} took {} minor and {} major page faults while measuring",
+                "{} took {} minor and {} major page faults while measuring{}",
                 t.name,
                 thousands(t.total.minor_faults),
-                thousands(t.total.major_faults)
+                thousands(t.total.major_faults),
+                if share.is_some() {
+                    tail_words(share)
+                } else {
+                    String::new()
+                }
             ),
             fix: fix.into(),
-            tail_share: None,
+            tail_share: share,
         });
     }
     // 5. Migrations.
@@ -789,6 +904,16 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
     } else {
         "no cause found on the watched threads".into()
     };
+    let bands = match ctx.edges {
+        Some(edges) if !sampled.is_empty() => crate::analysis::bands::bands(&lineup, sampled, edges),
+        _ => Vec::new(),
+    };
+    // With every off-CPU episode of the hot threads on record, the headline answers for the
+    // band the user asked about; without (the /proc source) it stays with the counters.
+    let headline = match bands.get(ctx.explain.index()) {
+        Some(b) if resolvable_all && b.samples > 0 => band_headline(b, ctx.explain, &findings, &futex_status),
+        _ => headline,
+    };
     Analysis {
         tail_threshold_ns: ctx.tail_threshold_ns,
         tail_samples: n_tail,
@@ -799,7 +924,59 @@ pub fn analyse(sides: &[&JitterSide], slow: &[SlowSample], hiccup: Option<&Hiccu
             headline,
             findings,
         },
+        bands,
     }
+}
+
+/// A cause must cover at least this share of a band's excess to be named as its cause.
+pub const BAND_CAUSE_MIN_SHARE: f64 = 0.2;
+
+/// The headline for band `b`: its largest cause with the evidence and the fix, or that nothing
+/// watched explains it, and whether it is ours or the platform's.
+fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, findings: &[Finding], futex: &str) -> String {
+    let what = format!(
+        "{} = {}: of the {} messages in {} ({} to {}), whose latency is on average {} above p50,",
+        explain,
+        format_ns(b.to_ns),
+        thousands(b.samples),
+        b.band,
+        format_ns(b.from_ns),
+        format_ns(b.to_ns),
+        format_ns(b.mean_excess_ns)
+    );
+    let mut line = match b.causes.first() {
+        Some(c) if c.share >= BAND_CAUSE_MIN_SHARE => {
+            let whose = if c.owner == "platform" {
+                "the platform's (another process, the hypervisor or interrupts), not the probe's or Aeron's"
+            } else {
+                "ours (the process, its threads or where they run)"
+            };
+            let fix = findings
+                .iter()
+                .find(|f| f.cause == c.cause && (c.thread.is_empty() || f.thread.starts_with(&c.thread)))
+                .map(|f| format!(". Fix: {}", f.fix))
+                .unwrap_or_default();
+            format!(
+                "{what} {:.0}% of that excess lines up with {} ({} messages): {whose}{fix}",
+                c.share * 100.0,
+                c.words,
+                thousands(c.messages)
+            )
+        }
+        Some(c) => format!(
+            "{what} no watched cause explains most of the excess ({:.0}% unexplained; the largest, {}, covers {:.0}%):              the rest is in the platform or in the work itself",
+            b.unexplained * 100.0,
+            c.words,
+            c.share * 100.0
+        ),
+        None => format!("{what} nothing on the watched threads lines up with the excess"),
+    };
+    if futex == "futex-driven" && b.causes.first().is_none_or(|c| c.cause != "futex") {
+        if let Some(f) = findings.iter().find(|f| f.cause == "futex") {
+            line.push_str(&format!("; futex-driven jitter as well: {}", f.evidence));
+        }
+    }
+    line
 }
 
 #[cfg(test)]
@@ -888,7 +1065,7 @@ mod tests {
     #[test]
     fn a_quiet_run_is_clean() {
         let s = side(Source::Perf, vec![thread("latency-sub", 1, Role::Subscriber, quiet())]);
-        let a = analyse(&[&s], &[sample(20_000, 100)], None, &ctx("spin"));
+        let a = analyse(&[&s], &[sample(20_000, 100)], &[], None, &ctx("spin"));
         assert_eq!(a.verdict.futex, "clean");
         assert!(a.verdict.headline.starts_with("clean"), "{}", a.verdict.headline);
         assert_eq!(a.tail_by_cause.get("none"), Some(&1));
@@ -912,6 +1089,7 @@ mod tests {
         let a = analyse(
             &[&s],
             &[sample(20_000, 100), sample(15_000, 500_000)],
+            &[],
             None,
             &ctx("spin"),
         );
@@ -956,7 +1134,7 @@ mod tests {
                 .push(episode(t, Some(t + 5_000), OffCpuKind::Preempted, pid, c));
         }
         let s = side(Source::Perf, vec![sub, conductor]);
-        let a = analyse(&[&s], &[sample(20_000, 90)], None, &ctx("spin"));
+        let a = analyse(&[&s], &[sample(20_000, 90)], &[], None, &ctx("spin"));
         assert_eq!(a.verdict.futex, "clean");
         let own = a.verdict.findings.iter().find(|f| f.cause == "preempted-own").unwrap();
         assert!(
@@ -1000,7 +1178,7 @@ mod tests {
         let s = side(Source::Proc, vec![sub]);
         let mut c = ctx("yield");
         c.hot_path_lock = true;
-        let a = analyse(&[&s], &[], None, &c);
+        let a = analyse(&[&s], &[], &[], None, &c);
         assert_eq!(a.verdict.futex, "futex-driven");
         let f = &a.verdict.findings[0];
         assert!(f.evidence.contains("/proc cannot count futex calls"), "{}", f.evidence);
@@ -1021,7 +1199,7 @@ mod tests {
             },
         );
         let s = side(Source::Proc, vec![sub]);
-        let a = analyse(&[&s], &[], None, &ctx("backoff"));
+        let a = analyse(&[&s], &[], &[], None, &ctx("backoff"));
         assert_eq!(a.verdict.futex, "unknown");
         assert!(a.verdict.findings.iter().all(|f| f.cause != "futex"));
     }
@@ -1041,13 +1219,120 @@ mod tests {
             .push(episode(1_000, Some(13_000), OffCpuKind::Preempted, 0, [0; 16]));
         let s = side(Source::Perf, vec![sub]);
         // 12 µs inside a 4 ms window: less than a tenth.
-        let a = analyse(&[&s], &[sample(4_000_000, 0)], None, &ctx("spin"));
+        let a = analyse(&[&s], &[sample(4_000_000, 0)], &[], None, &ctx("spin"));
         assert_eq!(a.tail_by_cause.get("none"), Some(&1));
         assert!(
             a.outliers[0].causes[0].starts_with("only small overlaps"),
             "{:?}",
             a.outliers[0]
         );
+    }
+
+    /// 1,000 messages 10 µs apart: 900 take 1 µs; 90 (the p90-p99 band) are each delayed 50 µs
+    /// by a preemption of latency-sub by `hogz`; 10 (above p99) by 400 µs on-CPU stalls.
+    fn planted_run() -> (JitterSide, Vec<crate::model::Octave>, [u64; 5]) {
+        let mut sub = thread(
+            "latency-sub",
+            1,
+            Role::Subscriber,
+            Counts {
+                involuntary: Some(90),
+                ..quiet()
+            },
+        );
+        let mut comm = [0_u8; 16];
+        comm[..4].copy_from_slice(b"hogz");
+        let mut stalls = StallLog::new(5_000, 100);
+        let mut samples = Vec::new();
+        for i in 0..1_000_i64 {
+            let at = i * 10_000;
+            let latency = match i % 100 {
+                50 => {
+                    stalls.stalls.push((at + 100, 400_000));
+                    401_000
+                }
+                1..=9 => {
+                    sub.off_cpu
+                        .push(episode(at + 200, Some(at + 50_200), OffCpuKind::Preempted, 4242, comm));
+                    51_000
+                }
+                _ => 1_000,
+            };
+            samples.push(sample(latency, at));
+        }
+        stalls.count = stalls.stalls.len() as u64;
+        sub.stalls = Some(stalls);
+        let mut s = side(Source::Perf, vec![sub]);
+        s.boundaries = vec![Some(0), Some(20_000_000)];
+        let octaves = vec![crate::model::Octave {
+            octave: 0,
+            seen: samples.len() as u64,
+            samples,
+        }];
+        (s, octaves, [1_000, 1_000, 51_000, 401_000, 401_000])
+    }
+
+    #[test]
+    fn each_band_is_attributed_and_the_headline_follows_explain() {
+        let (s, octaves, edges) = planted_run();
+        let mut c = ctx("spin");
+        c.edges = Some(edges);
+        let a = analyse(&[&s], &[], &octaves, None, &c);
+        assert_eq!(a.bands.len(), 4);
+        let p99 = &a.bands[1];
+        assert_eq!((p99.band.as_str(), p99.samples, p99.analysed), ("p90-p99", 90, 90));
+        assert_eq!(p99.mean_excess_ns, 50_000);
+        let top = &p99.causes[0];
+        assert_eq!(
+            (top.cause.as_str(), top.thread.as_str(), top.owner.as_str()),
+            ("preempted-foreign", "latency-sub", "platform")
+        );
+        assert!(top.by.as_deref().unwrap().starts_with("hogz (pid 4242"), "{top:?}");
+        assert!((top.share - 1.0).abs() < 1e-9, "{top:?}");
+        assert_eq!(top.messages, 90);
+        assert!(
+            a.verdict
+                .headline
+                .starts_with("p99 = 51.00 µs: of the 90 messages in p90-p99"),
+            "{}",
+            a.verdict.headline
+        );
+        assert!(a
+            .verdict
+            .headline
+            .contains("100% of that excess lines up with latency-sub preempted by hogz"));
+        // The stalls own the slowest band, the p50-p90 band is empty (p50 = p90).
+        let max = &a.bands[2];
+        assert_eq!((max.samples, max.causes[0].cause.as_str()), (10, "stall"));
+        assert_eq!(a.bands[0].samples, 0);
+        c.explain = crate::model::Explain::P999;
+        let a = analyse(&[&s], &[], &octaves, None, &c);
+        assert!(
+            a.verdict
+                .headline
+                .starts_with("p99.9 = 401.0 µs: of the 10 messages in p99-p99.9"),
+            "{}",
+            a.verdict.headline
+        );
+        assert!(
+            a.verdict.headline.contains("stalled on its CPU"),
+            "{}",
+            a.verdict.headline
+        );
+    }
+
+    #[test]
+    fn a_kept_sample_stands_for_its_octaves_messages() {
+        let (s, mut octaves, edges) = planted_run();
+        // Keep every other sample of the octave: each now stands for two messages.
+        let kept: Vec<SlowSample> = octaves[0].samples.iter().step_by(2).copied().collect();
+        octaves[0].samples = kept;
+        let mut c = ctx("spin");
+        c.edges = Some(edges);
+        let a = analyse(&[&s], &[], &octaves, None, &c);
+        let b = &a.bands[1];
+        assert_eq!(b.analysed * 2, b.samples);
+        assert!((b.causes.iter().map(|c| c.share).sum::<f64>() + b.unexplained - 1.0).abs() < 1e-9);
     }
 
     #[test]

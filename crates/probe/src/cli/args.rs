@@ -285,6 +285,8 @@ pub fn pub_config(
         diagnostics: crate::model::Mode::Auto,
         pong: None,
         publication: crate::model::PublicationKind::default(),
+        prefault: true,
+        explain: crate::model::Explain::default(),
     }
 }
 
@@ -312,6 +314,9 @@ pub fn sub_config(
         echo: None,
         live: false,
         publication: crate::model::PublicationKind::default(),
+        plant_helper: false,
+        prefault: true,
+        explain: crate::model::Explain::default(),
     }
 }
 
@@ -334,6 +339,10 @@ pub struct ModeArgs {
     /// number of writers, one atomic add on the tail per message)
     #[arg(long, default_value = "exclusive")]
     pub publication: crate::model::PublicationKind,
+    /// Do not map in the log buffers before measuring: the hot threads take page faults on the
+    /// pages they first touch while measuring (a cold start, or planted cold memory)
+    #[arg(long = "no-prefault")]
+    pub no_prefault: bool,
 }
 
 impl ModeArgs {
@@ -373,6 +382,10 @@ pub struct DiagnosticsArgs {
     /// JSON to this file (latency-probe uses it to analyse both sides together)
     #[arg(long = "jitter-raw", hide = true)]
     pub jitter_raw: Option<PathBuf>,
+    /// The percentile the verdict's headline explains: p90, p99, p99.9 or max. It names the
+    /// cause of most of the excess over p50 in the band that ends there (p99: p90-p99)
+    #[arg(long, default_value = "p99")]
+    pub explain: crate::model::Explain,
 }
 
 impl DiagnosticsArgs {
@@ -399,4 +412,8 @@ pub struct DeliveryArgs {
     /// (lock-helper) takes every 1 ms and holds across a 100 µs sleep: planted futex jitter
     #[arg(long = "hot-path-lock")]
     pub hot_path_lock: bool,
+    /// Start a helper thread (plant-helper) pinned to the subscriber's hot core that wakes every
+    /// 2 ms and works for 200 µs: planted preemption by one of our own threads
+    #[arg(long = "plant-helper")]
+    pub plant_helper: bool,
 }

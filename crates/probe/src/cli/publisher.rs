@@ -109,6 +109,8 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     let dir = dir_or_default(a.stream.dir.clone());
     let mut cfg = pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     cfg.diagnostics = a.diagnostics.diagnostics;
+    cfg.prefault = !a.mode.no_prefault;
+    cfg.explain = a.diagnostics.explain;
     cfg.pong = pong;
     cfg.publication = a.mode.publication;
     let run = publisher::run(&cfg).map_err(Failure::setup)?;

@@ -92,6 +92,9 @@ pub fn subscribe(a: &Args) -> Result<(), Failure> {
     cfg.delivery = a.delivery.delivery;
     cfg.live = a.live.enabled();
     cfg.hot_path_lock = a.delivery.hot_path_lock;
+    cfg.plant_helper = a.delivery.plant_helper;
+    cfg.prefault = !a.mode.no_prefault;
+    cfg.explain = a.diagnostics.explain;
     cfg.diagnostics = a.diagnostics.diagnostics;
     cfg.echo = echo;
     cfg.publication = a.mode.publication;

@@ -153,6 +153,123 @@ pub struct TailSummary {
     pub by_cause: std::collections::BTreeMap<String, u64>,
 }
 
+/// Which band the verdict's headline explains (`--explain`): the band whose upper edge is that
+/// percentile, i.e. the messages that were pushed up to it from the band below.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Explain {
+    /// p50–p90.
+    #[serde(rename = "p90")]
+    P90,
+    /// p90–p99.
+    #[default]
+    #[serde(rename = "p99")]
+    P99,
+    /// p99–p99.9.
+    #[serde(rename = "p99.9")]
+    P999,
+    /// p99.9–max.
+    #[serde(rename = "max")]
+    Max,
+}
+
+impl Explain {
+    /// All of them, in band order.
+    pub const ALL: [Explain; 4] = [Explain::P90, Explain::P99, Explain::P999, Explain::Max];
+
+    /// The flag value (`p90`, `p99`, `p99.9`, `max`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Explain::P90 => "p90",
+            Explain::P99 => "p99",
+            Explain::P999 => "p99.9",
+            Explain::Max => "max",
+        }
+    }
+
+    /// The band it explains (`p90-p99` for p99).
+    #[must_use]
+    pub fn band(self) -> &'static str {
+        match self {
+            Explain::P90 => "p50-p90",
+            Explain::P99 => "p90-p99",
+            Explain::P999 => "p99-p99.9",
+            Explain::Max => "p99.9-max",
+        }
+    }
+
+    /// Its position in [`Explain::ALL`] (and in `jitter.bands`).
+    #[must_use]
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl std::fmt::Display for Explain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Explain {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "p90" => Ok(Explain::P90),
+            "p99" => Ok(Explain::P99),
+            "p99.9" | "p999" => Ok(Explain::P999),
+            "max" | "p100" => Ok(Explain::Max),
+            _ => Err(format!(
+                "'{s}' is not a percentile to explain; use p90, p99, p99.9 or max"
+            )),
+        }
+    }
+}
+
+/// One cause's part of a band.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandCause {
+    /// `futex`, `blocked`, `preempted-own`, `preempted-foreign`, `page-faults`, `stall`,
+    /// `steal`, `platform`, `probe-reads`, `aeron-lock`.
+    pub cause: String,
+    /// Whose: `ours` (the process, its threads and their placement) or `platform` (other
+    /// processes, the hypervisor, interrupts).
+    pub owner: String,
+    /// The hot thread it delayed (empty: the process as a whole).
+    pub thread: String,
+    /// For a preemption: who took the CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Its share of the band's excess over p50 (0..=1): the part of each message's latency
+    /// above p50 that an episode of this cause covered, summed over the band.
+    pub share: f64,
+    /// Messages of the band it covered at least a tenth of the excess of (estimated).
+    pub messages: u64,
+    /// The cause in words.
+    pub words: String,
+}
+
+/// One band of the distribution and what its excess over p50 lines up with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Band {
+    /// `p50-p90`, `p90-p99`, `p99-p99.9` or `p99.9-max`.
+    pub band: String,
+    /// Latencies above this (the lower percentile), ns.
+    pub from_ns: u64,
+    /// Up to and including this (the upper percentile), ns.
+    pub to_ns: u64,
+    /// Measured messages in the band (estimated from the stratified sample).
+    pub samples: u64,
+    /// Of them, attributed one by one (the kept samples).
+    pub analysed: u64,
+    /// Mean excess over p50 of its messages, ns.
+    pub mean_excess_ns: u64,
+    /// Causes by share, largest first.
+    pub causes: Vec<BandCause>,
+    /// Share of the excess no episode covered.
+    pub unexplained: f64,
+}
+
 /// The `jitter` section of a report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JitterReport {
@@ -162,6 +279,9 @@ pub struct JitterReport {
     pub verdict: Verdict,
     /// Tail samples by cause.
     pub tail: TailSummary,
+    /// Each band of the distribution (p50–p90, p90–p99, p99–p99.9, p99.9–max) by cause.
+    #[serde(default)]
+    pub bands: Vec<Band>,
     /// The slowest samples with what lined up with them.
     pub outliers: Vec<Outlier>,
     /// Every watched thread.

@@ -58,6 +58,8 @@ pub enum Role {
     Handoff,
     /// The helper that shares a mutex with the hot loop (`--hot-path-lock`).
     LockHelper,
+    /// The planted helper that wakes on the subscriber's hot core (`--plant-helper`).
+    PlantHelper,
     /// Our aeron-rs conductor thread.
     Conductor,
     /// A media driver thread.
@@ -89,6 +91,7 @@ impl Role {
             Role::Consumer => "consumer of the channel hand-off",
             Role::Handoff => "hand-off polling thread",
             Role::LockHelper => "helper sharing the hot-path lock",
+            Role::PlantHelper => "planted helper on the hot core",
             Role::Conductor => "aeron-rs conductor (ours, wakes every 4 ms)",
             Role::Driver => "media driver",
             Role::Main => "main thread",
@@ -105,6 +108,7 @@ impl Role {
             "aeron-driver" => Role::Driver,
             "aeron-handoff" => Role::Handoff,
             "lock-helper" => Role::LockHelper,
+            "plant-helper" => Role::PlantHelper,
             "hiccup-meter" => Role::Meter,
             _ => Role::Other,
         }

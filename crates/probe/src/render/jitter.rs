@@ -23,7 +23,13 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
     let cols: Vec<&ThreadSummary> = j
         .threads
         .iter()
-        .filter(|t| t.role.is_hot() || matches!(t.role, Role::Conductor | Role::Driver | Role::LockHelper))
+        .filter(|t| {
+            t.role.is_hot()
+                || matches!(
+                    t.role,
+                    Role::Conductor | Role::Driver | Role::LockHelper | Role::PlantHelper
+                )
+        })
         .collect();
     if rows.iter().any(Option::is_some) {
         let _ = writeln!(
@@ -138,6 +144,28 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
             causes.join(", ")
         }
     );
+    if !j.bands.is_empty() {
+        let _ = writeln!(
+            o,
+            "bands: what each message's excess over p50 (latency - p50) lines up with, share of the band's excess"
+        );
+        let _ = writeln!(
+            o,
+            "  {:<10} {:>23} {:>9} {:>11}  causes",
+            "band", "range", "messages", "mean excess"
+        );
+        for b in &j.bands {
+            let _ = writeln!(
+                o,
+                "  {:<10} {:>23} {:>9} {:>11}  {}",
+                b.band,
+                format!("{} - {}", format_ns(b.from_ns), format_ns(b.to_ns)),
+                crate::units::thousands(b.samples),
+                format_ns(b.mean_excess_ns),
+                band_causes(b, 3)
+            );
+        }
+    }
     let _ = writeln!(o, "hiccup meter: {}", j.hiccup.status);
     if let (Some(n), Some(g)) = (j.hiccup.iterations, j.hiccup.gaps) {
         let _ = writeln!(
@@ -159,12 +187,33 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
         let _ = writeln!(o, "note: {n}");
     }
     let _ = writeln!(o, "\nVERDICT: {}", j.verdict.headline);
+    for b in &j.bands {
+        if !j.verdict.headline.contains(&format!(" in {} (", b.band)) {
+            let _ = writeln!(o, "  {}: {}", b.band, band_causes(b, 2));
+        }
+    }
     let _ = writeln!(o, "  futex: {}", j.verdict.futex);
     for f in &j.verdict.findings {
         let _ = writeln!(o, "  - [{}] {}", f.cause, f.evidence);
         let _ = writeln!(o, "    fix: {}", f.fix);
     }
     out
+}
+
+/// A band's largest causes and what is left, in one line.
+fn band_causes(b: &crate::model::Band, n: usize) -> String {
+    if b.samples == 0 {
+        return "no message".into();
+    }
+    let mut parts: Vec<String> = b
+        .causes
+        .iter()
+        .filter(|c| c.share >= 0.005)
+        .take(n)
+        .map(|c| format!("{} {:.0}% ({})", c.words, c.share * 100.0, c.owner))
+        .collect();
+    parts.push(format!("unexplained {:.0}%", b.unexplained * 100.0));
+    parts.join("; ")
 }
 
 fn truncate(s: &str, n: usize) -> &str {

@@ -30,7 +30,14 @@ use std::collections::BTreeMap;
 /// Analyses a run and attaches the `jitter` section and per-group rows to `report`: the
 /// subscriber's side first, the publisher's when there is one. The tail is everything at or above
 /// the report's p99.9 from the intended send time.
-pub fn attach(report: &mut crate::model::Report, sub: &RawJitter, publ: Option<&RawJitter>, hiccup: &Hiccup<'_>) {
+pub fn attach(
+    report: &mut crate::model::Report,
+    sub: &RawJitter,
+    publ: Option<&RawJitter>,
+    hiccup: &Hiccup<'_>,
+    explain: crate::model::Explain,
+) {
+    let l = &report.latency_ns;
     let ctx = Context {
         sub_idle: sub.idle.parse().ok(),
         pub_idle: publ.and_then(|p| p.idle.parse().ok()),
@@ -38,10 +45,13 @@ pub fn attach(report: &mut crate::model::Report, sub: &RawJitter, publ: Option<&
         hot_path_lock: sub.hot_path_lock,
         tail_threshold_ns: report.latency_ns.p999.max(1),
         cores: aeron_latency::messaging::available_cores().len(),
+        fault_cost_ns: crate::sys::thread::fault_cost_ns().unwrap_or(0),
+        explain,
+        edges: (l.count > 0).then_some([l.p50, l.p90, l.p99, l.p999, l.max]),
     };
     let mut sides = vec![&sub.side];
     sides.extend(publ.map(|p| &p.side));
-    let (j, rows) = crate::analysis::jitter::build(&sides, &sub.slow, hiccup, &ctx);
+    let (j, rows) = crate::analysis::jitter::build(&sides, &sub.slow, &sub.sampled, hiccup, &ctx);
     report.attach_jitter(j, rows);
 }
 

@@ -87,14 +87,15 @@ impl std::fmt::Display for SetupError {
 
 impl std::error::Error for SetupError {}
 
-/// The client both run sides use: connected to the driver at `dir`, its mapped files pre-touched.
+/// The client both run sides use: connected to the driver at `dir`, its mapped files pre-touched
+/// unless `pre_touch` is false (`--no-prefault`).
 ///
 /// # Errors
 /// The driver is missing, dead or unreadable (the message names the directory and the fix).
-pub fn connect(dir: &std::path::Path) -> Result<aeron_latency::messaging::Client, SetupError> {
+pub fn connect(dir: &std::path::Path, pre_touch: bool) -> Result<aeron_latency::messaging::Client, SetupError> {
     aeron_latency::messaging::Client::builder()
         .dir(dir)
-        .pre_touch_mapped_memory(true)
+        .pre_touch_mapped_memory(pre_touch)
         // A lost driver is reported by the run itself, in its words (driver_lost); the rest
         // as the library prints it.
         .error_handler(|e| {

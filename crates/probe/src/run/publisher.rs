@@ -62,6 +62,10 @@ pub struct PubConfig {
     pub pong: Option<crate::run::PongPath>,
     /// Which publication to write with.
     pub publication: crate::model::PublicationKind,
+    /// Map in the log buffers before measuring (off: `--no-prefault`, a cold start).
+    pub prefault: bool,
+    /// The band the verdict explains (`--explain`).
+    pub explain: crate::model::Explain,
 }
 
 /// How many whole messages of `frame` bytes fit between stream positions `start` and `pos`
@@ -120,7 +124,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubRun, SetupError> {
     let (padding, measured) = check(cfg)?;
     let planned = cfg.warmup + measured;
     let monitor = Monitor::new(cfg.diagnostics).map_err(|e| SetupError(e.to_string()))?;
-    let client = crate::run::connect(&cfg.dir)?;
+    let client = crate::run::connect(&cfg.dir, cfg.prefault)?;
     let (publisher, pong) = open(&client, cfg)?;
     let live = client.liveness();
     if let Err(why) = await_subscriber(&publisher, pong.as_ref(), cfg, &live) {
@@ -241,6 +245,9 @@ fn await_subscriber<'a>(
 /// work serves the hot one). Returns what it did, for the report.
 fn prefault(publisher: &AnyPublication, pong: Option<&Subscriber>, cfg: &PubConfig) -> Vec<String> {
     let mut prefaulted = Vec::new();
+    if !cfg.prefault {
+        return prefaulted;
+    }
     match publisher.prefault() {
         Ok(st) => prefaulted.push(format!("pub stream {} publication: {st}", cfg.stream)),
         Err(e) => prefaulted.push(format!("pub stream {}: not pre-faulted: {e}", cfg.stream)),
@@ -400,7 +407,10 @@ fn assemble(
             r.max_lag_ns / 1000
         ));
     }
-    let rtt = r.rtt.take();
+    let mut rtt = r.rtt.take();
+    if let Some(o) = &mut rtt {
+        o.explain = cfg.explain;
+    }
     let raw_jitter = r.jitter.take().map(|side| RawJitter {
         side,
         // Ping's slowest round trips (one-way: the subscriber keeps the slowest samples).
@@ -419,7 +429,7 @@ fn assemble(
             ..Default::default()
         };
         let skipped = crate::analysis::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());
-        crate::analysis::jitter::build(&[&raw.side], &[], &skipped, &ctx).0
+        crate::analysis::jitter::build(&[&raw.side], &[], &[], &skipped, &ctx).0
     });
     PubRun {
         rtt,
@@ -495,7 +505,7 @@ pub fn rtt_report(run: &PubRun, env: crate::model::Env) -> Option<crate::model::
     let mut report = crate::report::build::combine(report, Some(publ), kind == crate::model::DRIVER_EMBEDDED, &version);
     if let Some(raw) = &r.raw_jitter {
         let skipped = crate::analysis::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());
-        crate::report::build::attach(&mut report, raw, None, &skipped);
+        crate::report::build::attach(&mut report, raw, None, &skipped, out.explain);
     }
     Some(report)
 }

@@ -169,6 +169,7 @@ impl State {
             idle: String::new(),
             delivery: Delivery::Inline,
             hot_path_lock: false,
+            explain: crate::model::Explain::default(),
             echo: None,
             faults_measured,
             prefaulted: Vec::new(),
@@ -230,6 +231,8 @@ pub struct SubOutcome {
     pub delivery: Delivery,
     /// Whether the lock plant ran.
     pub hot_path_lock: bool,
+    /// The band the verdict explains.
+    pub explain: crate::model::Explain,
     /// Round-trip mode: what the echoing did.
     pub echo: Option<EchoStats>,
     /// Page faults of the hot thread from the first measured message to the end.

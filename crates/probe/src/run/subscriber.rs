@@ -57,6 +57,12 @@ pub struct SubConfig {
     pub live: bool,
     /// The publication pong's echoes are written with.
     pub publication: crate::model::PublicationKind,
+    /// A planted helper thread waking on the hot core (`--plant-helper`).
+    pub plant_helper: bool,
+    /// Map in the log buffers before measuring (off: `--no-prefault`, a cold start).
+    pub prefault: bool,
+    /// The band the verdict explains (`--explain`).
+    pub explain: crate::model::Explain,
 }
 
 /// Pong's echo publication; [`Echo::send`] copies a message into it, retrying.
@@ -119,9 +125,14 @@ impl Echo {
 /// [`SetupError`] when the driver, subscription, core or the diagnostics source is unusable.
 pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     let monitor = Monitor::new(cfg.diagnostics).map_err(|e| SetupError(e.to_string()))?;
-    let client = crate::run::connect(&cfg.dir)?;
+    let client = crate::run::connect(&cfg.dir, cfg.prefault)?;
     let plant = if cfg.hot_path_lock {
         Some(crate::sys::plant::LockPlant::spawn().map_err(|e| SetupError(format!("--hot-path-lock: {e}")))?)
+    } else {
+        None
+    };
+    let helper = if cfg.plant_helper {
+        Some(crate::sys::plant::HelperPlant::spawn(cfg.core).map_err(|e| SetupError(format!("--plant-helper: {e}")))?)
     } else {
         None
     };
@@ -152,10 +163,12 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     };
     drop(printer);
     drop(plant);
+    drop(helper);
     drop(client);
     out.idle = cfg.idle.to_string();
     out.delivery = cfg.delivery;
     out.hot_path_lock = cfg.hot_path_lock;
+    out.explain = cfg.explain;
     out.prefaulted = prefaulted;
     out.setup_notes
         .extend(aeron_latency::messaging::world_writable_warning(&cfg.dir));
@@ -200,9 +213,11 @@ fn receive_inline(
     }
     // One --timeout for the whole run, the wait included.
     let timeout = cfg.timeout.saturating_sub(waited.elapsed());
-    match subscriber.prefault() {
-        Ok(st) => prefaulted.push(format!("sub stream {} image: {st}", cfg.stream)),
-        Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
+    if cfg.prefault {
+        match subscriber.prefault() {
+            Ok(st) => prefaulted.push(format!("sub stream {} image: {st}", cfg.stream)),
+            Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
+        }
     }
     let mut echo = match &cfg.echo {
         Some(path) => Some(Echo {
@@ -222,7 +237,7 @@ fn receive_inline(
         }),
         None => None,
     };
-    if let Some(e) = &echo {
+    if let Some(e) = echo.as_ref().filter(|_| cfg.prefault) {
         match e.publisher.prefault() {
             Ok(st) => prefaulted.push(format!("pong stream {} publication: {st}", e.stats.stream)),
             Err(err) => prefaulted.push(format!("pong stream {}: not pre-faulted: {err}", e.stats.stream)),
@@ -487,7 +502,7 @@ pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> cra
     }
     if let Some(raw) = out.raw_jitter() {
         let skipped = Hiccup::Skipped("skipped: latency-sub alone does not run it (latency-probe does)".into());
-        crate::report::build::attach(&mut r, &raw, None, &skipped);
+        crate::report::build::attach(&mut r, &raw, None, &skipped, out.explain);
     }
     r
 }

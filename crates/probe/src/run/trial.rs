@@ -43,6 +43,12 @@ pub struct Trial {
     pub delivery: Delivery,
     /// Planted futex jitter in latency-sub's hot loop.
     pub hot_path_lock: bool,
+    /// A planted helper thread on latency-sub's hot core.
+    pub plant_helper: bool,
+    /// Pre-fault the log buffers before measuring.
+    pub prefault: bool,
+    /// The band the verdict explains.
+    pub explain: crate::model::Explain,
     /// Jitter diagnostics of both children.
     pub diagnostics: Mode,
     /// latency-sub's live line on stderr.
@@ -196,8 +202,13 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
         t.diagnostics.as_str().into(),
         "--publication".into(),
         t.publication.as_str().into(),
+        "--explain".into(),
+        t.explain.as_str().into(),
         "--quiet".into(),
     ];
+    if !t.prefault {
+        common.push("--no-prefault".into());
+    }
     if let Some(p) = &t.pong {
         common.extend([
             "--mode".into(),
@@ -224,6 +235,9 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
     ]);
     if t.hot_path_lock {
         sub_args.push("--hot-path-lock".into());
+    }
+    if t.plant_helper {
+        sub_args.push("--plant-helper".into());
     }
     if let Some(c) = t.sub_core {
         sub_args.extend(["--core".into(), s(&c)]);
@@ -379,7 +393,7 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
         add_pong(&mut report, sub_report.as_ref());
         report.notes.extend(notes);
         match (&pub_jitter, diag_on) {
-            (Some(pj), _) => crate::report::build::attach(&mut report, pj, sub_jitter.as_ref(), &h),
+            (Some(pj), _) => crate::report::build::attach(&mut report, pj, sub_jitter.as_ref(), &h, t.explain),
             (None, true) => report
                 .notes
                 .push("latency-pub wrote no jitter material; the jitter section covers nothing".into()),
@@ -398,7 +412,7 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
             p.jitter = None; // analysed together with the subscriber's side below
         }
         match (&sub_jitter, diag_on) {
-            (Some(sj), _) => crate::report::build::attach(&mut report, sj, pub_jitter.as_ref(), &h),
+            (Some(sj), _) => crate::report::build::attach(&mut report, sj, pub_jitter.as_ref(), &h, t.explain),
             (None, true) => report
                 .notes
                 .push("latency-sub wrote no jitter material; the jitter section covers nothing".into()),
@@ -476,6 +490,9 @@ mod tests {
             idle: "spin".parse().unwrap(),
             delivery: Delivery::Inline,
             hot_path_lock: false,
+            plant_helper: true,
+            prefault: false,
+            explain: crate::model::Explain::P999,
             diagnostics: Mode::Off,
             live: false,
             sub_core: Some(3),
@@ -494,9 +511,10 @@ mod tests {
         assert!(
             sub.starts_with("--dir /dev/shm/d --channel aeron:ipc --stream 1001 --idle ")
                 && sub.contains(
-                    " --diagnostics off --publication exclusive --quiet --timeout 53.0 --json /tmp/t/sub.json"
+                    " --diagnostics off --publication exclusive --explain p99.9 --quiet --no-prefault --timeout 53.0 \
+                     --json /tmp/t/sub.json"
                 )
-                && sub.ends_with("--delivery inline --live off --core 3"),
+                && sub.ends_with("--delivery inline --live off --plant-helper --core 3"),
             "{sub}"
         );
         let publ = c.pub_args.join(" ");

@@ -1,4 +1,5 @@
-//! Planted jitter for demonstrations and for testing the detector (`--hot-path-lock`).
+//! Planted jitter for demonstrations and for testing the detector (`--hot-path-lock`,
+//! `--plant-helper`).
 //!
 //! # Guarantees
 //! - [`LockPlant`] shares one `std::sync::Mutex` between the hot loop and a helper thread
@@ -70,6 +71,59 @@ impl LockPlant {
 }
 
 impl Drop for LockPlant {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// How long the planted helper ([`HelperPlant`]) stays on its CPU each time it wakes.
+pub const HELPER_BUSY: Duration = Duration::from_micros(200);
+
+/// How long it sleeps between.
+pub const HELPER_EVERY: Duration = Duration::from_millis(2);
+
+/// One of our own helper threads waking on a hot core (`--plant-helper`): a thread named
+/// `plant-helper`, pinned to the given core, that wakes every [`HELPER_EVERY`] and works for
+/// [`HELPER_BUSY`] (like a stats flusher or a logger someone pinned next to the hot loop).
+/// Each wake-up preempts the hot thread on that core. Stopped and joined on drop.
+#[derive(Debug)]
+pub struct HelperPlant {
+    stop: Arc<AtomicBool>,
+    thread: Option<aeron_latency::messaging::PinnedThread<()>>,
+}
+
+impl HelperPlant {
+    /// Starts `plant-helper` on `core` (unpinned when `None`).
+    ///
+    /// # Errors
+    /// When the thread cannot be started or pinned.
+    pub fn spawn(core: Option<usize>) -> std::io::Result<HelperPlant> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = aeron_latency::messaging::ThreadBuilder::new()
+            .name("plant-helper")
+            .affinity_opt(core)
+            .spawn(move || {
+                while !s.load(Ordering::Acquire) {
+                    let start = std::time::Instant::now();
+                    while start.elapsed() < HELPER_BUSY {
+                        std::hint::spin_loop();
+                    }
+                    std::thread::sleep(HELPER_EVERY);
+                }
+            })
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(HelperPlant {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for HelperPlant {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {

@@ -1,0 +1,203 @@
+//! Every band of the distribution attributed to causes, not only the slowest samples.
+//!
+//! # Guarantees
+//! - Bands are p50–p90, p90–p99, p99–p99.9 and p99.9–max of the latency from the intended send
+//!   time: a message is in a band when its latency is above the lower edge and at most the
+//!   upper one.
+//! - The samples are the run's stratified sample ([`crate::measure::bands`]): each kept sample
+//!   stands for `seen / kept` messages of its octave, so counts and shares are estimates for the
+//!   whole band, from every kept sample that falls in it.
+//! - A message's *excess* is its latency minus p50 (what the typical message took). Each episode
+//!   overlapping its window `[intended send, receive]` (an off-CPU episode and who took the CPU,
+//!   a stall, a timed page fault, the probe's own counter read, a hiccup) covers part of the
+//!   excess: its overlap, at most the excess. Episodes of one cause are summed; when the causes
+//!   together cover more than the excess (they overlap each other) they are scaled down to it.
+//!   A cause's share of a band is what it covered over the band's total excess; the rest is
+//!   `unexplained`.
+//! - Causes are told apart by what they are, which hot thread they delayed and, for a
+//!   preemption, who took the CPU (our threads by thread, other processes by command name).
+
+use crate::analysis::verdict::Lineup;
+use crate::analysis::verdict::MATERIAL;
+use crate::model::Band;
+use crate::model::BandCause;
+use crate::model::Explain;
+use crate::model::Octave;
+use crate::model::Role;
+use std::collections::BTreeMap;
+
+/// Who took the CPU in a preemption, as the bands group it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Who {
+    Nobody,
+    /// One of our threads (or the idle task), by thread id.
+    Ours(i32),
+    /// Another process, by command name.
+    Foreign([u8; 16]),
+}
+
+/// A cause within a band.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Id {
+    key: &'static str,
+    tid: i32,
+    who: Who,
+}
+
+/// Whose a cause is: `ours` (the process, its threads and where they run) or `platform`.
+#[must_use]
+pub fn owner(cause: &str) -> &'static str {
+    match cause {
+        "preempted-foreign" | "steal" | "platform" | "stall" => "platform",
+        _ => "ours",
+    }
+}
+
+/// Attributes the bands of a run (`edges`: p50, p90, p99, p99.9, max).
+#[must_use]
+pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) -> Vec<Band> {
+    let p50 = edges[0];
+    // With `--delivery channel` the hand-off is one cause: the hand-off thread's sleeps between
+    // polls and the consumer's futex wait until it is woken are both its cost.
+    let consumer = lineup
+        .hot
+        .iter()
+        .find(|t| t.role == Role::Consumer)
+        .filter(|_| lineup.ctx.delivery_channel)
+        .map(|t| t.tid);
+    let handoff = |tid: i32| lineup.hot.iter().any(|t| t.tid == tid && t.role == Role::Handoff);
+    let mut first_pid: BTreeMap<[u8; 16], i32> = BTreeMap::new();
+    let mut out = Vec::with_capacity(4);
+    for (i, which) in Explain::ALL.iter().enumerate() {
+        let (lo, hi) = (edges[i], edges[i + 1]);
+        let mut n = 0.0_f64;
+        let mut analysed = 0_u64;
+        let mut excess_total = 0.0_f64;
+        let mut by: BTreeMap<Id, (f64, f64)> = BTreeMap::new();
+        let mut per: Vec<(Id, u64)> = Vec::new();
+        for oct in sampled.iter().filter(|o| !o.samples.is_empty()) {
+            let weight = oct.seen as f64 / oct.samples.len() as f64;
+            for s in oct.samples.iter().filter(|s| s.latency_ns > lo && s.latency_ns <= hi) {
+                analysed += 1;
+                n += weight;
+                let excess = s.latency_ns.saturating_sub(p50);
+                if excess == 0 {
+                    continue;
+                }
+                excess_total += weight * excess as f64;
+                per.clear();
+                for h in lineup.hits(s, false, &|_| true) {
+                    let who = match h.who {
+                        None => Who::Nobody,
+                        Some((pid, _)) if lineup.is_ours(pid) => Who::Ours(pid),
+                        Some((pid, comm)) => {
+                            first_pid.entry(comm).or_insert(pid);
+                            Who::Foreign(comm)
+                        }
+                    };
+                    let id = match consumer {
+                        Some(c) if matches!(h.key, "futex" | "blocked") && (h.tid == c || handoff(h.tid)) => Id {
+                            key: "futex",
+                            tid: c,
+                            who: Who::Nobody,
+                        },
+                        _ => Id {
+                            key: h.key,
+                            tid: h.tid,
+                            who,
+                        },
+                    };
+                    match per.iter_mut().find(|(k, _)| *k == id) {
+                        Some((_, o)) => *o += h.overlap,
+                        None => per.push((id, h.overlap)),
+                    }
+                }
+                let covered: u64 = per.iter().map(|(_, o)| (*o).min(excess)).sum();
+                let scale = if covered > excess {
+                    excess as f64 / covered as f64
+                } else {
+                    1.0
+                };
+                for (id, o) in &per {
+                    let e = by.entry(*id).or_default();
+                    e.0 += weight * (*o).min(excess) as f64 * scale;
+                    if o.saturating_mul(MATERIAL) >= excess {
+                        e.1 += weight;
+                    }
+                }
+            }
+        }
+        let mut causes: Vec<BandCause> = by
+            .into_iter()
+            .filter(|(_, (ns, _))| *ns > 0.0)
+            .map(|(id, (ns, messages))| {
+                let mut c = cause(lineup, id, ns / excess_total.max(1.0), messages, &first_pid);
+                if Some(id.tid) == consumer && id.key == "futex" {
+                    c.words = format!(
+                        "the channel hand-off ({} blocked on a futex until aeron-handoff woke it, and aeron-handoff's \
+                         sleeps between polls)",
+                        c.thread
+                    );
+                }
+                c
+            })
+            .collect();
+        causes.sort_by(|a, b| b.share.total_cmp(&a.share));
+        let explained: f64 = causes.iter().map(|c| c.share).sum();
+        out.push(Band {
+            band: which.band().to_owned(),
+            from_ns: lo,
+            to_ns: hi,
+            samples: n.round() as u64,
+            analysed,
+            mean_excess_ns: if n > 0.0 { (excess_total / n).round() as u64 } else { 0 },
+            causes,
+            unexplained: if excess_total > 0.0 {
+                (1.0 - explained).max(0.0)
+            } else {
+                0.0
+            },
+        });
+    }
+    out
+}
+
+fn cause(lineup: &Lineup<'_>, id: Id, share: f64, messages: f64, first_pid: &BTreeMap<[u8; 16], i32>) -> BandCause {
+    let thread = lineup
+        .known
+        .iter()
+        .find(|t| t.tid == id.tid && id.tid != 0)
+        .map(|t| t.name.clone())
+        .unwrap_or_default();
+    let by = match id.who {
+        Who::Nobody => None,
+        Who::Ours(pid) => Some(lineup.name_of(pid, "").0),
+        Who::Foreign(comm) => {
+            let pid = first_pid.get(&comm).copied().unwrap_or(0);
+            let end = comm.iter().position(|b| *b == 0).unwrap_or(comm.len());
+            Some(lineup.name_of(pid, &String::from_utf8_lossy(&comm[..end])).0)
+        }
+    };
+    let who = by.clone().unwrap_or_default();
+    let words = match id.key {
+        "futex" => format!("{thread} blocked on a futex (woken by another thread)"),
+        "blocked" => format!("{thread} blocked (its sleeping idle strategy or a syscall)"),
+        "preempted-own" | "preempted-foreign" => format!("{thread} preempted by {who}"),
+        "page-faults" => format!("{thread} taking page faults"),
+        "aeron-lock" => format!("{thread} waiting for aeron-rs's lock"),
+        "stall" => format!("{thread} stalled on its CPU without a context switch (interrupts, SMI, untimed faults)"),
+        "steal" => format!("{thread} stalled while the hypervisor took CPU time from this VM (steal)"),
+        "platform" => "hiccups the meter saw too (hypervisor, SMI, interrupts)".to_owned(),
+        "probe-reads" => "the probe's own counter reads at group boundaries".to_owned(),
+        other => format!("{thread} {other}"),
+    };
+    BandCause {
+        cause: id.key.to_owned(),
+        owner: owner(id.key).to_owned(),
+        thread,
+        by,
+        share,
+        messages: messages.round() as u64,
+        words,
+    }
+}
