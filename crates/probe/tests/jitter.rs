@@ -475,7 +475,7 @@ fn a_clean_run_names_no_planted_cause_in_any_band() {
             }
             // It says whose the tail is.
             assert!(
-                ["the platform's", "ours (", "no watched cause", "nothing on the watched"]
+                ["the platform's", "ours (", "no single cause", "nothing on the watched"]
                     .iter()
                     .any(|w| headline.contains(w)),
                 "{headline}"

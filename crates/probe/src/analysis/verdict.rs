@@ -964,10 +964,11 @@ fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, finding
             )
         }
         Some(c) => format!(
-            "{what} no watched cause explains most of the excess ({:.0}% unexplained; the largest, {}, covers {:.0}%):              the rest is in the platform or in the work itself",
-            b.unexplained * 100.0,
+            "{what} no single cause covers a fifth of that excess: the largest is {} ({:.0}%), and {:.0}% lines up \
+             with nothing watched",
             c.words,
-            c.share * 100.0
+            c.share * 100.0,
+            b.unexplained * 100.0
         ),
         None => format!("{what} nothing on the watched threads lines up with the excess"),
     };
@@ -1318,6 +1319,38 @@ mod tests {
             a.verdict.headline.contains("stalled on its CPU"),
             "{}",
             a.verdict.headline
+        );
+    }
+
+    #[test]
+    fn a_band_no_single_cause_explains_says_so_with_what_is_left() {
+        let cause = |share: f64| crate::model::BandCause {
+            cause: "preempted-own".into(),
+            owner: "ours".into(),
+            thread: "latency-sub".into(),
+            by: Some("latency-probe/aeron-driver (media driver)".into()),
+            share,
+            messages: 10,
+            words: "latency-sub preempted by latency-probe/aeron-driver (media driver)".into(),
+        };
+        let band = crate::model::Band {
+            band: "p90-p99".into(),
+            from_ns: 1_000,
+            to_ns: 40_000,
+            samples: 900,
+            analysed: 900,
+            mean_excess_ns: 9_000,
+            causes: vec![cause(0.17), cause(0.15)],
+            unexplained: 0.05,
+        };
+        let h = band_headline(&band, crate::model::Explain::P99, &[], "clean");
+        assert!(h.starts_with("p99 = 40.00 µs: of the 900 messages in p90-p99"), "{h}");
+        assert!(
+            h.ends_with(
+                "no single cause covers a fifth of that excess: the largest is latency-sub preempted by \
+                 latency-probe/aeron-driver (media driver) (17%), and 5% lines up with nothing watched"
+            ),
+            "{h}"
         );
     }
 
