@@ -17,8 +17,8 @@
 //! - Causes are told apart by what they are, which hot thread they delayed and, for a
 //!   preemption, who took the CPU (our threads by thread, other processes by command name).
 
-use crate::analysis::verdict::Lineup;
-use crate::analysis::verdict::MATERIAL;
+use crate::analysis::lineup::Lineup;
+use crate::analysis::lineup::MATERIAL;
 use crate::model::Band;
 use crate::model::BandCause;
 use crate::model::Explain;

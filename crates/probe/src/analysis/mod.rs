@@ -6,6 +6,7 @@
 pub mod bands;
 pub mod doctor;
 pub mod jitter;
+pub mod lineup;
 pub mod runs;
 pub mod tuning;
 pub mod verdict;

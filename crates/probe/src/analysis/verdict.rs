@@ -11,7 +11,6 @@
 //! episode (off CPU, stall, probe read, meter gap) explains it when the two overlap.
 
 use crate::model::process_name;
-use crate::model::run_end;
 use crate::model::Finding;
 use crate::model::HiccupLog;
 use crate::model::JitterSide;
@@ -24,34 +23,16 @@ use crate::model::Verdict;
 use crate::units::format_ns;
 use crate::units::thousands;
 use crate::units::times;
-use aeron_latency::messaging::{Backoff, IdleStrategy};
+use aeron_latency::messaging::IdleStrategy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// What the analysis needs to know about the run.
-#[derive(Debug, Clone, Default)]
-pub struct Context {
-    /// Idle strategy of the subscriber side (`None`: not known).
-    pub sub_idle: Option<IdleStrategy>,
-    /// Idle strategy of the publisher side, if it ran.
-    pub pub_idle: Option<IdleStrategy>,
-    /// `--delivery channel` was used.
-    pub delivery_channel: bool,
-    /// `--hot-path-lock` was used.
-    pub hot_path_lock: bool,
-    /// Samples at or above this latency form the tail (the run's p99.9 from the intended time).
-    pub tail_threshold_ns: u64,
-    /// Cores this run could use.
-    pub cores: usize,
-    /// What one minor page fault costs on this machine, ns (0: not measured; faults are then
-    /// not lined up with samples). See [`crate::sys::thread::fault_cost_ns`].
-    pub fault_cost_ns: u64,
-    /// The band the headline explains (`--explain`).
-    pub explain: crate::model::Explain,
-    /// p50, p90, p99, p99.9 and max of the latency from the intended send time: the band edges
-    /// (`None`: no bands, e.g. latency-pub alone).
-    pub edges: Option<[u64; 5]>,
-}
+use crate::analysis::lineup::lock_kind;
+use crate::analysis::lineup::sleeping_idle;
+pub use crate::analysis::lineup::Context;
+use crate::analysis::lineup::Hit;
+use crate::analysis::lineup::Lineup;
+pub use crate::analysis::lineup::MATERIAL;
 
 /// The analysis of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,10 +58,6 @@ fn label(t: &ThreadJitter) -> String {
     format!("{} ({}, tid {})", t.name, t.role.describe(), t.tid)
 }
 
-fn sleeping_idle(idle: Option<&IdleStrategy>) -> bool {
-    idle.is_some_and(IdleStrategy::sleeps)
-}
-
 /// An idle strategy as a report names it (`backoff`, `sleep-ns:1000`; empty when unknown).
 fn idle_name(idle: Option<&IdleStrategy>) -> String {
     idle.map(ToString::to_string).unwrap_or_default()
@@ -89,285 +66,6 @@ fn idle_name(idle: Option<&IdleStrategy>) -> String {
 /// With `/proc` alone, a spinning hot thread that blocked fewer times than this is not called
 /// futex-driven (a stray wait on a page or the mm lock happens); the count is still reported.
 pub const PROC_BLOCKS_MIN: u64 = 20;
-
-/// An episode is a cause of a sample when it covers at least 1/MATERIAL of its latency.
-pub const MATERIAL: u64 = 10;
-
-/// One episode overlapping a sample's window.
-pub(crate) struct Hit {
-    /// The cause (`futex`, `preempted-foreign`, `page-faults`, …).
-    pub(crate) key: &'static str,
-    /// In words (only when asked for).
-    pub(crate) words: String,
-    /// The hot thread it delayed (0: the process as a whole).
-    pub(crate) tid: i32,
-    /// How much of the window it covers, ns.
-    pub(crate) overlap: u64,
-    /// For a preemption: who took the CPU (pid and command name).
-    pub(crate) who: Option<(i32, [u8; 16])>,
-}
-
-/// Hypervisor steal (all CPUs) in the group that contains `t`, ns.
-fn steal_near(sides: &[&JitterSide], t: i64) -> u64 {
-    let Some(side) = sides.first() else { return 0 };
-    let b = &side.boundaries;
-    let g = (0..b.len().saturating_sub(1)).find(|g| {
-        let end = b[g + 1..].iter().flatten().next();
-        b[*g].is_some_and(|a| a <= t) && end.is_some_and(|e| t < *e)
-    });
-    g.and_then(|g| side.steal_ns.get(g).copied().flatten()).unwrap_or(0)
-}
-
-fn lock_kind(role: Role) -> &'static str {
-    if role == Role::Publisher {
-        "Publication"
-    } else {
-        "Subscription"
-    }
-}
-
-fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
-    a.0 <= b.1 && b.0 <= a.1
-}
-
-/// Lines episodes up with samples: what the tail analysis and the band analysis share.
-pub(crate) struct Lineup<'a> {
-    pub(crate) sides: &'a [&'a JitterSide],
-    pub(crate) known: Vec<&'a ThreadJitter>,
-    pub(crate) hot: Vec<&'a ThreadJitter>,
-    pub(crate) hiccup: Option<&'a HiccupLog>,
-    pub(crate) run_end: i64,
-    pub(crate) ctx: &'a Context,
-    handoff_idle: IdleStrategy,
-}
-
-impl<'a> Lineup<'a> {
-    pub(crate) fn new(sides: &'a [&'a JitterSide], hiccup: Option<&'a HiccupLog>, ctx: &'a Context) -> Lineup<'a> {
-        let known: Vec<&ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
-        let hot = known.iter().copied().filter(|t| t.role.is_hot()).collect();
-        Lineup {
-            sides,
-            known,
-            hot,
-            hiccup,
-            run_end: run_end(sides),
-            ctx,
-            // The messaging crate's hand-off thread idles with its default, backoff.
-            handoff_idle: IdleStrategy::Backoff(Backoff::default()),
-        }
-    }
-
-    pub(crate) fn idle_of(&self, t: &ThreadJitter) -> Option<&IdleStrategy> {
-        match t.role {
-            Role::Publisher => self.ctx.pub_idle.as_ref(),
-            Role::Handoff => Some(&self.handoff_idle),
-            _ => self.ctx.sub_idle.as_ref(),
-        }
-    }
-
-    /// Who `pid` (a task that took a CPU) is, and whether it is one of ours.
-    pub(crate) fn name_of(&self, pid: i32, comm: &str) -> (String, bool) {
-        if pid == 0 {
-            return ("idle".into(), true);
-        }
-        let known = &self.known;
-        match known.iter().find(|k| k.tid == pid) {
-            Some(k) if k.role.is_hot() => (format!("{} ({})", k.name, k.role.describe()), true),
-            Some(k) if k.role == Role::Main => (format!("{} (main thread)", process_name(known, k.pid)), true),
-            Some(k) => (
-                format!("{}/{} ({})", process_name(known, k.pid), k.name, k.role.describe()),
-                true,
-            ),
-            None => (format!("{comm} (pid {pid}, not ours)"), false),
-        }
-    }
-
-    /// Whether `pid` is the idle task or a thread we watch.
-    pub(crate) fn is_ours(&self, pid: i32) -> bool {
-        pid == 0 || self.known.iter().any(|k| k.tid == pid)
-    }
-
-    /// Every episode overlapping the window `[intended, received]` of `s` that `counts` keeps
-    /// (given its overlap); words only when `detail`.
-    pub(crate) fn hits(&self, s: &SlowSample, detail: bool, counts: &dyn Fn(u64) -> bool) -> Vec<Hit> {
-        let w = (s.intended_ns, s.received_ns);
-        let clip = |e: (i64, i64), w: (i64, i64)| (e.1.min(w.1) - e.0.max(w.0)).max(0) as u64;
-        let mut hits: Vec<Hit> = Vec::new();
-        for t in &self.hot {
-            for o in t.off_cpu_in(w.0, w.1, self.run_end) {
-                let span = o.span(self.run_end);
-                let overlap = clip(span, w);
-                if !counts(overlap) {
-                    continue;
-                }
-                let len = format_ns((span.1 - span.0).max(0) as u64);
-                let (key, words) = match o.kind {
-                    OffCpuKind::Blocked => {
-                        let futex = t.total.futex.unwrap_or(0) > 0 && !sleeping_idle(self.idle_of(t));
-                        let key = if futex { "futex" } else { "blocked" };
-                        let how = if futex {
-                            "blocked (this thread makes futex calls)"
-                        } else {
-                            "blocked"
-                        };
-                        (key, format!("{} {how} for {len}", t.name))
-                    }
-                    OffCpuKind::Preempted => {
-                        let (who, ours) = self.name_of(o.next_pid, &o.next_name());
-                        let key = if ours { "preempted-own" } else { "preempted-foreign" };
-                        (key, format!("{} preempted for {len} ({who} took the CPU)", t.name))
-                    }
-                };
-                hits.push(Hit {
-                    key,
-                    words: if detail { words } else { String::new() },
-                    tid: t.tid,
-                    overlap,
-                    who: (o.kind == OffCpuKind::Preempted).then_some((o.next_pid, o.next_comm)),
-                });
-            }
-            // Page faults (timed by perf): each costs about what a fault measured here costs.
-            let faults = t.faults_in(w.0, w.1) as u64;
-            if faults > 0 && self.ctx.fault_cost_ns > 0 {
-                let overlap = (faults * self.ctx.fault_cost_ns).min(s.latency_ns);
-                if counts(overlap) {
-                    hits.push(Hit {
-                        key: "page-faults",
-                        words: if detail {
-                            format!(
-                                "{} took {} page faults in its window (about {} each, measured here)",
-                                t.name,
-                                thousands(faults),
-                                format_ns(self.ctx.fault_cost_ns)
-                            )
-                        } else {
-                            String::new()
-                        },
-                        tid: t.tid,
-                        overlap,
-                        who: None,
-                    });
-                }
-            }
-            if let Some(log) = &t.lock_waits {
-                for (start, len) in log.overlapping(w.0, w.1) {
-                    let overlap = clip((start, start + len as i64), w);
-                    if !counts(overlap) {
-                        continue;
-                    }
-                    hits.push(Hit {
-                        key: "aeron-lock",
-                        words: if detail {
-                            format!(
-                                "{} found aeron-rs's {} lock held by its conductor for {}",
-                                t.name,
-                                lock_kind(t.role),
-                                format_ns(len)
-                            )
-                        } else {
-                            String::new()
-                        },
-                        tid: t.tid,
-                        overlap,
-                        who: None,
-                    });
-                }
-            }
-            if let Some(log) = &t.stalls {
-                for (start, len) in log.overlapping(w.0, w.1) {
-                    let stall = (start, start + len as i64);
-                    if !counts(clip(stall, w)) {
-                        continue;
-                    }
-                    let off: u64 = t
-                        .off_cpu_in(stall.0, stall.1, self.run_end)
-                        .iter()
-                        .map(|o| clip(o.span(self.run_end), stall))
-                        .sum();
-                    if off * 2 >= len {
-                        continue; // being off CPU explains most of it
-                    }
-                    let steal = steal_near(self.sides, stall.0);
-                    let meter = self.hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
-                    // Without a complete episode record, "no context switch" cannot be claimed.
-                    let resolvable = t.episodes && t.off_cpu_lost == 0;
-                    // A stall that holds one of the thread's own timed page faults is that fault
-                    // (a fault that maps in a run of pages takes microseconds).
-                    let faults = t.faults_in(stall.0, stall.1);
-                    let (key, what) = if faults > 0 {
-                        (
-                            "page-faults",
-                            format!("on CPU while taking {} page faults", thousands(faults as u64)),
-                        )
-                    } else if steal >= len && steal > 0 {
-                        // Steal comes in 10 ms ticks per group: this is co-occurrence, said so.
-                        (
-                            "steal",
-                            format!(
-                                "in a group where the hypervisor took {} of CPU time from the VM (steal)",
-                                format_ns(steal)
-                            ),
-                        )
-                    } else if !resolvable {
-                        (
-                            "stall",
-                            "(off CPU or on CPU: no complete switch record to tell)".to_owned(),
-                        )
-                    } else if meter {
-                        ("platform", "on CPU while the hiccup meter saw a gap too".to_owned())
-                    } else {
-                        ("stall", "on CPU without a context switch".to_owned())
-                    };
-                    hits.push(Hit {
-                        key,
-                        words: if detail {
-                            format!("{} stalled for {} {what}", t.name, format_ns(len))
-                        } else {
-                            String::new()
-                        },
-                        tid: t.tid,
-                        overlap: clip(stall, w),
-                        who: None,
-                    });
-                }
-            }
-        }
-        // The probe's own counter reads (either side's delays this sample if it overlaps).
-        for sd in self.sides {
-            let owner = sd
-                .threads
-                .iter()
-                .find(|t| t.role.is_hot() && t.role != Role::Handoff)
-                .map_or("the probe", |t| t.name.as_str());
-            for (a, l) in sd.reads.iter().filter(|(a, l)| overlaps((*a, a + *l as i64), w)) {
-                hits.push(Hit {
-                    key: "probe-reads",
-                    words: if detail {
-                        format!("{owner} paused {} for the probe's own counter read", format_ns(*l))
-                    } else {
-                        String::new()
-                    },
-                    tid: 0,
-                    overlap: clip((*a, a + *l as i64), w),
-                    who: None,
-                });
-            }
-        }
-        if let Some(h) = self.hiccup {
-            let (n, max) = h.overlapping(w.0, w.1);
-            if n > 0 && hits.is_empty() {
-                hits.push(Hit {
-                    key: "platform",
-                    words: format!("the hiccup meter saw {n} gaps (longest {})", format_ns(max)),
-                    tid: 0,
-                    overlap: max.min(s.latency_ns),
-                    who: None,
-                });
-            }
-        }
-        hits
-    }
-}
 
 /// Analyses the sides of a run (subscriber side first). `slow` are the slowest samples,
 /// slowest first.
