@@ -215,6 +215,73 @@ pub(crate) fn list_counters(reader: &aeron_rs::concurrent::counters::CountersRea
     out
 }
 
+/// A media driver's counters, mapped from `dir/cnc.dat` once and read as often as wanted,
+/// without a client (nothing joins the driver): what a watcher polls.
+///
+/// # Guarantees
+/// - [`CncCounters::value`] is one volatile 8-byte load from the mapped file: no allocation,
+///   no lock, no syscall. [`CncCounters::find`] walks the counter metadata (it allocates each
+///   label) and is meant to be called until the counter appears, then not again.
+/// - The mapping stays valid while this value lives, even after the driver exits (the values
+///   then stop moving).
+///
+/// ```no_run
+/// let counters = messaging::CncCounters::open(std::path::Path::new("/dev/shm/aeron-root")).unwrap();
+/// // An archive's recording position (type 100), once the recording has started.
+/// if let Some(id) = counters.find(100) {
+///     println!("recorded up to {}", counters.value(id));
+/// }
+/// ```
+pub struct CncCounters {
+    // Holds the mapping `reader` points into (declared after it, so dropped after it).
+    reader: aeron_rs::concurrent::counters::CountersReader,
+    _map: MemoryMappedFile,
+}
+
+impl std::fmt::Debug for CncCounters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CncCounters").finish_non_exhaustive()
+    }
+}
+
+impl CncCounters {
+    /// Maps `dir/cnc.dat`; `None` when there is no readable, initialised `cnc.dat`.
+    #[must_use]
+    pub fn open(dir: &Path) -> Option<CncCounters> {
+        let map = map_initialised_cnc(dir)?;
+        let reader = aeron_rs::concurrent::counters::CountersReader::new(
+            cnc_file_descriptor::create_counter_metadata_buffer(&map),
+            cnc_file_descriptor::create_counter_values_buffer(&map),
+        );
+        Some(CncCounters { reader, _map: map })
+    }
+
+    /// The id of the first allocated counter of `type_id` (the lowest id), if there is one.
+    #[must_use]
+    pub fn find(&self, type_id: i32) -> Option<i32> {
+        let mut found = None;
+        self.reader.for_each(|id, t, _key, _label| {
+            if t == type_id && found.is_none() {
+                found = Some(id);
+            }
+        });
+        found
+    }
+
+    /// Every allocated counter, with its value (as [`read_driver_counters`] gives them).
+    #[must_use]
+    pub fn list(&self) -> Vec<DriverCounter> {
+        list_counters(&self.reader)
+    }
+
+    /// The value of counter `id` (0 for an id outside the file).
+    #[must_use]
+    #[inline]
+    pub fn value(&self, id: i32) -> i64 {
+        self.reader.counter_value(id).map_or(0, |v| v as i64)
+    }
+}
+
 /// One of the driver's counters, read from `cnc.dat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverCounter {

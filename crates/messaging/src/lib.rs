@@ -91,8 +91,8 @@ pub use client::{
     Client, ClientBuilder, DriverLiveness, PendingExclusivePublication, PendingPublication, PendingSubscription,
 };
 pub use cnc::{
-    default_aeron_dir, driver_pid, driver_status, read_driver_counters, DriverCounter, DriverStatus, AERON_DIR_ENV,
-    AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, DEFAULT_DRIVER_TIMEOUT,
+    default_aeron_dir, driver_pid, driver_status, read_driver_counters, CncCounters, DriverCounter, DriverStatus,
+    AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, DEFAULT_DRIVER_TIMEOUT,
     SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
 pub use conductor::CONDUCTOR_IDLE;

@@ -97,3 +97,40 @@ fn options_by_name_reach_the_driver_and_win_over_the_builder() {
     assert_eq!(s.ipc_term_buffer_length, 128 << 10);
     assert_eq!(driver.ipc_term_length(), 128 << 10);
 }
+
+#[test]
+fn cnc_counters_find_a_counter_by_type_and_follow_its_value() {
+    let driver = common::driver();
+    let counters = messaging::CncCounters::open(driver.dir()).expect("the driver's cnc.dat");
+    assert_eq!(counters.find(i32::MAX), None, "no counter of an unknown type");
+    assert_eq!(
+        counters.find(messaging::SUBSCRIBER_POSITION_COUNTER_TYPE_ID),
+        None,
+        "no subscriber yet"
+    );
+    // A subscriber's position counter appears with its image and moves as it reads.
+    let client = Client::connect(driver.dir()).expect("client");
+    let mut sub = client.subscription("aeron:ipc", 77).expect("subscription");
+    let mut publ = client.publication("aeron:ipc", 77).expect("publication");
+    common::wait_until_connected(&publ, &sub);
+    let id = counters
+        .find(messaging::SUBSCRIBER_POSITION_COUNTER_TYPE_ID)
+        .expect("the subscriber's position counter");
+    assert_eq!(counters.value(id), 0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while publ.offer(&[7_u8; 64]).is_err() {
+        assert!(std::time::Instant::now() < deadline, "offer");
+        std::thread::yield_now();
+    }
+    while counters.value(id) == 0 {
+        let _ = sub.poll(&mut |_: &[u8], _: &messaging::MessageHeader<'_>| {}, 10);
+        assert!(std::time::Instant::now() < deadline, "the position never moved");
+    }
+    // One 64-byte message in a 96-byte frame.
+    assert_eq!(counters.value(id), 96);
+    assert!(counters
+        .list()
+        .iter()
+        .any(|c| c.id == id && c.type_id == messaging::SUBSCRIBER_POSITION_COUNTER_TYPE_ID));
+    assert_eq!(counters.value(i32::MAX), 0, "an id outside the file reads 0");
+}
