@@ -42,6 +42,16 @@ pub struct PubReport {
     pub max_lag_ns: u64,
     /// Publish-only cost (claim + encode + commit), ns.
     pub publish_cost_ns: Stats,
+    /// When the offer of each measured message returned, from its intended send time
+    /// (one-way mode; empty in round trips).
+    #[serde(default)]
+    pub offer_returned_ns: Stats,
+    /// The same as an HdrHistogram (V2 + DEFLATE, base64), for `stages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offer_returned_histogram: Option<String>,
+    /// When message 0 was due, CLOCK_MONOTONIC ns: with the rate, every intended send time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_start_ns: Option<i64>,
     /// Message size, bytes.
     pub msg_size: u64,
     /// Measured duration, seconds.

@@ -184,6 +184,11 @@ pub struct Sent {
     pub max_lag_ns: u64,
     /// Publish-only cost (claim + encode + commit), one-way mode.
     pub cost: Histogram<u64>,
+    /// When the offer of each measured message returned, from its intended send time
+    /// (one-way mode): the first durability stage.
+    pub returned: Histogram<u64>,
+    /// When message 0 was due (CLOCK_MONOTONIC ns): with the rate, every intended send time.
+    pub schedule_start_ns: i64,
     /// Actual send time of the first and the last measured message.
     pub first_measured_ns: i64,
     /// See `first_measured_ns`.
@@ -206,6 +211,8 @@ impl Sent {
             outcomes: OfferTally::default(),
             max_lag_ns: 0,
             cost: new_latency_histogram(),
+            returned: new_latency_histogram(),
+            schedule_start_ns: 0,
             first_measured_ns: 0,
             last_measured_ns: 0,
             stop: None,
@@ -369,6 +376,7 @@ pub(crate) fn hot_loop<D: Diagnostics>(
     let mut faults_at_start = None;
     // Start a little ahead so the first intended time is in the future.
     let pacer = Pacer::new(now_ns() + 1_000_000, plan.rate).expect("rate validated before");
+    r.schedule_start_ns = pacer.start_ns();
     let mut sample = plan.sample();
     let mut after_commit: Option<i64> = None;
     for i in 0..plan.warmup + plan.measured {
@@ -412,6 +420,9 @@ pub(crate) fn hot_loop<D: Diagnostics>(
             None => {
                 let t = now_ns();
                 record_saturating(&mut r.cost, (t - now).max(0) as u64);
+                if i >= plan.warmup {
+                    record_saturating(&mut r.returned, (t - intended).max(0) as u64);
+                }
                 t
             }
         };
