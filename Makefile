@@ -1,7 +1,8 @@
 # aeron-latency: `make probe` runs the main job, `make test` runs every test.
 # Both run an idempotent bootstrap first (scripts/bootstrap.sh) that installs what a fresh
 # Debian/Ubuntu machine lacks: capnproto, libclang-dev, uuid-dev, libbsd-dev, and CMake >= 3.30
-# (from PyPI into .tools/ when the system's is older), passed to the build as CMAKE.
+# (from PyPI into .tools/ when the system's is older), passed to the build as CMAKE; and, for
+# `latency-probe stages`, a Java 17 runtime and Aeron's aeron-all jar (into .tools/; optional).
 # `make fuzz` (not part of `make test`) runs each cargo-fuzz target in fuzz/ for FUZZ_SECONDS on
 # the nightly toolchain, installing cargo-fuzz first if it is missing (README "Fuzzing").
 
@@ -17,6 +18,9 @@ MSG_SIZE ?= 128
 RESULTS ?= results
 # As root the jitter tests must exercise perf, not skip it (set REQUIRE_PERF=0 to allow skipping).
 REQUIRE_PERF ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
+# Where the bootstrap installed Java and the aeron-all jar, the stages tests must run, not skip.
+# Expanded when the test recipe runs, i.e. after the bootstrap.
+REQUIRE_JAVA ?= $(shell command -v java >/dev/null && [ -f .tools/aeron-all-1.51.0.jar ] && echo 1 || echo 0)
 
 # `make fuzz` settings: seconds per target (libFuzzer -max_total_time), which targets
 # (fuzz/fuzz_targets/*.rs), and the toolchain cargo-fuzz needs (libFuzzer and ASan need nightly).
@@ -51,7 +55,7 @@ soak: build
 test: bootstrap
 	$(CARGO) fmt --all -- --check
 	$(WITH_CMAKE) $(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) $(CARGO) test --workspace
+	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
 

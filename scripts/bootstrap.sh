@@ -57,3 +57,36 @@ if ! command -v cargo >/dev/null; then
   echo "bootstrap: cargo not found: install Rust (rustup) 1.88 or newer" >&2
   exit 1
 fi
+
+# Aeron Archive for `latency-probe stages` (README "Durability stages"): a Java runtime and
+# Aeron's aeron-all jar. Optional: where either cannot be had, say so and go on (the stages
+# tests then skip, and everything else still builds and runs).
+AERON_VERSION=1.51.0
+AERON_JAR="$TOOLS/aeron-all-$AERON_VERSION.jar"
+AERON_SHA1=4d17308cba9d4ff3ff97833d6dac52e3289f81e1
+if ! command -v java >/dev/null; then
+  echo "bootstrap: installing a Java 17 runtime (openjdk-17-jre-headless) for latency-probe stages"
+  if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }; then
+    echo "bootstrap: could not install Java: latency-probe stages and its tests are skipped (install a JRE 17 and rerun)"
+  fi
+fi
+if [ ! -f "$AERON_JAR" ]; then
+  mkdir -p "$TOOLS"
+  echo "bootstrap: downloading aeron-all-$AERON_VERSION.jar from Maven Central into $TOOLS"
+  if python3 - "$AERON_JAR" "$AERON_VERSION" "$AERON_SHA1" <<'PY'
+import hashlib, sys, urllib.request
+path, version, sha1 = sys.argv[1:]
+url = f"https://repo1.maven.org/maven2/io/aeron/aeron-all/{version}/aeron-all-{version}.jar"
+data = urllib.request.urlopen(url, timeout=60).read()
+if hashlib.sha1(data).hexdigest() != sha1:
+    sys.exit(f"{url}: sha1 {hashlib.sha1(data).hexdigest()}, expected {sha1}")
+open(path + ".tmp", "wb").write(data)
+PY
+  then
+    mv "$AERON_JAR.tmp" "$AERON_JAR"
+  else
+    rm -f "$AERON_JAR.tmp"
+    echo "bootstrap: could not download the aeron-all jar: latency-probe stages and its tests are skipped (or set AERON_ALL_JAR)"
+  fi
+fi
+exit 0

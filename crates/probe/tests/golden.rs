@@ -80,7 +80,7 @@ fn every_file_of_the_out_directory_is_written_exactly_as_recorded() {
 
 #[test]
 fn every_help_text_reads_exactly_as_recorded() {
-    let cases: [(&str, &str, &[&str]); 11] = [
+    let cases: [(&str, &str, &[&str]); 12] = [
         ("latency-pub", env!("CARGO_BIN_EXE_latency-pub"), &["--help"]),
         ("latency-sub", env!("CARGO_BIN_EXE_latency-sub"), &["--help"]),
         ("latency-probe", env!("CARGO_BIN_EXE_latency-probe"), &["--help"]),
@@ -118,6 +118,11 @@ fn every_help_text_reads_exactly_as_recorded() {
             "latency-probe-driver",
             env!("CARGO_BIN_EXE_latency-probe"),
             &["driver", "--help"],
+        ),
+        (
+            "latency-probe-stages",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["stages", "--help"],
         ),
         ("latency-probe-help", env!("CARGO_BIN_EXE_latency-probe"), &["help"]),
     ];

@@ -19,6 +19,7 @@ fn main() -> ExitCode {
         Some(Cmd::Doctor(d)) => cli::finish(cli::tune::DOCTOR, cli::tune::doctor(d)),
         Some(Cmd::Loss(l)) => cli::finish(cli::tune::LOSS, cli::tune::loss(l)),
         Some(Cmd::Driver(d)) => cli::finish(cli::tune::DRIVER, cli::tune::driver(d)),
+        Some(Cmd::Stages(s)) => cli::finish(cli::stages::STAGES, cli::stages::stages(s)),
         None => cli::finish(probe::PROGRAM, probe::probe(&args.args)),
     }
 }

@@ -22,6 +22,7 @@ pub mod error;
 pub mod exit;
 pub mod probe;
 pub mod publisher;
+pub mod stages;
 pub mod subscriber;
 pub mod tune;
 pub mod validate;

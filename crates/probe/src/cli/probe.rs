@@ -68,6 +68,10 @@ pub enum Cmd {
     Loss(super::tune::LossArgs),
     /// The embedded media driver on its own, until stdin closes or --seconds (as aeronmd)
     Driver(super::tune::DriverArgs),
+    /// Seed 004 on Aeron: one run timed at each durability stage (offer returned, received,
+    /// recorded by Aeron Archive A, replicated to archive B) per archive sync level, with each
+    /// stage's added cost and Little's law
+    Stages(super::stages::StagesArgs),
 }
 
 /// `latency-probe compare A B`.

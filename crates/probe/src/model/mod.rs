@@ -14,6 +14,7 @@ mod offer;
 mod publisher;
 mod report;
 mod runs;
+mod stages;
 mod stats;
 mod tuning;
 
@@ -29,5 +30,6 @@ pub use offer::*;
 pub use publisher::*;
 pub use report::*;
 pub use runs::*;
+pub use stages::*;
 pub use stats::*;
 pub use tuning::*;

@@ -10,6 +10,7 @@
 //! These take plain values and return typed errors; the exit codes are the CLI's.
 //! Names `report`, `measure`, `sys`, `render`, the model and units; nothing below names it.
 
+pub mod archive;
 pub mod compare;
 pub mod doctor;
 pub mod driver;
@@ -21,6 +22,7 @@ pub mod publication;
 pub mod publisher;
 pub mod receive;
 pub mod send;
+pub mod stages;
 pub mod subscriber;
 pub mod sweep;
 pub mod trial;

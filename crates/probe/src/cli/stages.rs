@@ -1,0 +1,277 @@
+//! `latency-probe stages`: seed 004's comparison on Aeron, one command.
+
+use super::{Failure, UsageError};
+use crate::model::{StagesReport, SyncRun};
+use crate::run::archive::Java;
+use crate::run::stages::StagesPlan;
+use crate::run::trial::Trial;
+use crate::units::format_ns;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Program name in messages.
+pub const STAGES: &str = "latency-probe stages";
+
+/// `latency-probe stages`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StagesArgs {
+    /// Archive file sync levels to run, one run each, in order: 0 (page cache), 1 (fsync the
+    /// data), 2 (fsync data and metadata)
+    #[arg(long, value_delimiter = ',', default_value = "0,1")]
+    pub sync: Vec<u8>,
+    /// Add archive B (its own driver and directories) replicating archive A's recording live
+    #[arg(long)]
+    pub replicate: bool,
+    /// Measured seconds per sync level (after the warm-up)
+    #[arg(long, default_value_t = 3.0)]
+    pub duration: f64,
+    /// Messages per second
+    #[arg(long, default_value_t = 10_000)]
+    pub rate: u64,
+    /// Encoded message size in bytes (a multiple of 8, at least 64)
+    #[arg(long = "msg-size", default_value_t = 64)]
+    pub msg_size: usize,
+    /// Warm-up messages sent first and left out (they also give the archives time to start
+    /// recording)
+    #[arg(long, default_value_t = 5_000)]
+    pub warmup: u64,
+    /// Idle strategy of the hot threads: the JVM of each archive needs CPU time too, so the
+    /// default does not spin (spin, noop, yield, sleep-ns[:N], backoff)
+    #[arg(long, default_value = "backoff")]
+    pub idle: aeron_latency::messaging::IdleStrategy,
+    /// UDP port of archive A's control channel on 127.0.0.1; the next three ports are A's
+    /// replication channel and archive B's two
+    #[arg(long = "control-port", default_value_t = 18_010)]
+    pub control_port: u16,
+    /// What the stage watcher sleeps between its reads of the recording positions, µs
+    #[arg(long = "watch-sleep-us", default_value_t = 20)]
+    pub watch_sleep_us: u64,
+    /// IPC term length of the archives' media drivers
+    #[arg(long = "term-length", default_value_t = 4 << 20)]
+    pub term_length: usize,
+    /// Write the report as JSON to this file
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write report.json, one .hgrm per stage and sync level, and one SVG per sync level (one
+    /// percentile curve per stage) into this directory
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Checks the flags and finds Java.
+///
+/// # Errors
+/// The first bad flag or missing piece, in one line.
+pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
+    if a.sync.is_empty() || a.sync.iter().any(|s| *s > 2) {
+        return Err(UsageError::new(format!("--sync {:?}: give levels 0, 1 or 2, e.g. --sync 0,1", a.sync)).into());
+    }
+    if a.control_port > u16::MAX - 3 || a.control_port < 1024 {
+        return Err(UsageError::new(format!(
+            "--control-port {}: give a port from 1024 to 65532 (the next three are used too)",
+            a.control_port
+        ))
+        .into());
+    }
+    if !a.term_length.is_power_of_two() || !(65_536..=1 << 30).contains(&a.term_length) {
+        return Err(UsageError::new(format!(
+            "--term-length {}: a power of two from 65536 to 1073741824",
+            a.term_length
+        ))
+        .into());
+    }
+    let run = super::args::RunArgs {
+        duration: a.duration,
+        rate: a.rate,
+        msg_size: a.msg_size,
+        warmup: a.warmup,
+    };
+    run.validate()?;
+    let java = Java::find().map_err(Failure::setup)?;
+    let (sub_core, pub_core) = crate::run::process::default_cores();
+    Ok(StagesPlan {
+        trial: Trial {
+            channel: "aeron:ipc".into(),
+            stream: 1001,
+            pong: None,
+            publication: crate::model::PublicationKind::Exclusive,
+            duration_s: a.duration,
+            rate: a.rate,
+            msg_size: a.msg_size,
+            warmup: a.warmup,
+            wait_s: 30.0,
+            idle: a.idle.clone(),
+            delivery: crate::run::Delivery::Inline,
+            hot_path_lock: false,
+            plant_helper: false,
+            prefault: true,
+            explain: crate::model::Explain::default(),
+            diagnostics: crate::model::Mode::Off,
+            live: false,
+            sub_core,
+            pub_core,
+            hiccup: crate::measure::hiccup::HiccupRequest::Off,
+            available: aeron_latency::messaging::available_cores(),
+            floor: Duration::ZERO,
+            bin_dir: crate::run::process::bin_dir(),
+        },
+        syncs: a.sync.clone(),
+        replicate: a.replicate,
+        java,
+        control_port: a.control_port,
+        watch_sleep: Duration::from_micros(a.watch_sleep_us),
+        term_length: a.term_length,
+    })
+}
+
+/// `latency-probe stages`: runs, prints the table, writes the files. Exit 0 when every run is
+/// complete.
+///
+/// # Errors
+/// Bad input or no Java (exit 2); an archive that failed, a run incomplete or a file not
+/// written (exit 1, after printing what was measured).
+pub fn stages(a: &StagesArgs) -> Result<(), Failure> {
+    let plan = check(a)?;
+    let (report, failure) = crate::run::stages::run(&plan);
+    print!("{}", text(&report));
+    let written = write(a, &report);
+    if let Some(e) = failure {
+        let partial = if report.runs.is_empty() {
+            String::new()
+        } else {
+            " (the runs before it are reported above)".to_owned()
+        };
+        return match e {
+            crate::run::stages::StagesError::Archive(
+                crate::run::archive::ArchiveError::NoJava
+                | crate::run::archive::ArchiveError::NoJar { .. }
+                | crate::run::archive::ArchiveError::PortBusy { .. }
+                | crate::run::archive::ArchiveError::Start { .. }
+                | crate::run::archive::ArchiveError::NotReady { .. },
+            ) if report.runs.is_empty() => Err(Failure::setup(e)),
+            _ => Err(Failure::incomplete(format!("{e}{partial}"))),
+        };
+    }
+    written?;
+    if !report.complete {
+        return Err(Failure::incomplete(
+            "a stage did not time every measured message (see the notes above)",
+        ));
+    }
+    Ok(())
+}
+
+fn write(a: &StagesArgs, r: &StagesReport) -> Result<(), Failure> {
+    let fail = |what: &std::path::Path, e: std::io::Error| {
+        Failure::incomplete(format!("could not write {}: {e}", what.display()))
+    };
+    if let Some(p) = &a.json {
+        crate::render::files::write_json(r, p).map_err(|e| fail(p, e))?;
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| fail(dir, e))?;
+        let p = dir.join("report.json");
+        crate::render::files::write_json(r, &p).map_err(|e| fail(&p, e))?;
+        for run in &r.runs {
+            let mut series = Vec::new();
+            for s in &run.stages {
+                let Ok(h) = crate::model::decode(&s.histogram) else {
+                    continue;
+                };
+                let p = dir.join(format!("sync-{}-{}.hgrm", run.sync, s.stage.replace(' ', "-")));
+                crate::render::files::write_atomically(&p, |out| crate::render::hgrm::write_hgrm(&h, out, 1000.0))
+                    .map_err(|e| fail(&p, e))?;
+                series.push((s.stage.clone(), h));
+            }
+            let p = dir.join(format!("stages-sync-{}.svg", run.sync));
+            let refs: Vec<(&str, &hdrhistogram::Histogram<u64>)> =
+                series.iter().map(|(n, h)| (n.as_str(), h)).collect();
+            crate::render::svg::spectrum_svg(
+                &refs,
+                &format!("latency at each durability stage, archive sync level {}", run.sync),
+                &p,
+            )
+            .map_err(|e| Failure::incomplete(format!("could not draw {}: {e}", p.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// The report as text: per sync level, a row per stage.
+#[must_use]
+pub fn text(r: &StagesReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "latency-probe stages: {} B messages at {} msg/s, {}",
+        r.msg_size, r.rate, r.archive
+    );
+    let _ = writeln!(o, "timing model: {}", r.timing_model);
+    for run in &r.runs {
+        table(&mut o, run);
+    }
+    o
+}
+
+fn table(o: &mut String, run: &SyncRun) {
+    let _ = writeln!(
+        o,
+        "\nsync level {} ({}){}: {} measured messages at {:.0} msg/s{}",
+        run.sync,
+        match run.sync {
+            0 => "page cache",
+            1 => "fsync data",
+            _ => "fsync data and metadata",
+        },
+        if run.replicated { ", archive B replicating" } else { "" },
+        run.measured,
+        run.rate_achieved,
+        if run.complete { "" } else { ", INCOMPLETE" }
+    );
+    let _ = writeln!(
+        o,
+        "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10}",
+        "stage", "count", "p50", "p90", "p99", "p99.9", "max", "+p50", "in flight"
+    );
+    for s in &run.stages {
+        let l = &s.latency_ns;
+        let _ = writeln!(
+            o,
+            "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10.2}",
+            s.stage,
+            s.count,
+            format_ns(l.p50),
+            format_ns(l.p90),
+            format_ns(l.p99),
+            format_ns(l.p999),
+            format_ns(l.max),
+            s.added_p50_ns.map_or("-".to_owned(), |d| if d < 0 {
+                format!("-{}", format_ns(d.unsigned_abs()))
+            } else {
+                format!("+{}", format_ns(d as u64))
+            }),
+            s.in_flight
+        );
+    }
+    let w = &run.watcher;
+    let _ = writeln!(
+        o,
+        "  watcher: {} reads, sleeping {} between them; gap between reads p50 {} p99 {} max {} (the recorded \
+         stages' resolution); its CPU time {}",
+        w.reads,
+        format_ns(w.sleep_ns),
+        format_ns(w.gap_ns.p50),
+        format_ns(w.gap_ns.p99),
+        format_ns(w.gap_ns.max),
+        format_ns(w.cpu_ns)
+    );
+    let _ = writeln!(
+        o,
+        "  in flight = achieved rate x mean latency at the stage (Little's law): the messages a service that waits \
+         for that stage holds at once"
+    );
+    for n in &run.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
+}

@@ -1,0 +1,90 @@
+//! `latency-probe stages`: one run timed at each durability stage (seed 004), per archive
+//! sync level.
+
+use crate::model::Stats;
+use serde::{Deserialize, Serialize};
+
+/// How each stage is timed; the report carries it verbatim.
+pub const STAGES_TIMING_MODEL: &str = "every stage is timed from each measured message's intended send \
+time (its place in the fixed-rate schedule, which latency-pub reports) on CLOCK_MONOTONIC, one clock for every \
+process on this host. offer returned: latency-pub's clock read after the commit; received: latency-sub's clock \
+read when it decoded the message; recorded by archive A (B): a watcher thread in latency-probe reads archive A's \
+(B's) recording position counter (type 100) from its media driver's cnc.dat, sleeping between reads, and a \
+message counts as recorded at the first read that shows the recording past its last byte. A recorded stage is \
+therefore late by up to one watcher period (its resolution: the gaps between the watcher's reads, printed with \
+the stages), never early";
+
+/// One stage of one sync level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    /// `offer returned`, `received`, `recorded by archive A`, `replicated to archive B`.
+    pub stage: String,
+    /// What surviving this stage means (process crash, host crash, disk loss).
+    pub guarantees: String,
+    /// Measured messages timed at this stage.
+    pub count: u64,
+    /// Latency from the intended send time, ns.
+    pub latency_ns: Stats,
+    /// p50 added over the previous stage, ns (none for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_p50_ns: Option<i64>,
+    /// Little's law: achieved rate x mean latency at this stage, messages a service waiting for
+    /// this stage must hold in flight.
+    pub in_flight: f64,
+    /// The histogram (HdrHistogram V2 + DEFLATE, base64).
+    pub histogram: String,
+}
+
+/// The watcher that times the archive stages.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Watcher {
+    /// The sleep asked for between reads, ns.
+    pub sleep_ns: u64,
+    /// Reads made.
+    pub reads: u64,
+    /// The gaps between its reads (its resolution), ns.
+    pub gap_ns: Stats,
+    /// CPU time it used over the run, ns (its own cost).
+    pub cpu_ns: u64,
+    /// Position changes it saw but could not log (log full).
+    pub overflow: u64,
+}
+
+/// One sync level's run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncRun {
+    /// `aeron.archive.file.sync.level` of the archives (0: page cache; 1: fsync data; 2: fsync
+    /// data and metadata).
+    pub sync: u8,
+    /// Whether archive B replicated archive A's recording live.
+    pub replicated: bool,
+    /// Measured messages sent.
+    pub measured: u64,
+    /// Messages per second achieved.
+    pub rate_achieved: f64,
+    /// The stages, in order.
+    pub stages: Vec<Stage>,
+    /// The watcher's cost and resolution.
+    pub watcher: Watcher,
+    /// Whether every stage timed every measured message, in order.
+    pub complete: bool,
+    /// What went wrong or is worth knowing.
+    pub notes: Vec<String>,
+}
+
+/// The `stages` report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagesReport {
+    /// One run per sync level, in the order asked for.
+    pub runs: Vec<SyncRun>,
+    /// [`STAGES_TIMING_MODEL`].
+    pub timing_model: String,
+    /// Message size, bytes.
+    pub msg_size: u64,
+    /// Target rate, messages per second.
+    pub rate: u64,
+    /// Aeron's Java archive and driver version used.
+    pub archive: String,
+    /// Whether every run is complete.
+    pub complete: bool,
+}

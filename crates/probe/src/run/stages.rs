@@ -1,0 +1,473 @@
+//! `latency-probe stages` (seed 004): one run timed at each durability stage, per archive sync
+//! level: the offer returned, latency-sub received the message, Aeron Archive A recorded it,
+//! and (with `--replicate`) archive B replicated it.
+//!
+//! # Guarantees
+//! - Each sync level runs with fresh archives ([`crate::run::archive`]): archive A records the
+//!   probe's stream from its own media driver, which latency-pub and latency-sub use (`--dir`);
+//!   archive B, with its own driver, replicates A's recording live. Both are stopped and their
+//!   directories removed after the run, on every path ([`ArchiveProcess`]'s drop).
+//! - A watcher thread in this process reads each archive's recording position counter from its
+//!   driver's `cnc.dat`, sleeping between reads (it never spins: on a machine whose cores the
+//!   hot threads take, a spinning watcher would be the jitter). It logs each position change
+//!   with its time into memory allocated before the run. Its resolution (the gaps between its
+//!   reads) and its CPU time are measured and reported.
+//! - Every measured message is timed at every stage from its intended send time (latency-pub
+//!   reports its schedule); a stage that did not time every measured message makes the run
+//!   incomplete, and says how many it missed.
+
+use crate::measure::histogram::{new_latency_histogram, record_saturating};
+use crate::model::{Stage, StagesReport, Stats, SyncRun, Watcher, STAGES_TIMING_MODEL};
+use crate::run::archive::{ArchiveError, ArchiveProcess, ArchiveSpec, Java, AERON_JAR_VERSION};
+use crate::run::trial::{Place, Trial};
+use crate::sys::clock::now_ns;
+use aeron_latency::messaging::CncCounters;
+use hdrhistogram::Histogram;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Aeron Archive's counter type for a recording's position (`RecordingPos`).
+pub const RECORDING_POSITION_TYPE_ID: i32 = 100;
+
+/// Position changes the watcher can log per archive (16 bytes each).
+pub const WATCH_LOG: usize = 4_000_000;
+
+/// How long the watcher keeps reading after the run for the archives to catch up.
+pub const CATCH_UP: Duration = Duration::from_secs(10);
+
+/// What `stages` runs.
+#[derive(Debug, Clone)]
+pub struct StagesPlan {
+    /// The run (its driver is replaced by archive A's).
+    pub trial: Trial,
+    /// Sync levels, one run each, in order.
+    pub syncs: Vec<u8>,
+    /// Add archive B, replicating A's recording live.
+    pub replicate: bool,
+    /// The Java pieces.
+    pub java: Java,
+    /// Archive A's control port; A's replication port is the next, B's two follow.
+    pub control_port: u16,
+    /// What the watcher sleeps between reads.
+    pub watch_sleep: Duration,
+    /// The archives' drivers' IPC term length.
+    pub term_length: usize,
+}
+
+/// What each stage guarantees once a message reached it.
+const GUARANTEES: [(&str, &str); 4] = [
+    (
+        "offer returned",
+        "in the publication's log in shared memory: survives nothing of the publisher's (a crash of its \
+         process loses what no one read yet)",
+    ),
+    (
+        "received",
+        "in another process: survives the publisher's crash, not a host crash",
+    ),
+    (
+        "recorded by archive A",
+        "written to archive A's file: sync 0 in the page cache (survives a process crash, not a host crash), \
+         sync 1/2 fsynced (survives a host crash, not the disk's loss)",
+    ),
+    (
+        "replicated to archive B",
+        "in a second archive's file (here on the same host; on another host it survives the loss of the \
+         first host and its disk)",
+    ),
+];
+
+/// One archive's position log.
+#[derive(Debug, Default)]
+struct PositionLog {
+    points: Vec<(i64, i64)>,
+    overflow: u64,
+}
+
+/// What the watcher hands back.
+#[derive(Debug)]
+struct Watched {
+    logs: Vec<PositionLog>,
+    gaps: Histogram<u64>,
+    reads: u64,
+    cpu_ns: u64,
+}
+
+/// Reads the recording position counter of each archive's driver until `stop` and every
+/// position reached `until` (or [`CATCH_UP`] after `stop`).
+fn watch(dirs: Vec<PathBuf>, sleep: Duration, stop: Arc<AtomicBool>, until: Arc<AtomicI64>) -> Watched {
+    let mut logs: Vec<PositionLog> = dirs
+        .iter()
+        .map(|_| PositionLog {
+            points: Vec::with_capacity(WATCH_LOG),
+            overflow: 0,
+        })
+        .collect();
+    for l in &mut logs {
+        crate::measure::histogram::pretouch(&mut l.points);
+    }
+    let counters: Vec<Option<CncCounters>> = dirs.iter().map(|d| CncCounters::open(d)).collect();
+    let mut ids: Vec<Option<i32>> = vec![None; dirs.len()];
+    let mut last: Vec<i64> = vec![i64::MIN; dirs.len()];
+    let mut gaps = new_latency_histogram();
+    let (mut reads, mut prev) = (0_u64, now_ns());
+    let mut stopped_at: Option<i64> = None;
+    loop {
+        let now = now_ns();
+        record_saturating(&mut gaps, (now - prev).max(0) as u64);
+        prev = now;
+        reads += 1;
+        // The replica first, then the archive it copies: a replica is never ahead of its source,
+        // so read in this order the logs can never show B holding a message before A.
+        for (i, c) in counters.iter().enumerate().rev() {
+            let Some(c) = c else { continue };
+            if ids[i].is_none() {
+                ids[i] = c.find(RECORDING_POSITION_TYPE_ID);
+            }
+            if let Some(id) = ids[i] {
+                let v = c.value(id);
+                if v != last[i] {
+                    last[i] = v;
+                    let log = &mut logs[i];
+                    if log.points.len() < log.points.capacity() {
+                        log.points.push((now, v));
+                    } else {
+                        log.overflow += 1;
+                    }
+                }
+            }
+        }
+        if stop.load(Ordering::Acquire) {
+            let at = *stopped_at.get_or_insert(now);
+            let target = until.load(Ordering::Acquire);
+            if last.iter().all(|p| *p >= target) || now - at > CATCH_UP.as_nanos() as i64 {
+                break;
+            }
+        }
+        std::thread::sleep(sleep);
+    }
+    Watched {
+        logs,
+        gaps,
+        reads,
+        cpu_ns: thread_cpu_ns(),
+    }
+}
+
+/// CPU time of the calling thread so far, ns (`/proc/thread-self/schedstat`).
+fn thread_cpu_ns() -> u64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// When each of the measured messages `first..first + count` was recorded, from a position log:
+/// message `k` is recorded at the first logged time whose position covers its whole frame
+/// (`None`: never, within the log).
+fn recorded_times(log: &PositionLog, first: u64, count: u64, term: i64, frame: i64) -> Vec<Option<i64>> {
+    let mut out = Vec::with_capacity(count as usize);
+    let mut p = 0;
+    for k in first..first + count {
+        while p < log.points.len() && crate::run::publisher::messages_between(0, log.points[p].1, term, frame) < k + 1 {
+            p += 1;
+        }
+        out.push(log.points.get(p).map(|(t, _)| *t));
+    }
+    out
+}
+
+/// The histogram of `times` from each message's intended time, and how many were timed.
+fn recorded_stage(times: &[Option<i64>], first: u64, intended: impl Fn(u64) -> i64) -> (Histogram<u64>, u64) {
+    let mut h = new_latency_histogram();
+    let mut timed = 0;
+    for (i, t) in times.iter().enumerate() {
+        if let Some(t) = t {
+            record_saturating(&mut h, (t - intended(first + i as u64)).max(0) as u64);
+            timed += 1;
+        }
+    }
+    (h, timed)
+}
+
+fn stage(name: &str, h: &Histogram<u64>, rate: f64, previous_p50: Option<u64>) -> Stage {
+    let stats = Stats::from_histogram(h);
+    Stage {
+        stage: name.to_owned(),
+        guarantees: GUARANTEES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(String::new(), |(_, g)| (*g).to_owned()),
+        count: h.len(),
+        latency_ns: stats,
+        added_p50_ns: previous_p50.map(|p| stats.p50 as i64 - p as i64),
+        in_flight: rate * stats.mean / 1e9,
+        histogram: crate::model::encode(h),
+    }
+}
+
+/// Why `stages` stopped.
+#[derive(Debug)]
+pub enum StagesError {
+    /// An archive could not start, or died.
+    Archive(ArchiveError),
+    /// The run itself failed.
+    Run(String),
+}
+
+impl std::fmt::Display for StagesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StagesError::Archive(e) => e.fmt(f),
+            StagesError::Run(why) => f.write_str(why),
+        }
+    }
+}
+
+impl std::error::Error for StagesError {}
+
+/// Runs every sync level. The report holds every run that finished (a failure stops the rest
+/// and comes back with what was measured so far).
+pub fn run(plan: &StagesPlan) -> (StagesReport, Option<StagesError>) {
+    let mut report = StagesReport {
+        runs: Vec::new(),
+        timing_model: STAGES_TIMING_MODEL.to_owned(),
+        msg_size: plan.trial.msg_size as u64,
+        rate: plan.trial.rate,
+        archive: format!("Aeron Java ArchivingMediaDriver {AERON_JAR_VERSION}"),
+        complete: false,
+    };
+    let mut failure = None;
+    for &sync in &plan.syncs {
+        match run_one(plan, sync) {
+            Ok(r) => report.runs.push(r),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    // The helper's source and the archives' stderr logs (their last lines are in any error).
+    let _ = std::fs::remove_dir_all(work_dir());
+    report.complete = failure.is_none() && report.runs.iter().all(|r| r.complete);
+    (report, failure)
+}
+
+/// Where the helper's source and the archives' stderr logs go while they run.
+fn work_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("latency-stages-{}", std::process::id()))
+}
+
+fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
+    let pid = std::process::id();
+    let work = work_dir();
+    let spec = |name: &str, id: i64, port: u16, from: Option<u16>| ArchiveSpec {
+        name: name.to_owned(),
+        aeron_dir: PathBuf::from(format!("/dev/shm/latency-stages-{pid}-{sync}-{id}")),
+        archive_dir: work.join(format!("sync-{sync}-archive-{id}")),
+        control_port: port,
+        replication_port: port + 1,
+        sync,
+        channel: plan.trial.channel.clone(),
+        stream: plan.trial.stream,
+        term_length: plan.term_length,
+        archive_id: id,
+        replicate_from: from,
+    };
+    let a_spec = spec("archive A", 1, plan.control_port, None);
+    let mut a = ArchiveProcess::spawn(&plan.java, &a_spec, &work).map_err(StagesError::Archive)?;
+    let mut b = if plan.replicate {
+        let b_spec = spec("archive B", 2, plan.control_port + 2, Some(plan.control_port));
+        Some(ArchiveProcess::spawn(&plan.java, &b_spec, &work).map_err(StagesError::Archive)?)
+    } else {
+        None
+    };
+    let frame = crate::analysis::tuning::frame_bytes(plan.trial.msg_size as u64) as i64;
+    let term = plan.term_length as i64;
+    let total = plan.trial.warmup + (plan.trial.duration_s * plan.trial.rate as f64).round() as u64;
+    let stop = Arc::new(AtomicBool::new(false));
+    let until = Arc::new(AtomicI64::new(i64::MAX));
+    let mut dirs = vec![a.aeron_dir().to_path_buf()];
+    dirs.extend(b.as_ref().map(|b| b.aeron_dir().to_path_buf()));
+    let watcher = {
+        let (stop, until, sleep) = (stop.clone(), until.clone(), plan.watch_sleep);
+        std::thread::Builder::new()
+            .name("stage-watcher".into())
+            .spawn(move || watch(dirs, sleep, stop, until))
+            .map_err(|e| StagesError::Run(format!("could not start the watcher thread: {e}")))?
+    };
+    let place = Place {
+        dir: a.aeron_dir(),
+        embedded: false,
+        driver_version: AERON_JAR_VERSION,
+        run: None,
+    };
+    let measured = crate::run::trial::measure(&plan.trial, &place);
+    // The end of the last message sent: what the archives must reach.
+    let sent = measured
+        .as_ref()
+        .ok()
+        .and_then(|m| m.report.publisher.as_ref().map(|p| p.sent))
+        .unwrap_or(0)
+        .min(total);
+    until.store(end_position(sent, term, frame), Ordering::Release);
+    stop.store(true, Ordering::Release);
+    let watched = watcher
+        .join()
+        .map_err(|_| StagesError::Run("the watcher thread panicked".into()))?;
+    let died: Vec<ArchiveError> = std::iter::once(&mut a)
+        .chain(b.iter_mut())
+        .filter_map(ArchiveProcess::check)
+        .collect();
+    a.stop();
+    if let Some(b) = &mut b {
+        b.stop();
+    }
+    // An archive that died explains a failed run: say that first.
+    if let Some(e) = died.into_iter().next() {
+        return Err(StagesError::Archive(e));
+    }
+    let measured = measured.map_err(|e| StagesError::Run(e.to_string()))?;
+    let report = measured.report;
+    let Some(publ) = report.publisher.as_ref() else {
+        return Err(StagesError::Run("latency-pub wrote no report".into()));
+    };
+    let Some(start) = publ.schedule_start_ns else {
+        return Err(StagesError::Run(
+            "latency-pub's report has no schedule (an older latency-pub?)".into(),
+        ));
+    };
+    let pacer = crate::sys::pacing::Pacer::new(start, plan.trial.rate)
+        .map_err(|e| StagesError::Run(format!("the schedule: {e}")))?;
+    let first = publ.warmup_sent;
+    let count = publ.measured_sent;
+    let rate = report.rate_achieved;
+    let mut notes = Vec::new();
+    let decode = |s: Option<&String>| s.and_then(|s| crate::model::decode(s).ok());
+    let mut stages = Vec::new();
+    let mut prev = None;
+    if let Some(h) = decode(publ.offer_returned_histogram.as_ref()) {
+        let s = stage("offer returned", &h, rate, prev);
+        prev = Some(s.latency_ns.p50);
+        stages.push(s);
+    }
+    if let Some(h) = decode(report.histograms.as_ref().map(|h| &h.intended)) {
+        let s = stage("received", &h, rate, prev);
+        prev = Some(s.latency_ns.p50);
+        stages.push(s);
+    }
+    let names = ["recorded by archive A", "replicated to archive B"];
+    let times: Vec<Vec<Option<i64>>> = watched
+        .logs
+        .iter()
+        .map(|log| recorded_times(log, first, count, term, frame))
+        .collect();
+    // A replica cannot hold a message before the archive it copies: count any that seem to.
+    let mut out_of_order = 0;
+    if let [a, b] = times.as_slice() {
+        out_of_order = a
+            .iter()
+            .zip(b)
+            .filter(|(a, b)| matches!((a, b), (Some(a), Some(b)) if b < a))
+            .count() as u64;
+        if out_of_order > 0 {
+            notes.push(format!(
+                "{out_of_order} messages were seen replicated to archive B before recorded by archive A (the watcher \
+                 reads B before A in each round, so this means a miscount: the run is marked incomplete)"
+            ));
+        }
+    }
+    for (i, log) in watched.logs.iter().enumerate() {
+        let (h, timed) = recorded_stage(&times[i], first, |k| pacer.intended_ns(k));
+        if timed < count {
+            notes.push(format!(
+                "{}: timed {timed} of {count} measured messages (the archive had not recorded the rest {} s after the run)",
+                names[i],
+                CATCH_UP.as_secs()
+            ));
+        }
+        if log.overflow > 0 {
+            notes.push(format!(
+                "{}: {} position changes not logged (log full)",
+                names[i], log.overflow
+            ));
+        }
+        let s = stage(names[i], &h, rate, prev);
+        prev = Some(s.latency_ns.p50);
+        stages.push(s);
+    }
+    let complete = report.complete && stages.iter().all(|s| s.count == count) && report.lost == 0 && out_of_order == 0;
+    notes.extend(report.notes.iter().cloned());
+    Ok(SyncRun {
+        sync,
+        replicated: plan.replicate,
+        measured: count,
+        rate_achieved: rate,
+        stages,
+        watcher: Watcher {
+            sleep_ns: plan.watch_sleep.as_nanos() as u64,
+            reads: watched.reads,
+            gap_ns: Stats::from_histogram(&watched.gaps),
+            cpu_ns: watched.cpu_ns,
+            overflow: watched.logs.iter().map(|l| l.overflow).sum(),
+        },
+        complete,
+        notes,
+    })
+}
+
+/// The stream position right after message `n - 1` (of fixed `frame` bytes, in terms of
+/// `term` bytes: a message that does not fit in the rest of a term starts the next one).
+#[must_use]
+pub fn end_position(n: u64, term: i64, frame: i64) -> i64 {
+    if n == 0 || frame <= 0 || term < frame {
+        return 0;
+    }
+    let per_term = (term / frame) as u64;
+    let last = n - 1;
+    (last / per_term) as i64 * term + ((last % per_term) + 1) as i64 * frame
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::publisher::messages_between;
+
+    #[test]
+    fn end_positions_agree_with_the_message_count() {
+        let (term, frame) = (65_536_i64, 96_i64);
+        for n in [1_u64, 2, 682, 683, 684, 5_000] {
+            let p = end_position(n, term, frame);
+            assert_eq!(messages_between(0, p, term, frame), n, "n = {n}");
+            assert_eq!(messages_between(0, p - 1, term, frame), n - 1, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn a_message_counts_as_recorded_at_the_first_read_past_its_end() {
+        let (term, frame) = (65_536_i64, 96_i64);
+        let log = PositionLog {
+            // Reads at t = 1000 (2 messages recorded), 2000 (5), 3000 (6).
+            points: vec![(1_000, 192), (2_000, 480), (3_000, 576)],
+            overflow: 0,
+        };
+        let times = recorded_times(&log, 1, 5, term, frame);
+        assert_eq!(
+            times,
+            vec![Some(1_000), Some(2_000), Some(2_000), Some(2_000), Some(3_000)]
+        );
+        let (h, timed) = recorded_stage(&times, 1, |k| k as i64 * 100);
+        assert_eq!(timed, 5);
+        // k = 1: 1000 - 100; k = 2..=4: 2000 - k*100; k = 5: 3000 - 500.
+        assert_eq!(h.len(), 5);
+        assert_eq!(h.min(), 900);
+        assert_eq!(h.value_at_quantile(1.0), h.highest_equivalent(2_500));
+        // A message never recorded is not timed.
+        let times = recorded_times(&log, 1, 7, term, frame);
+        assert_eq!(&times[5..], &[None, None]);
+        let (_, timed) = recorded_stage(&times, 1, |k| k as i64 * 100);
+        assert_eq!(timed, 5);
+    }
+}

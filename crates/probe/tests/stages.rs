@@ -1,0 +1,274 @@
+//! `latency-probe stages` against real Aeron archives (Aeron's Java ArchivingMediaDriver):
+//! every measured message is timed at every stage, the stages come in order, and an archive
+//! killed mid-run is reported with nothing left running.
+//!
+//! They need Java and the aeron-all jar (scripts/bootstrap.sh installs both). Where those are
+//! missing the tests say so and pass without running, unless `LATENCY_PROBE_REQUIRE_JAVA=1`
+//! (set by `make test` when the bootstrap installed them) makes that a failure. The runs are
+//! CPU-heavy (two JVMs and two hot threads on this machine's two cores), so they run one at a
+//! time, each on its own ports.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::{read_json, run_probe, stderr, tmp_json};
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn java_here() -> bool {
+    match latency_probe::run::archive::Java::find() {
+        Ok(_) => true,
+        Err(why) if std::env::var_os("LATENCY_PROBE_REQUIRE_JAVA").is_some_and(|v| v == "1") => {
+            panic!("LATENCY_PROBE_REQUIRE_JAVA=1 but the archive cannot run: {why}")
+        }
+        Err(why) => {
+            eprintln!("stages not tested here: {why}");
+            false
+        }
+    }
+}
+
+/// Runs `latency-probe stages` for 1 s at 5,000 msg/s with `extra` flags; returns its report.
+fn stages(tag: &str, port: u16, extra: &[&str]) -> Value {
+    let json = tmp_json(tag);
+    let port = port.to_string();
+    let mut args = vec![
+        "stages",
+        "--duration",
+        "1",
+        "--rate",
+        "5000",
+        "--warmup",
+        "2000",
+        "--control-port",
+        &port,
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let out = run_probe(&args);
+    assert!(
+        out.status.success(),
+        "latency-probe {args:?} failed: {}\n{}",
+        stderr(&out),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    read_json(&json)
+}
+
+/// Every run timed every measured message at every stage, and each stage's p50 is at least the
+/// one before it.
+fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
+    assert_eq!(v["complete"], true, "{v}");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), syncs.len());
+    for (run, sync) in runs.iter().zip(syncs) {
+        assert_eq!(run["sync"], *sync);
+        let measured = run["measured"].as_u64().unwrap();
+        assert_eq!(measured, 5_000, "1 s at 5,000 msg/s");
+        let stages = run["stages"].as_array().unwrap();
+        let got: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
+        assert_eq!(got, names);
+        let mut p50 = 0;
+        for s in stages {
+            assert_eq!(s["count"], measured, "every measured message at {}: {s}", s["stage"]);
+            let this = s["latency_ns"]["p50"].as_u64().unwrap();
+            assert!(
+                this >= p50,
+                "{} p50 {this} ns before the previous stage's {p50} ns",
+                s["stage"]
+            );
+            p50 = this;
+            assert!(s["in_flight"].as_f64().unwrap() > 0.0, "{s}");
+            assert!(!s["guarantees"].as_str().unwrap().is_empty());
+        }
+        let w = &run["watcher"];
+        assert!(
+            w["reads"].as_u64().unwrap() > 0 && w["cpu_ns"].as_u64().unwrap() > 0,
+            "{w}"
+        );
+    }
+}
+
+#[test]
+fn one_archive_times_every_message_at_sync_0_and_1() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !java_here() {
+        return;
+    }
+    let v = stages("one-archive", 18_110, &["--sync", "0,1"]);
+    every_message_at_every_stage(&v, &[0, 1], &["offer returned", "received", "recorded by archive A"]);
+}
+
+#[test]
+fn a_replica_times_every_message_after_the_archive_it_copies() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !java_here() {
+        return;
+    }
+    let v = stages("replica", 18_120, &["--sync", "0,1", "--replicate"]);
+    every_message_at_every_stage(
+        &v,
+        &[0, 1],
+        &[
+            "offer returned",
+            "received",
+            "recorded by archive A",
+            "replicated to archive B",
+        ],
+    );
+}
+
+/// The pids of running `ArchiveStage` helpers whose command line holds `needle`.
+fn helpers(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        if cmd.contains("ArchiveStage") && cmd.contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn an_archive_killed_mid_run_is_reported_and_nothing_is_left_running() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !java_here() {
+        return;
+    }
+    let port = "18130";
+    let mut child = Command::new(common::bin("latency-probe"))
+        .args([
+            "stages",
+            "--sync",
+            "0",
+            "--duration",
+            "20",
+            "--rate",
+            "5000",
+            "--warmup",
+            "2000",
+        ])
+        .args(["--control-port", port, "--replicate"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("latency-probe starts");
+    let probe_pid = child.id();
+    // Archive A is the helper on this control port (B replicates from it: --replicate-from).
+    let needle = format!("--control-port {port} ");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let a = loop {
+        // Once B runs too, the run is under way.
+        let a = helpers(&needle);
+        if a.len() == 1 && !helpers(&format!("--replicate-from {port}")).is_empty() {
+            break a[0];
+        }
+        assert!(Instant::now() < deadline, "the archives never came up");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_secs(3));
+    let killed = Command::new("kill").args(["-9", &a.to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = latency_probe::run::process::wait_bounded(&mut child, Duration::from_secs(120)).expect("it exits");
+    let err = child
+        .stderr
+        .take()
+        .map(|mut e| {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut e, &mut s).unwrap();
+            s
+        })
+        .unwrap_or_default();
+    assert_eq!(status.code(), Some(1), "exit 1 (incomplete): {err}");
+    assert!(err.contains("archive A exited"), "names archive A: {err}");
+    assert!(helpers(port).is_empty(), "an archive was left running");
+    let leftovers: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("latency-stages-{probe_pid}-")))
+        .collect();
+    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+}
+
+#[test]
+fn no_java_is_one_line_with_the_fix_and_exit_2() {
+    let out = Command::new(common::bin("latency-probe"))
+        .args(["stages", "--duration", "1"])
+        .env_remove("JAVA_HOME")
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("latency-probe stages: no java found") && err.contains("openjdk-17-jre-headless"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_java_that_fails_to_start_the_archive_is_named_and_leaves_nothing() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A stand-in `java` that fails at once, as a broken JVM would.
+    let home = common::scratch("fake-java");
+    std::fs::create_dir_all(home.join("bin")).unwrap();
+    let java = home.join("bin/java");
+    std::fs::write(
+        &java,
+        "#!/bin/sh\necho 'Error: could not create the Java Virtual Machine.' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&java, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let jar = home.join("aeron-all.jar");
+    std::fs::write(&jar, b"").unwrap();
+    let child = Command::new(common::bin("latency-probe"))
+        .args(["stages", "--duration", "1", "--control-port", "18140"])
+        .env("JAVA_HOME", &home)
+        .env("AERON_ALL_JAR", &jar)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("archive A exited") && err.contains("could not create the Java Virtual Machine"),
+        "{err}"
+    );
+    assert!(helpers("18140").is_empty());
+    let work = std::env::temp_dir().join(format!("latency-stages-{pid}"));
+    assert!(!work.exists(), "{} was left behind", work.display());
+    assert!(!std::path::Path::new(&format!("/dev/shm/latency-stages-{pid}-0-1")).exists());
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+#[test]
+fn a_busy_port_is_refused_before_anything_starts() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !java_here() {
+        return;
+    }
+    let _taken = std::net::UdpSocket::bind(("127.0.0.1", 18_150)).unwrap();
+    let out = run_probe(&["stages", "--duration", "1", "--control-port", "18150"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("archive A: UDP port 18150 on 127.0.0.1 is taken") && err.contains("--control-port"),
+        "{err}"
+    );
+    assert!(helpers("18150").is_empty());
+}
