@@ -272,3 +272,81 @@ fn a_busy_port_is_refused_before_anything_starts() {
     );
     assert!(helpers("18150").is_empty());
 }
+
+#[test]
+fn sigterm_stops_the_run_and_leaves_nothing_behind() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !java_here() {
+        return;
+    }
+    let port = "18160";
+    let mut child = Command::new(common::bin("latency-probe"))
+        .args([
+            "stages",
+            "--sync",
+            "0,1",
+            "--duration",
+            "30",
+            "--rate",
+            "5000",
+            "--warmup",
+            "2000",
+        ])
+        .args(["--control-port", port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("latency-probe starts");
+    let probe_pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Mid-run: once latency-pub (a child of latency-probe) is sending.
+    while !children_named(probe_pid, "latency-pub") {
+        assert!(Instant::now() < deadline, "the run never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let sent = Command::new("kill")
+        .args(["-TERM", &probe_pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let started = Instant::now();
+    let status = latency_probe::run::process::wait_bounded(&mut child, Duration::from_secs(60)).expect("it exits");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "it stopped in {:?}, not at once",
+        started.elapsed()
+    );
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted (SIGINT or SIGTERM)"), "{err}");
+    assert!(helpers(port).is_empty(), "an archive was left running");
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("latency-stages-{probe_pid}-")))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(!std::env::temp_dir()
+        .join(format!("latency-stages-{probe_pid}"))
+        .exists());
+    assert!(!children_named(probe_pid, "latency-pub") && !children_named(probe_pid, "latency-sub"));
+}
+
+/// Whether a process named `name` whose parent is `parent` runs.
+fn children_named(parent: u32, name: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid ...
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            return false;
+        };
+        let ppid = stat[close + 1..]
+            .split_whitespace()
+            .nth(1)
+            .and_then(|p| p.parse::<u32>().ok());
+        &stat[open + 1..close] == name && ppid == Some(parent)
+    })
+}

@@ -162,6 +162,8 @@ pub enum ArchiveError {
         /// The last line it wrote on stderr.
         last: String,
     },
+    /// SIGINT or SIGTERM arrived while it was starting (it was stopped).
+    Interrupted,
     /// It exited before it was ready, or while the run needed it.
     Exited {
         /// Which archive.
@@ -194,6 +196,9 @@ impl fmt::Display for ArchiveError {
                  (--control-port)"
             ),
             ArchiveError::Start { name, source } => write!(f, "{name}: could not start java: {source}"),
+            ArchiveError::Interrupted => {
+                f.write_str("interrupted (SIGINT or SIGTERM) while an archive was starting; it was stopped")
+            }
             ArchiveError::NotReady { name, waited, last } => write!(
                 f,
                 "{name} did not come up within {} s (killed){}; check that java runs (java -version) and that the \
@@ -343,6 +348,10 @@ impl ArchiveProcess {
             }
             if let Some(e) = self.check() {
                 return Err(e);
+            }
+            if crate::sys::signals::interrupted() {
+                self.stop();
+                return Err(ArchiveError::Interrupted);
             }
             if Instant::now() >= deadline {
                 self.stop();

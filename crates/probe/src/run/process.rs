@@ -80,7 +80,8 @@ pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, SpawnError> {
         })
 }
 
-/// Waits for a child up to `limit`, killing it after that.
+/// Waits for a child up to `limit`, killing it after that, or at once when SIGINT/SIGTERM
+/// arrived and is being caught ([`crate::sys::signals`]).
 ///
 /// Checks rarely (every 250 ms once it has waited a while): on a machine whose cores are all
 /// taken by the hot threads, each wake-up of this thread preempts one of them, and the jitter
@@ -91,7 +92,7 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
-            Ok(None) if std::time::Instant::now() < deadline => {
+            Ok(None) if std::time::Instant::now() < deadline && !crate::sys::signals::interrupted() => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(250));
             }

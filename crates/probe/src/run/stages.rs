@@ -142,7 +142,8 @@ fn watch(dirs: Vec<PathBuf>, sleep: Duration, stop: Arc<AtomicBool>, until: Arc<
         if stop.load(Ordering::Acquire) {
             let at = *stopped_at.get_or_insert(now);
             let target = until.load(Ordering::Acquire);
-            if last.iter().all(|p| *p >= target) || now - at > CATCH_UP.as_nanos() as i64 {
+            let done = last.iter().all(|p| *p >= target);
+            if done || now - at > CATCH_UP.as_nanos() as i64 || crate::sys::signals::interrupted() {
                 break;
             }
         }
@@ -215,6 +216,8 @@ pub enum StagesError {
     Archive(ArchiveError),
     /// The run itself failed.
     Run(String),
+    /// SIGINT or SIGTERM arrived.
+    Interrupted,
 }
 
 impl std::fmt::Display for StagesError {
@@ -222,6 +225,9 @@ impl std::fmt::Display for StagesError {
         match self {
             StagesError::Archive(e) => e.fmt(f),
             StagesError::Run(why) => f.write_str(why),
+            StagesError::Interrupted => {
+                f.write_str("interrupted (SIGINT or SIGTERM): the archives were stopped and their directories removed")
+            }
         }
     }
 }
@@ -241,7 +247,23 @@ pub fn run(plan: &StagesPlan) -> (StagesReport, Option<StagesError>) {
     };
     let mut failure = None;
     for &sync in &plan.syncs {
+        if crate::sys::signals::interrupted() {
+            failure = Some(StagesError::Interrupted);
+            break;
+        }
         match run_one(plan, sync) {
+            // What was measured before the signal is kept, marked incomplete.
+            Ok(mut r) if crate::sys::signals::interrupted() => {
+                r.complete = false;
+                r.notes.push("interrupted (SIGINT or SIGTERM) during this run".into());
+                report.runs.push(r);
+                failure = Some(StagesError::Interrupted);
+                break;
+            }
+            Err(_) if crate::sys::signals::interrupted() => {
+                failure = Some(StagesError::Interrupted);
+                break;
+            }
             Ok(r) => report.runs.push(r),
             Err(e) => {
                 failure = Some(e);

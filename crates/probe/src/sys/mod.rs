@@ -9,4 +9,5 @@ pub mod env;
 pub mod pacing;
 pub mod perf;
 pub mod plant;
+pub mod signals;
 pub mod thread;
