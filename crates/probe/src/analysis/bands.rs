@@ -86,7 +86,9 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
                 }
                 excess_total += weight * excess as f64;
                 per.clear();
-                for h in lineup.hits(s, false, &|_| true) {
+                // Overlaps under 1% of the excess cannot change a share that is reported to 1%;
+                // skipping them keeps a backlogged run (long windows, many episodes) cheap.
+                for h in lineup.hits(s, false, &|o| o.saturating_mul(100) >= excess) {
                     let who = match h.who {
                         None => Who::Nobody,
                         Some((pid, _)) if lineup.is_ours(pid) => Who::Ours(pid),

@@ -129,6 +129,17 @@ pub fn build(
             t.off_cpu_lost, t.name
         ));
     }
+    for t in sides
+        .iter()
+        .flat_map(|s| s.threads.iter())
+        .filter(|t| t.fault_times_lost > 0)
+    {
+        notes.push(format!(
+            "perf dropped {} page-fault samples of {} (ring buffer full): fault counts are exact, the faults lined \
+             up with samples partial (a sample with a dropped fault shows none)",
+            t.fault_times_lost, t.name
+        ));
+    }
 
     // Per-group rows: the subscriber's boundaries define the windows.
     let bounds: Vec<Option<i64>> = sides.first().map(|s| s.boundaries.clone()).unwrap_or_default();

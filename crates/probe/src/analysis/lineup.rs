@@ -245,15 +245,15 @@ impl<'a> Lineup<'a> {
                     let meter = self.hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
                     // Without a complete episode record, "no context switch" cannot be claimed.
                     let resolvable = t.episodes && t.off_cpu_lost == 0;
-                    // A stall that holds one of the thread's own timed page faults is that fault
-                    // (a fault that maps in a run of pages takes microseconds).
-                    let faults = t.faults_in(stall.0, stall.1);
-                    let (key, what) = if faults > 0 {
-                        (
-                            "page-faults",
-                            format!("on CPU while taking {} page faults", thousands(faults as u64)),
-                        )
-                    } else if steal >= len && steal > 0 {
+                    // The thread's own timed page faults inside the stall are counted once, by
+                    // their own hits (above, at the measured cost each): the stall is only what
+                    // they do not explain.
+                    let faulting = (t.faults_in(stall.0, stall.1) as u64).saturating_mul(self.ctx.fault_cost_ns);
+                    let overlap = clip(stall, w).saturating_sub(faulting);
+                    if overlap == 0 || !counts(overlap) {
+                        continue;
+                    }
+                    let (key, what) = if steal >= len && steal > 0 {
                         // Steal comes in 10 ms ticks per group: this is co-occurrence, said so.
                         (
                             "steal",
@@ -280,7 +280,7 @@ impl<'a> Lineup<'a> {
                             String::new()
                         },
                         tid: t.tid,
-                        overlap: clip(stall, w),
+                        overlap,
                         who: None,
                     });
                 }

@@ -651,7 +651,10 @@ fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, finding
             };
             let fix = findings
                 .iter()
-                .find(|f| f.cause == c.cause && (c.thread.is_empty() || f.thread.starts_with(&c.thread)))
+                .find(|f| {
+                    f.cause == c.cause
+                        && (c.thread.is_empty() || f.thread == "hot threads" || f.thread.starts_with(&c.thread))
+                })
                 .map(|f| format!(". Fix: {}", f.fix))
                 .unwrap_or_default();
             format!(

@@ -9,8 +9,9 @@
 //!   random sample of at most [`KEPT_PER_OCTAVE`] of them (reservoir sampling, Vitter's
 //!   algorithm R, with a xorshift generator). Rare octaves (the tail) are kept whole; a common
 //!   one is sampled, and each kept sample stands for `seen / kept` messages of its octave.
-//!   A band's share per cause is therefore an unbiased estimate from at least
-//!   `min(band size, KEPT_PER_OCTAVE)` samples.
+//!   A band's share per cause is therefore an unbiased estimate from the kept samples that fall
+//!   in it (all of its messages when its octaves are rare; when a band holds only part of a
+//!   common octave, that part of the octave's 2,048).
 //!
 //! ```
 //! use latency_probe::measure::bands::BandSampler;

@@ -32,7 +32,11 @@ const FAULT_PAGES: usize = 256;
 #[allow(unsafe_code)]
 #[must_use]
 pub fn fault_cost_ns() -> Option<u64> {
-    let page = 4096_usize;
+    // SAFETY: sysconf only reads a system setting.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|p| *p > 0)
+        .unwrap_or(4096);
     let len = FAULT_PAGES * page;
     // SAFETY: a new anonymous mapping, not aliased; checked for MAP_FAILED below.
     let p = unsafe {
