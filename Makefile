@@ -18,9 +18,10 @@ MSG_SIZE ?= 128
 RESULTS ?= results
 # As root the jitter tests must exercise perf, not skip it (set REQUIRE_PERF=0 to allow skipping).
 REQUIRE_PERF ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
-# Where the bootstrap installed Java and the aeron-all jar, the stages tests must run, not skip.
+# Where the bootstrap installed Java (17 or newer) and the aeron-all jar, the stages tests must run,
+# not skip.
 # Expanded when the test recipe runs, i.e. after the bootstrap.
-REQUIRE_JAVA ?= $(shell command -v java >/dev/null && [ -f .tools/aeron-all-1.51.0.jar ] && echo 1 || echo 0)
+REQUIRE_JAVA ?= $(shell java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])' && [ -f .tools/aeron-all-1.51.0.jar ] && echo 1 || echo 0)
 
 # `make fuzz` settings: seconds per target (libFuzzer -max_total_time), which targets
 # (fuzz/fuzz_targets/*.rs), and the toolchain cargo-fuzz needs (libFuzzer and ASan need nightly).

@@ -64,7 +64,7 @@ fi
 AERON_VERSION=1.51.0
 AERON_JAR="$TOOLS/aeron-all-$AERON_VERSION.jar"
 AERON_SHA1=4d17308cba9d4ff3ff97833d6dac52e3289f81e1
-if ! command -v java >/dev/null; then
+if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
   echo "bootstrap: installing a Java 17 runtime (openjdk-17-jre-headless) for latency-probe stages"
   if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }; then
     echo "bootstrap: could not install Java: latency-probe stages and its tests are skipped (install a JRE 17 and rerun)"

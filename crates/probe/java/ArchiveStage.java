@@ -5,9 +5,9 @@
 //        --replication-port R --sync N --channel C --stream S --term-length T --archive-id I
 //        [--replicate-from PORT]
 // It prints `READY` once the archive is up. Archive A then waits for the stream's first
-// subscriber (latency-sub), starts recording it and prints `RECORDING`; archive B (with
-// --replicate-from) waits for the source archive's recording, replicates it live and prints
-// `REPLICATING <source id> <replication id>`. It runs until its standard input closes
+// subscriber (latency-sub), starts recording it and prints `RECORDING <id> <start position>`;
+// archive B (with --replicate-from) waits for the source archive's recording, replicates it
+// live and prints `REPLICATING <source id> <replication id> <start position>`. It runs until its standard input closes
 // (latency-probe holds the other end: if latency-probe dies, this exits too) or it is killed.
 // Progress goes to stderr; a failure is one line on stderr starting with `ArchiveStage:` and
 // exit 1.
@@ -127,7 +127,9 @@ public final class ArchiveStage
                 // it joins at, which is where its stage times start counting.
                 awaitSubscriber(aeron(client), stream);
                 client.startRecording(channel, stream, SourceLocation.LOCAL);
-                System.out.println("RECORDING");
+                final long id = awaitRecording(client, channel, stream);
+                // Where the recording starts: messages before it are not in it.
+                System.out.println("RECORDING " + id + " " + client.getStartPosition(id));
                 System.out.flush();
             }
             else
@@ -144,7 +146,7 @@ public final class ArchiveStage
                     System.err.println("ArchiveStage: source recording " + srcId + "; replicating");
                     final long id = client.replicate(
                         srcId, Aeron.NULL_VALUE, AeronArchive.Configuration.controlStreamId(), source, null);
-                    System.out.println("REPLICATING " + srcId + " " + id);
+                    System.out.println("REPLICATING " + srcId + " " + id + " " + src.getStartPosition(srcId));
                     System.out.flush();
                 }
             }

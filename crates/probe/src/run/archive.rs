@@ -3,9 +3,11 @@
 //! `crates/probe/java/ArchiveStage.java`, with its own Aeron and archive directories.
 //!
 //! # Guarantees
-//! - [`ArchiveProcess::spawn`] returns only once the helper printed `READY` (the archive is up
-//!   and recording the stream, or ready to replicate), within [`READY_WAIT`]; otherwise it kills
-//!   the process and says why in one line ([`ArchiveError`]).
+//! - [`ArchiveProcess::spawn`] returns only once the helper printed `READY` (the archive is up;
+//!   archive A starts recording when the stream's first subscriber appears, archive B starts
+//!   replicating when A's recording exists, and each says where its recording starts:
+//!   [`ArchiveProcess::start_position`]), within [`READY_WAIT`]; otherwise it kills the process
+//!   and says why in one line ([`ArchiveError`]).
 //! - Dropping an [`ArchiveProcess`] stops it: its standard input is closed (the helper exits
 //!   on that and deletes its Aeron directory), then after [`STOP_WAIT`] it is killed by pid;
 //!   its directories are removed either way. If latency-probe itself dies (Ctrl-C, a crash),
@@ -310,8 +312,16 @@ impl ArchiveProcess {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let (tx, lines) = mpsc::channel();
+        // Owned from here on: any error below stops the process (Drop).
+        let mut a = ArchiveProcess {
+            spec: spec.clone(),
+            child: Some(child),
+            stdin,
+            stderr_log,
+            lines,
+        };
         if let Some(out) = stdout {
-            // A reader of its stdout (READY, REPLICATING): it ends when the process does.
+            // A reader of its stdout (READY, RECORDING, REPLICATING): it ends with the process.
             std::thread::Builder::new()
                 .name("archive-stdout".into())
                 .spawn(move || {
@@ -323,13 +333,6 @@ impl ArchiveProcess {
                 })
                 .map_err(start_err)?;
         }
-        let mut a = ArchiveProcess {
-            spec: spec.clone(),
-            child: Some(child),
-            stdin,
-            stderr_log,
-            lines,
-        };
         a.wait_for("READY", READY_WAIT)?;
         Ok(a)
     }
@@ -362,6 +365,29 @@ impl ArchiveProcess {
                 });
             }
         }
+    }
+
+    /// Where its recording starts (a stream position), once it said so: archive A records from
+    /// where the stream was when its first subscriber appeared; a replica from its source's
+    /// start. Waits up to `limit` for the line.
+    ///
+    /// # Errors
+    /// It did not say within `limit`, or it exited.
+    pub fn start_position(&mut self, limit: Duration) -> Result<i64, ArchiveError> {
+        let word = if self.spec.replicate_from.is_some() {
+            "REPLICATING"
+        } else {
+            "RECORDING"
+        };
+        let line = self.wait_for(word, limit)?;
+        line.split_whitespace()
+            .last()
+            .and_then(|p| p.parse().ok())
+            .ok_or_else(|| ArchiveError::Exited {
+                name: self.spec.name.clone(),
+                status: None,
+                last: format!("it said '{line}', with no start position"),
+            })
     }
 
     /// `Some(error)` when the process has exited.

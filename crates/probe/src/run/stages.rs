@@ -114,28 +114,31 @@ fn watch(dirs: Vec<PathBuf>, sleep: Duration, stop: Arc<AtomicBool>, until: Arc<
     let mut gaps = new_latency_histogram();
     let (mut reads, mut prev) = (0_u64, now_ns());
     let mut stopped_at: Option<i64> = None;
+    let mut values: Vec<Option<i64>> = vec![None; dirs.len()];
     loop {
-        let now = now_ns();
-        record_saturating(&mut gaps, (now - prev).max(0) as u64);
-        prev = now;
-        reads += 1;
         // The replica first, then the archive it copies: a replica is never ahead of its source,
-        // so read in this order the logs can never show B holding a message before A.
+        // so read in this order the logs can never show B holding a message before A. The clock
+        // is read after both: a position is never logged before it was reached.
         for (i, c) in counters.iter().enumerate().rev() {
             let Some(c) = c else { continue };
             if ids[i].is_none() {
                 ids[i] = c.find(RECORDING_POSITION_TYPE_ID);
             }
-            if let Some(id) = ids[i] {
-                let v = c.value(id);
-                if v != last[i] {
-                    last[i] = v;
-                    let log = &mut logs[i];
-                    if log.points.len() < log.points.capacity() {
-                        log.points.push((now, v));
-                    } else {
-                        log.overflow += 1;
-                    }
+            values[i] = ids[i].map(|id| c.value(id));
+        }
+        let now = now_ns();
+        record_saturating(&mut gaps, (now - prev).max(0) as u64);
+        prev = now;
+        reads += 1;
+        for (i, v) in values.iter().enumerate() {
+            let Some(v) = *v else { continue };
+            if v != last[i] {
+                last[i] = v;
+                let log = &mut logs[i];
+                if log.points.len() < log.points.capacity() {
+                    log.points.push((now, v));
+                } else {
+                    log.overflow += 1;
                 }
             }
         }
@@ -167,11 +170,15 @@ fn thread_cpu_ns() -> u64 {
 
 /// When each of the measured messages `first..first + count` was recorded, from a position log:
 /// message `k` is recorded at the first logged time whose position covers its whole frame
-/// (`None`: never, within the log).
-fn recorded_times(log: &PositionLog, first: u64, count: u64, term: i64, frame: i64) -> Vec<Option<i64>> {
+/// (`None`: never, within the log, or it lies before `start`, where the recording began).
+fn recorded_times(log: &PositionLog, start: i64, first: u64, count: u64, term: i64, frame: i64) -> Vec<Option<i64>> {
     let mut out = Vec::with_capacity(count as usize);
     let mut p = 0;
     for k in first..first + count {
+        if end_position(k + 1, term, frame) - frame < start {
+            out.push(None);
+            continue;
+        }
         while p < log.points.len() && crate::run::publisher::messages_between(0, log.points[p].1, term, frame) < k + 1 {
             p += 1;
         }
@@ -343,6 +350,11 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
         .chain(b.iter_mut())
         .filter_map(ArchiveProcess::check)
         .collect();
+    // Where each recording starts (said once it started; long since, by now).
+    let starts: Vec<Option<i64>> = std::iter::once(&mut a)
+        .chain(b.iter_mut())
+        .map(|x| x.start_position(Duration::from_secs(2)).ok())
+        .collect();
     a.stop();
     if let Some(b) = &mut b {
         b.stop();
@@ -367,6 +379,7 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
     let count = publ.measured_sent;
     let rate = report.rate_achieved;
     let mut notes = Vec::new();
+    let names = ["recorded by archive A", "replicated to archive B"];
     let decode = |s: Option<&String>| s.and_then(|s| crate::model::decode(s).ok());
     let mut stages = Vec::new();
     let mut prev = None;
@@ -380,12 +393,26 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
         prev = Some(s.latency_ns.p50);
         stages.push(s);
     }
-    let names = ["recorded by archive A", "replicated to archive B"];
     let times: Vec<Vec<Option<i64>>> = watched
         .logs
         .iter()
-        .map(|log| recorded_times(log, first, count, term, frame))
+        .zip(&starts)
+        .map(|(log, start)| recorded_times(log, start.unwrap_or(i64::MAX), first, count, term, frame))
         .collect();
+    for (i, start) in starts.iter().enumerate() {
+        match start {
+            None => notes.push(format!(
+                "{}: the archive never said where its recording starts, so no message is counted as recorded",
+                names[i]
+            )),
+            Some(s) if *s > end_position(first, term, frame) => notes.push(format!(
+                "{}: the recording began at stream position {s}, after the warm-up: the measured messages before \
+                 it were never recorded (use a longer --warmup)",
+                names[i]
+            )),
+            Some(_) => {}
+        }
+    }
     // A replica cannot hold a message before the archive it copies: count any that seem to.
     let mut out_of_order = 0;
     if let [a, b] = times.as_slice() {
@@ -475,7 +502,7 @@ mod tests {
             points: vec![(1_000, 192), (2_000, 480), (3_000, 576)],
             overflow: 0,
         };
-        let times = recorded_times(&log, 1, 5, term, frame);
+        let times = recorded_times(&log, 0, 1, 5, term, frame);
         assert_eq!(
             times,
             vec![Some(1_000), Some(2_000), Some(2_000), Some(2_000), Some(3_000)]
@@ -487,9 +514,14 @@ mod tests {
         assert_eq!(h.min(), 900);
         assert_eq!(h.value_at_quantile(1.0), h.highest_equivalent(2_500));
         // A message never recorded is not timed.
-        let times = recorded_times(&log, 1, 7, term, frame);
+        let times = recorded_times(&log, 0, 1, 7, term, frame);
         assert_eq!(&times[5..], &[None, None]);
         let (_, timed) = recorded_stage(&times, 1, |k| k as i64 * 100);
         assert_eq!(timed, 5);
+        // A recording that began at message 3 (position 288) never held messages 1 and 2.
+        let times = recorded_times(&log, 288, 1, 5, term, frame);
+        assert_eq!(times, vec![None, None, Some(2_000), Some(2_000), Some(3_000)]);
+        let (_, timed) = recorded_stage(&times, 1, |k| k as i64 * 100);
+        assert_eq!(timed, 3);
     }
 }
