@@ -626,6 +626,29 @@ pub fn analyse(
     }
 }
 
+/// The usual fix for a band's cause when no finding carries one (the findings are about the
+/// tail; a band's largest cause may not appear there).
+fn usual_fix(cause: &str) -> Option<&'static str> {
+    Some(match cause {
+        "stall" => {
+            "look for interrupts on the hot cores (/proc/interrupts; irqbalance, IRQ affinity) and hypervisor steal \
+             (the st column of vmstat); on a VM, ask for dedicated (pinned) vCPUs"
+        }
+        "steal" => "the host runs other guests on these vCPUs: ask for dedicated (pinned) vCPUs, or use bare metal",
+        "platform" => "isolate cores, move IRQs, or use a quieter host",
+        "probe-reads" => "a known cost of diagnostics (21 reads a run); compare with --diagnostics off",
+        "preempted-foreign" => {
+            "another process runs on the hot core: isolate it (isolcpus=, cset shield, systemd CPUAffinity= for \
+             everything else) or move that process away"
+        }
+        "preempted-own" => "give our helper threads a core of their own, or isolate the hot cores and keep them off",
+        "page-faults" => "pre-fault and mlock what the hot loop uses before measuring",
+        "futex" => "take the blocking call (lock, channel, condvar) off the hot path",
+        "blocked" => "--idle spin on a pinned, isolated core; find the blocking call with perf trace",
+        _ => return None,
+    })
+}
+
 /// A cause must cover at least this share of a band's excess to be named as its cause.
 pub const BAND_CAUSE_MIN_SHARE: f64 = 0.2;
 
@@ -655,7 +678,9 @@ fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, finding
                     f.cause == c.cause
                         && (c.thread.is_empty() || f.thread == "hot threads" || f.thread.starts_with(&c.thread))
                 })
-                .map(|f| format!(". Fix: {}", f.fix))
+                .map(|f| f.fix.clone())
+                .or_else(|| usual_fix(&c.cause).map(str::to_owned))
+                .map(|f| format!(". Fix: {f}"))
                 .unwrap_or_default();
             format!(
                 "{what} {:.0}% of that excess lines up with {} ({} messages): {whose}{fix}",
@@ -1051,6 +1076,37 @@ mod tests {
                 "no single cause covers a fifth of that excess: the largest is latency-sub preempted by \
                  latency-probe/aeron-driver (media driver) (17%), and 5% lines up with nothing watched"
             ),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn a_band_cause_without_a_finding_still_gets_its_fix() {
+        let band = crate::model::Band {
+            band: "p90-p99".into(),
+            from_ns: 1_000,
+            to_ns: 40_000,
+            samples: 900,
+            analysed: 900,
+            mean_excess_ns: 9_000,
+            causes: vec![crate::model::BandCause {
+                cause: "stall".into(),
+                owner: "platform".into(),
+                thread: "latency-sub".into(),
+                by: None,
+                share: 0.5,
+                messages: 400,
+                words: "latency-sub stalled on its CPU without a context switch".into(),
+            }],
+            unexplained: 0.1,
+        };
+        let h = band_headline(&band, crate::model::Explain::P99, &[], "clean");
+        assert!(
+            h.contains("50% of that excess lines up with latency-sub stalled"),
+            "{h}"
+        );
+        assert!(
+            h.contains("the platform's") && h.contains(". Fix: look for interrupts on the hot cores"),
             "{h}"
         );
     }
