@@ -61,7 +61,11 @@ fn stages(tag: &str, port: u16, extra: &[&str]) -> Value {
 }
 
 /// Every run timed every measured message at every stage, and each stage's p50 is at least the
-/// one before it.
+/// one before it. One pair is not ordered by construction: latency-sub and archive A are two
+/// consumers of the same log, and on an overloaded machine the archive can get a message as soon
+/// as the subscriber does; there the recorded p50 may be below the received one by at most the
+/// watcher's resolution (its gap between reads at p50). The others are (a replica never holds
+/// a message before its source: the run is incomplete if it seems to).
 fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
     assert_eq!(v["complete"], true, "{v}");
     let runs = v["runs"].as_array().unwrap();
@@ -73,13 +77,19 @@ fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
         let stages = run["stages"].as_array().unwrap();
         let got: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
         assert_eq!(got, names);
+        let resolution = run["watcher"]["gap_ns"]["p50"].as_u64().unwrap();
         let mut p50 = 0;
         for s in stages {
             assert_eq!(s["count"], measured, "every measured message at {}: {s}", s["stage"]);
             let this = s["latency_ns"]["p50"].as_u64().unwrap();
+            let slack = if s["stage"] == "recorded by archive A" {
+                resolution
+            } else {
+                0
+            };
             assert!(
-                this >= p50,
-                "{} p50 {this} ns before the previous stage's {p50} ns",
+                this + slack >= p50,
+                "{} p50 {this} ns before the previous stage's {p50} ns (slack {slack} ns)",
                 s["stage"]
             );
             p50 = this;
@@ -139,6 +149,27 @@ fn helpers(needle: &str) -> Vec<u32> {
     out
 }
 
+/// A long `latency-probe stages` run at 5,000 msg/s (2,000 warm-up), stderr piped, with `args`.
+fn long_run(args: &[&str]) -> std::process::Child {
+    Command::new(common::bin("latency-probe"))
+        .args(["stages", "--rate", "5000", "--warmup", "2000"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("latency-probe starts")
+}
+
+/// The archives' Aeron directories latency-probe `pid` left under /dev/shm.
+fn shm_left_by(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("latency-stages-{pid}-")))
+        .collect()
+}
+
 #[test]
 fn an_archive_killed_mid_run_is_reported_and_nothing_is_left_running() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -146,23 +177,7 @@ fn an_archive_killed_mid_run_is_reported_and_nothing_is_left_running() {
         return;
     }
     let port = "18130";
-    let mut child = Command::new(common::bin("latency-probe"))
-        .args([
-            "stages",
-            "--sync",
-            "0",
-            "--duration",
-            "20",
-            "--rate",
-            "5000",
-            "--warmup",
-            "2000",
-        ])
-        .args(["--control-port", port, "--replicate"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("latency-probe starts");
+    let mut child = long_run(&["--sync", "0", "--duration", "20", "--control-port", port, "--replicate"]);
     let probe_pid = child.id();
     // Archive A is the helper on this control port (B replicates from it: --replicate-from).
     let needle = format!("--control-port {port} ");
@@ -192,13 +207,8 @@ fn an_archive_killed_mid_run_is_reported_and_nothing_is_left_running() {
     assert_eq!(status.code(), Some(1), "exit 1 (incomplete): {err}");
     assert!(err.contains("archive A exited"), "names archive A: {err}");
     assert!(helpers(port).is_empty(), "an archive was left running");
-    let leftovers: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("latency-stages-{probe_pid}-")))
-        .collect();
-    assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
+    let left = shm_left_by(probe_pid);
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 #[test]
@@ -280,23 +290,7 @@ fn sigterm_stops_the_run_and_leaves_nothing_behind() {
         return;
     }
     let port = "18160";
-    let mut child = Command::new(common::bin("latency-probe"))
-        .args([
-            "stages",
-            "--sync",
-            "0,1",
-            "--duration",
-            "30",
-            "--rate",
-            "5000",
-            "--warmup",
-            "2000",
-        ])
-        .args(["--control-port", port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("latency-probe starts");
+    let mut child = long_run(&["--sync", "0,1", "--duration", "30", "--control-port", port]);
     let probe_pid = child.id();
     let deadline = Instant::now() + Duration::from_secs(60);
     // Mid-run: once latency-pub (a child of latency-probe) is sending.
@@ -322,12 +316,7 @@ fn sigterm_stops_the_run_and_leaves_nothing_behind() {
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("interrupted (SIGINT or SIGTERM)"), "{err}");
     assert!(helpers(port).is_empty(), "an archive was left running");
-    let left: Vec<String> = std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("latency-stages-{probe_pid}-")))
-        .collect();
+    let left = shm_left_by(probe_pid);
     assert!(left.is_empty(), "left behind: {left:?}");
     assert!(!std::env::temp_dir()
         .join(format!("latency-stages-{probe_pid}"))
