@@ -1048,6 +1048,21 @@ mod tests {
         );
     }
 
+    /// The headline of a p90-p99 band (900 messages, 1-40 µs) with these causes and no finding.
+    fn p99_headline(causes: Vec<crate::model::BandCause>, unexplained: f64) -> String {
+        let band = crate::model::Band {
+            band: "p90-p99".into(),
+            from_ns: 1_000,
+            to_ns: 40_000,
+            samples: 900,
+            analysed: 900,
+            mean_excess_ns: 9_000,
+            causes,
+            unexplained,
+        };
+        band_headline(&band, crate::model::Explain::P99, &[], "clean")
+    }
+
     #[test]
     fn a_band_no_single_cause_explains_says_so_with_what_is_left() {
         let cause = |share: f64| crate::model::BandCause {
@@ -1059,17 +1074,7 @@ mod tests {
             messages: 10,
             words: "latency-sub preempted by latency-probe/aeron-driver (media driver)".into(),
         };
-        let band = crate::model::Band {
-            band: "p90-p99".into(),
-            from_ns: 1_000,
-            to_ns: 40_000,
-            samples: 900,
-            analysed: 900,
-            mean_excess_ns: 9_000,
-            causes: vec![cause(0.17), cause(0.15)],
-            unexplained: 0.05,
-        };
-        let h = band_headline(&band, crate::model::Explain::P99, &[], "clean");
+        let h = p99_headline(vec![cause(0.17), cause(0.15)], 0.05);
         assert!(h.starts_with("p99 = 40.00 µs: of the 900 messages in p90-p99"), "{h}");
         assert!(
             h.ends_with(
@@ -1082,25 +1087,16 @@ mod tests {
 
     #[test]
     fn a_band_cause_without_a_finding_still_gets_its_fix() {
-        let band = crate::model::Band {
-            band: "p90-p99".into(),
-            from_ns: 1_000,
-            to_ns: 40_000,
-            samples: 900,
-            analysed: 900,
-            mean_excess_ns: 9_000,
-            causes: vec![crate::model::BandCause {
-                cause: "stall".into(),
-                owner: "platform".into(),
-                thread: "latency-sub".into(),
-                by: None,
-                share: 0.5,
-                messages: 400,
-                words: "latency-sub stalled on its CPU without a context switch".into(),
-            }],
-            unexplained: 0.1,
+        let stall = crate::model::BandCause {
+            cause: "stall".into(),
+            owner: "platform".into(),
+            thread: "latency-sub".into(),
+            by: None,
+            share: 0.5,
+            messages: 400,
+            words: "latency-sub stalled on its CPU without a context switch".into(),
         };
-        let h = band_headline(&band, crate::model::Explain::P99, &[], "clean");
+        let h = p99_headline(vec![stall], 0.1);
         assert!(
             h.contains("50% of that excess lines up with latency-sub stalled"),
             "{h}"
