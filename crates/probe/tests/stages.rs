@@ -61,11 +61,12 @@ fn stages(tag: &str, port: u16, extra: &[&str]) -> Value {
 }
 
 /// Every run timed every measured message at every stage, and each stage's p50 is at least the
-/// one before it. One pair is not ordered by construction: latency-sub and archive A are two
-/// consumers of the same log, and on an overloaded machine the archive can get a message as soon
-/// as the subscriber does; there the recorded p50 may be below the received one by at most the
-/// watcher's resolution (its gap between reads at p50). The others are (a replica never holds
-/// a message before its source: the run is incomplete if it seems to).
+/// p50 of the stage it comes after. Two stages are not ordered: latency-sub and archive A are
+/// two consumers of the same log, each after the offer, neither after the other (on a loaded
+/// machine the archive got a message before latency-sub at p50: a CI run had received 1,274 µs
+/// and recorded 1,177 µs). So "received" and "recorded by archive A" are each checked against
+/// "offer returned", and the replica against the archive it copies (per message too: the run
+/// is incomplete if a replica seems to hold a message before its source).
 fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
     assert_eq!(v["complete"], true, "{v}");
     let runs = v["runs"].as_array().unwrap();
@@ -77,22 +78,26 @@ fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
         let stages = run["stages"].as_array().unwrap();
         let got: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
         assert_eq!(got, names);
-        let resolution = run["watcher"]["gap_ns"]["p50"].as_u64().unwrap();
-        let mut p50 = 0;
+        let p50 = |name: &str| {
+            stages.iter().find(|s| s["stage"] == name).unwrap()["latency_ns"]["p50"]
+                .as_u64()
+                .unwrap()
+        };
         for s in stages {
             assert_eq!(s["count"], measured, "every measured message at {}: {s}", s["stage"]);
-            let this = s["latency_ns"]["p50"].as_u64().unwrap();
-            let slack = if s["stage"] == "recorded by archive A" {
-                resolution
-            } else {
-                0
+            let after = match s["stage"].as_str().unwrap() {
+                "offer returned" => None,
+                "replicated to archive B" => Some("recorded by archive A"),
+                _ => Some("offer returned"),
             };
-            assert!(
-                this + slack >= p50,
-                "{} p50 {this} ns before the previous stage's {p50} ns (slack {slack} ns)",
-                s["stage"]
-            );
-            p50 = this;
+            if let Some(after) = after {
+                let (this, before) = (p50(s["stage"].as_str().unwrap()), p50(after));
+                assert!(
+                    this >= before,
+                    "{} p50 {this} ns before {after}'s {before} ns",
+                    s["stage"]
+                );
+            }
             assert!(s["in_flight"].as_f64().unwrap() > 0.0, "{s}");
             assert!(!s["guarantees"].as_str().unwrap().is_empty());
         }
