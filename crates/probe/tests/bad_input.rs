@@ -428,6 +428,13 @@ fn latency_pub_refuses_every_bad_flag_with_one_line_before_starting_anything() {
             "pick another stream id",
         ),
         case(u, &["--json", tmp.to_str().unwrap()], "--json", "give a file name"),
+        case(u, &["--send-lags", "/nonexistent-dir/lags"], "--send-lags", "mkdir -p"),
+        case(
+            u,
+            &["--send-lags", tmp.to_str().unwrap()],
+            "--send-lags",
+            "give a file name",
+        ),
         case(u, &["--hiccup", "2"], "--hiccup", "see latency-pub --help"),
     ];
     let dirs = bad_driver_dirs(u);

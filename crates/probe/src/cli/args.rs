@@ -8,7 +8,7 @@ use crate::run::subscriber::SubConfig;
 use crate::run::PongPath;
 use aeron_latency::messaging::IdleStrategy;
 use clap::Args;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where the media driver is and which stream to use.
@@ -144,27 +144,10 @@ impl OutputArgs {
     /// # Errors
     /// One line naming the flag and the fix.
     pub fn validate(&self) -> Result<(), UsageError> {
-        let Some(path) = &self.json else { return Ok(()) };
-        if path.is_dir() {
-            return Err(UsageError::new(format!(
-                "--json {} is a directory; give a file name, e.g. {}",
-                path.display(),
-                path.join("report.json").display()
-            )));
+        match &self.json {
+            Some(path) => super::validate::output_file("--json", path),
+            None => Ok(()),
         }
-        let parent = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        if !parent.is_dir() {
-            return Err(UsageError::new(format!(
-                "--json {}: the directory {} does not exist; create it (mkdir -p {}) or write elsewhere",
-                path.display(),
-                parent.display(),
-                parent.display()
-            )));
-        }
-        Ok(())
     }
 
     /// Prints `text` unless `--quiet`, then writes `value` to `--json` (atomically).
@@ -287,6 +270,7 @@ pub fn pub_config(
         publication: crate::model::PublicationKind::default(),
         prefault: true,
         explain: crate::model::Explain::default(),
+        keep_lags: false,
     }
 }
 

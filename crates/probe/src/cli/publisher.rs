@@ -48,6 +48,11 @@ pub struct Args {
     /// `--json`, `--quiet`.
     #[command(flatten)]
     pub out: OutputArgs,
+    /// Write each measured message's send lag (actual send time less intended, ns) to this
+    /// file: one little-endian u32 per message, in send order (`latency-probe stages` times
+    /// the archive stages from the actual send time with it)
+    #[arg(long = "send-lags", value_name = "FILE")]
+    pub send_lags: Option<std::path::PathBuf>,
 }
 
 /// The publisher's summary (one-way mode): what it sent, at what rate, and what publishing
@@ -105,6 +110,9 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     a.stream.validate()?;
     let pong = a.mode.pong(&a.stream)?;
     a.out.validate()?;
+    if let Some(p) = &a.send_lags {
+        super::validate::output_file("--send-lags", p)?;
+    }
     a.stream.check_driver()?;
     let dir = dir_or_default(a.stream.dir.clone());
     let mut cfg = pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
@@ -113,8 +121,14 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     cfg.explain = a.diagnostics.explain;
     cfg.pong = pong;
     cfg.publication = a.mode.publication;
+    cfg.keep_lags = a.send_lags.is_some();
     let run = publisher::run(&cfg).map_err(Failure::setup)?;
     let r = &run.report;
+    if let Some(p) = &a.send_lags {
+        let bytes: Vec<u8> = run.lags.iter().flat_map(|l| l.to_le_bytes()).collect();
+        crate::render::files::write_atomically(p, |out| out.write_all(&bytes))
+            .map_err(|e| Failure::incomplete(format!("could not write --send-lags {}: {e}", p.display())))?;
+    }
     a.diagnostics.write_raw(PROGRAM, r.raw_jitter.as_ref());
     if let Some(report) = publisher::rtt_report(&run, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN)) {
         a.out.emit(&render_text(&report), &report)?;

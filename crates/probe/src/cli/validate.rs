@@ -247,6 +247,34 @@ fn parse_size(s: &str) -> Option<usize> {
     digits.parse::<usize>().ok()?.checked_mul(1 << shift)
 }
 
+/// Checks that the file `flag` names can be written: not a directory, in a directory that
+/// exists (checked before the run rather than discovered after it).
+///
+/// # Errors
+/// One line naming the flag and the fix.
+pub fn output_file(flag: &str, path: &Path) -> Result<(), UsageError> {
+    if path.is_dir() {
+        return Err(UsageError::new(format!(
+            "{flag} {} is a directory; give a file name, e.g. {}",
+            path.display(),
+            path.join("report.json").display()
+        )));
+    }
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(UsageError::new(format!(
+            "{flag} {}: the directory {} does not exist; create it (mkdir -p {}) or write elsewhere",
+            path.display(),
+            parent.display(),
+            parent.display()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

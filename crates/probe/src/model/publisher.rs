@@ -40,8 +40,12 @@ pub struct PubReport {
     pub publication: PublicationKind,
     /// Largest delay of an actual send behind its intended time, ns.
     pub max_lag_ns: u64,
-    /// Publish-only cost (claim + encode + commit), ns.
+    /// Publish-only cost (claim + encode + commit) of the measured messages, ns: when the
+    /// offer returned, from the actual send time (one-way mode; empty in round trips).
     pub publish_cost_ns: Stats,
+    /// The same as an HdrHistogram (V2 + DEFLATE, base64), for `stages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publish_cost_histogram: Option<String>,
     /// When the offer of each measured message returned, from its intended send time
     /// (one-way mode; empty in round trips).
     #[serde(default)]

@@ -66,6 +66,8 @@ pub struct PubConfig {
     pub prefault: bool,
     /// The band the verdict explains (`--explain`).
     pub explain: crate::model::Explain,
+    /// Keep each measured message's send lag ([`PubRun::lags`], `--send-lags`).
+    pub keep_lags: bool,
 }
 
 /// How many whole messages of `frame` bytes fit between stream positions `start` and `pos`
@@ -141,6 +143,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubRun, SetupError> {
         wait: cfg.wait,
         publisher_id: cfg.publisher_id,
         live: live.clone(),
+        keep_lags: cfg.keep_lags,
     };
     let driven = drive(client, publisher, pong, monitor, plan, cfg)?;
     Ok(assemble(cfg, driven, &live, planned, started_at, prefaulted))
@@ -431,8 +434,10 @@ fn assemble(
         let skipped = crate::analysis::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());
         crate::analysis::jitter::build(&[&raw.side], &[], &[], &skipped, &ctx).0
     });
+    let lags = std::mem::take(&mut r.lags);
     PubRun {
         rtt,
+        lags,
         report: PubReport {
             sent: r.sent,
             warmup_sent: r.sent.min(cfg.warmup),
@@ -448,6 +453,7 @@ fn assemble(
             publication: cfg.publication,
             max_lag_ns: r.max_lag_ns,
             publish_cost_ns: Stats::from_histogram(&r.cost),
+            publish_cost_histogram: (!r.cost.is_empty()).then(|| crate::model::encode(&r.cost)),
             offer_returned_ns: Stats::from_histogram(&r.returned),
             offer_returned_histogram: (!r.returned.is_empty()).then(|| crate::model::encode(&r.returned)),
             schedule_start_ns: (r.schedule_start_ns != 0).then_some(r.schedule_start_ns),
@@ -478,11 +484,18 @@ pub struct PubRun {
     pub report: PubReport,
     /// Round-trip mode: the echoes ping received and timed.
     pub rtt: Option<SubOutcome>,
+    /// With [`PubConfig::keep_lags`]: each measured message's actual send time less its
+    /// intended one, ns, in send order (empty otherwise).
+    pub lags: Vec<u32>,
 }
 
 impl From<PubReport> for PubRun {
     fn from(report: PubReport) -> PubRun {
-        PubRun { report, rtt: None }
+        PubRun {
+            report,
+            rtt: None,
+            lags: Vec::new(),
+        }
     }
 }
 
@@ -529,6 +542,7 @@ fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: Stri
         publication: cfg.publication,
         max_lag_ns: 0,
         publish_cost_ns: Stats::default(),
+        publish_cost_histogram: None,
         offer_returned_ns: Stats::default(),
         offer_returned_histogram: None,
         schedule_start_ns: None,

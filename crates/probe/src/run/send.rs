@@ -148,6 +148,8 @@ pub struct Plan {
     pub publisher_id: u32,
     /// The driver's liveness (one atomic load per check).
     pub live: DriverLiveness,
+    /// Keep each measured message's send lag ([`Sent::lags`]).
+    pub keep_lags: bool,
 }
 
 impl Plan {
@@ -182,7 +184,8 @@ pub struct Sent {
     pub outcomes: OfferTally,
     /// Largest lag of an actual send time behind its intended time, ns.
     pub max_lag_ns: u64,
-    /// Publish-only cost (claim + encode + commit), one-way mode.
+    /// Publish-only cost (claim + encode + commit) of the measured messages, one-way mode:
+    /// when the offer returned, from the actual send time.
     pub cost: Histogram<u64>,
     /// When the offer of each measured message returned, from its intended send time
     /// (one-way mode): the first durability stage.
@@ -201,6 +204,10 @@ pub struct Sent {
     pub rtt: Option<SubOutcome>,
     /// Page faults of the hot thread over the measured phase.
     pub faults_measured: Option<u64>,
+    /// With [`Plan::keep_lags`]: each measured message's actual send time less its intended
+    /// one, ns (saturating at `u32::MAX`), in send order. Allocated and touched before the
+    /// first message; the loop only writes within its capacity.
+    pub lags: Vec<u32>,
 }
 
 impl Sent {
@@ -219,6 +226,7 @@ impl Sent {
             jitter: None,
             rtt: None,
             faults_measured: None,
+            lags: Vec::new(),
         }
     }
 
@@ -373,6 +381,10 @@ pub(crate) fn hot_loop<D: Diagnostics>(
     mut echo: Option<Echo<'_>>,
 ) -> Sent {
     let mut r = Sent::new();
+    if plan.keep_lags {
+        r.lags = Vec::with_capacity(plan.measured as usize);
+        crate::measure::histogram::pretouch(&mut r.lags);
+    }
     let mut faults_at_start = None;
     // Start a little ahead so the first intended time is in the future.
     let pacer = Pacer::new(now_ns() + 1_000_000, plan.rate).expect("rate validated before");
@@ -419,8 +431,8 @@ pub(crate) fn hot_loop<D: Diagnostics>(
             }
             None => {
                 let t = now_ns();
-                record_saturating(&mut r.cost, (t - now).max(0) as u64);
                 if i >= plan.warmup {
+                    record_saturating(&mut r.cost, (t - now).max(0) as u64);
                     record_saturating(&mut r.returned, (t - intended).max(0) as u64);
                 }
                 t
@@ -428,7 +440,12 @@ pub(crate) fn hot_loop<D: Diagnostics>(
         };
         after_commit = Some(done);
         r.sent = i + 1;
-        r.max_lag_ns = r.max_lag_ns.max((now - intended).max(0) as u64);
+        let lag = (now - intended).max(0) as u64;
+        r.max_lag_ns = r.max_lag_ns.max(lag);
+        if i >= plan.warmup && r.lags.len() < r.lags.capacity() {
+            // Within the capacity reserved before the loop: no allocation.
+            r.lags.push(u32::try_from(lag).unwrap_or(u32::MAX));
+        }
         if i == plan.warmup {
             r.first_measured_ns = now;
             // Once per run: one getrusage syscall (the next pacing wait reads the clock afresh,
