@@ -60,13 +60,16 @@ fn stages(tag: &str, port: u16, extra: &[&str]) -> Value {
     read_json(&json)
 }
 
-/// Every run timed every measured message at every stage, and each stage's p50 is at least the
-/// p50 of the stage it comes after. Two stages are not ordered: latency-sub and archive A are
-/// two consumers of the same log, each after the offer, neither after the other (on a loaded
-/// machine the archive got a message before latency-sub at p50: a CI run had received 1,274 µs
-/// and recorded 1,177 µs). So "received" and "recorded by archive A" are each checked against
-/// "offer returned", and the replica against the archive it copies (per message too: the run
-/// is incomplete if a replica seems to hold a message before its source).
+/// Every run timed every measured message at every stage, from the intended and from the actual
+/// send time, and on both bases each stage's p50 is at least the p50 of the stage it comes
+/// after. Two stages are not ordered: latency-sub and archive A are two consumers of the same
+/// log, each after the offer, neither after the other (on a loaded machine the archive got a
+/// message before latency-sub at p50: a CI run had received 1,274 µs and recorded 1,177 µs).
+/// So "received" and "recorded by archive A" are each checked against "offer returned" (a round
+/// trip has no such stage), the echo against "received", and the replica against the archive
+/// it copies (per message too: the run is incomplete if a replica seems to hold a message
+/// before its source). And a message is never sent before it is due: from the actual send time
+/// no stage's p50 is above its p50 from the intended one.
 fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
     assert_eq!(v["complete"], true, "{v}");
     let runs = v["runs"].as_array().unwrap();
@@ -78,26 +81,37 @@ fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
         let stages = run["stages"].as_array().unwrap();
         let got: Vec<&str> = stages.iter().map(|s| s["stage"].as_str().unwrap()).collect();
         assert_eq!(got, names);
-        let p50 = |name: &str| {
-            stages.iter().find(|s| s["stage"] == name).unwrap()["latency_ns"]["p50"]
-                .as_u64()
-                .unwrap()
+        let p50 = |name: &str, basis: &str| {
+            let s = stages.iter().find(|s| s["stage"] == name)?;
+            let s = if basis == "actual" { &s["actual"] } else { s };
+            s["latency_ns"]["p50"].as_u64()
         };
         for s in stages {
-            assert_eq!(s["count"], measured, "every measured message at {}: {s}", s["stage"]);
-            let after = match s["stage"].as_str().unwrap() {
+            let name = s["stage"].as_str().unwrap();
+            assert_eq!(s["count"], measured, "every measured message at {name}: {s}");
+            assert_eq!(
+                s["actual"]["count"], measured,
+                "every measured message at {name} from its actual send time: {s}"
+            );
+            let after = match name {
                 "offer returned" => None,
                 "replicated to archive B" => Some("recorded by archive A"),
+                "echoed back" => Some("received"),
                 _ => Some("offer returned"),
             };
-            if let Some(after) = after {
-                let (this, before) = (p50(s["stage"].as_str().unwrap()), p50(after));
-                assert!(
-                    this >= before,
-                    "{} p50 {this} ns before {after}'s {before} ns",
-                    s["stage"]
-                );
+            for basis in ["intended", "actual"] {
+                let this = p50(name, basis).unwrap();
+                if let Some(before) = after.and_then(|a| p50(a, basis)) {
+                    assert!(
+                        this >= before,
+                        "{name} p50 {this} ns from the {basis} send time before {after:?}'s {before} ns"
+                    );
+                }
             }
+            assert!(
+                p50(name, "actual").unwrap() <= p50(name, "intended").unwrap(),
+                "{name}: from the actual send time slower than from the intended one: {s}"
+            );
             assert!(s["in_flight"].as_f64().unwrap() > 0.0, "{s}");
             assert!(!s["guarantees"].as_str().unwrap().is_empty());
         }
@@ -117,6 +131,17 @@ fn one_archive_times_every_message_at_sync_0_and_1() {
     }
     let v = stages("one-archive", 18_110, &["--sync", "0,1"]);
     every_message_at_every_stage(&v, &[0, 1], &["offer returned", "received", "recorded by archive A"]);
+}
+
+#[test]
+fn round_trips_add_the_echo_stage() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !java_here() {
+        return;
+    }
+    let v = stages("rtt", 18_130, &["--sync", "0", "--mode", "rtt"]);
+    every_message_at_every_stage(&v, &[0], &["received", "echoed back", "recorded by archive A"]);
+    assert_eq!(v["runs"][0]["rtt"], true);
 }
 
 #[test]

@@ -306,6 +306,7 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
             available,
             floor,
             bin_dir: bin_dir(),
+            send_lags: false,
         },
     })
 }

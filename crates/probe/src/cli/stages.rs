@@ -23,6 +23,10 @@ pub struct StagesArgs {
     /// Add archive B (its own driver and directories) replicating archive A's recording live
     #[arg(long)]
     pub replicate: bool,
+    /// one-way; or rtt: latency-sub echoes every message on stream 1002 and latency-pub waits
+    /// for each echo (one message in flight), adding the stage "echoed back"
+    #[arg(long, default_value = "one-way")]
+    pub mode: crate::model::RunMode,
     /// Measured seconds per sync level (after the warm-up)
     #[arg(long, default_value_t = 3.0)]
     pub duration: f64,
@@ -94,7 +98,10 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
         trial: Trial {
             channel: "aeron:ipc".into(),
             stream: 1001,
-            pong: None,
+            pong: (a.mode == crate::model::RunMode::Rtt).then(|| crate::run::PongPath {
+                channel: "aeron:ipc".into(),
+                stream: 1002,
+            }),
             publication: crate::model::PublicationKind::Exclusive,
             duration_s: a.duration,
             rate: a.rate,
@@ -115,6 +122,7 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
             available: aeron_latency::messaging::available_cores(),
             floor: Duration::ZERO,
             bin_dir: crate::run::process::bin_dir(),
+            send_lags: true,
         },
         syncs: a.sync.clone(),
         replicate: a.replicate,
@@ -178,25 +186,43 @@ fn write(a: &StagesArgs, r: &StagesReport) -> Result<(), Failure> {
         let p = dir.join("report.json");
         crate::render::files::write_json(r, &p).map_err(|e| fail(&p, e))?;
         for run in &r.runs {
-            let mut series = Vec::new();
-            for s in &run.stages {
-                let Ok(h) = crate::model::decode(&s.histogram) else {
+            for actual in [false, true] {
+                let suffix = if actual { "-actual" } else { "" };
+                let mut series = Vec::new();
+                for s in &run.stages {
+                    let encoded = if actual {
+                        match &s.actual {
+                            Some(a) => &a.histogram,
+                            None => continue,
+                        }
+                    } else {
+                        &s.intended.histogram
+                    };
+                    let Ok(h) = crate::model::decode(encoded) else {
+                        continue;
+                    };
+                    let p = dir.join(format!("sync-{}-{}{suffix}.hgrm", run.sync, s.stage.replace(' ', "-")));
+                    crate::render::files::write_atomically(&p, |out| crate::render::hgrm::write_hgrm(&h, out, 1000.0))
+                        .map_err(|e| fail(&p, e))?;
+                    series.push((s.stage.clone(), h));
+                }
+                if series.is_empty() {
                     continue;
-                };
-                let p = dir.join(format!("sync-{}-{}.hgrm", run.sync, s.stage.replace(' ', "-")));
-                crate::render::files::write_atomically(&p, |out| crate::render::hgrm::write_hgrm(&h, out, 1000.0))
-                    .map_err(|e| fail(&p, e))?;
-                series.push((s.stage.clone(), h));
+                }
+                let p = dir.join(format!("stages-sync-{}{suffix}.svg", run.sync));
+                let refs: Vec<(&str, &hdrhistogram::Histogram<u64>)> =
+                    series.iter().map(|(n, h)| (n.as_str(), h)).collect();
+                let from = if actual { "actual" } else { "intended" };
+                crate::render::svg::spectrum_svg(
+                    &refs,
+                    &format!(
+                        "latency at each durability stage from the {from} send time, archive sync level {}",
+                        run.sync
+                    ),
+                    &p,
+                )
+                .map_err(|e| Failure::incomplete(format!("could not draw {}: {e}", p.display())))?;
             }
-            let p = dir.join(format!("stages-sync-{}.svg", run.sync));
-            let refs: Vec<(&str, &hdrhistogram::Histogram<u64>)> =
-                series.iter().map(|(n, h)| (n.as_str(), h)).collect();
-            crate::render::svg::spectrum_svg(
-                &refs,
-                &format!("latency at each durability stage, archive sync level {}", run.sync),
-                &p,
-            )
-            .map_err(|e| Failure::incomplete(format!("could not draw {}: {e}", p.display())))?;
         }
     }
     Ok(())
@@ -221,7 +247,7 @@ pub fn text(r: &StagesReport) -> String {
 fn table(o: &mut String, run: &SyncRun) {
     let _ = writeln!(
         o,
-        "\nsync level {} ({}){}: {} measured messages at {:.0} msg/s{}",
+        "\nsync level {} ({}){}{}: {} measured messages at {:.0} msg/s{}",
         run.sync,
         match run.sync {
             0 => "page cache",
@@ -229,34 +255,39 @@ fn table(o: &mut String, run: &SyncRun) {
             _ => "fsync data and metadata",
         },
         if run.replicated { ", archive B replicating" } else { "" },
+        if run.rtt { ", round trips" } else { "" },
         run.measured,
         run.rate_achieved,
         if run.complete { "" } else { ", INCOMPLETE" }
     );
-    let _ = writeln!(
+    let rows: Vec<Row<'_>> = run
+        .stages
+        .iter()
+        .map(|s| {
+            (
+                s.stage.as_str(),
+                s.intended.count,
+                &s.intended.latency_ns,
+                s.intended.added_p50_ns,
+                s.intended.in_flight,
+            )
+        })
+        .collect();
+    rows_table(
         o,
-        "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10}",
-        "stage", "count", "p50", "p90", "p99", "p99.9", "max", "+p50", "in flight"
+        "from the intended send time (the schedule: the publisher's own lateness included)",
+        &rows,
     );
-    for s in &run.stages {
-        let l = &s.latency_ns;
-        let _ = writeln!(
-            o,
-            "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10.2}",
-            s.stage,
-            s.count,
-            format_ns(l.p50),
-            format_ns(l.p90),
-            format_ns(l.p99),
-            format_ns(l.p999),
-            format_ns(l.max),
-            s.added_p50_ns.map_or("-".to_owned(), |d| if d < 0 {
-                format!("-{}", format_ns(d.unsigned_abs()))
-            } else {
-                format!("+{}", format_ns(d as u64))
-            }),
-            s.in_flight
-        );
+    let actual: Vec<Row<'_>> = run
+        .stages
+        .iter()
+        .filter_map(|s| {
+            let a = s.actual.as_ref()?;
+            Some((s.stage.as_str(), a.count, &a.latency_ns, a.added_p50_ns, a.in_flight))
+        })
+        .collect();
+    if !actual.is_empty() {
+        rows_table(o, "from the actual send time (each stage's own cost)", &actual);
     }
     let w = &run.watcher;
     let _ = writeln!(
@@ -277,5 +308,36 @@ fn table(o: &mut String, run: &SyncRun) {
     );
     for n in &run.notes {
         let _ = writeln!(o, "  note: {n}");
+    }
+}
+
+/// One row of a stage table: stage, count, latency, added p50, in flight.
+type Row<'a> = (&'a str, u64, &'a crate::model::Stats, Option<i64>, f64);
+
+fn rows_table(o: &mut String, title: &str, rows: &[Row<'_>]) {
+    let _ = writeln!(o, "  {title}");
+    let _ = writeln!(
+        o,
+        "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10}",
+        "stage", "count", "p50", "p90", "p99", "p99.9", "max", "+p50", "in flight"
+    );
+    for (stage, count, l, added, in_flight) in rows {
+        let _ = writeln!(
+            o,
+            "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10.2}",
+            stage,
+            count,
+            format_ns(l.p50),
+            format_ns(l.p90),
+            format_ns(l.p99),
+            format_ns(l.p999),
+            format_ns(l.max),
+            added.map_or("-".to_owned(), |d| if d < 0 {
+                format!("-{}", format_ns(d.unsigned_abs()))
+            } else {
+                format!("+{}", format_ns(d as u64))
+            }),
+            in_flight
+        );
     }
 }

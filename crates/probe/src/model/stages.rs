@@ -5,10 +5,13 @@ use crate::model::Stats;
 use serde::{Deserialize, Serialize};
 
 /// How each stage is timed; the report carries it verbatim.
-pub const STAGES_TIMING_MODEL: &str = "every stage is timed from each measured message's intended send \
-time (its place in the fixed-rate schedule, which latency-pub reports) on CLOCK_MONOTONIC, one clock for every \
-process on this host. offer returned: latency-pub's clock read after the commit; received: latency-sub's clock \
-read when it decoded the message; recorded by archive A (B): a watcher thread in latency-probe reads archive A's \
+pub const STAGES_TIMING_MODEL: &str = "every stage is timed twice on CLOCK_MONOTONIC, one clock for every \
+process on this host: from each measured message's intended send time (its place in the fixed-rate schedule, \
+which latency-pub reports: what a caller on a schedule waits, the publisher's own lateness included) and from \
+its actual send time (the clock read stamped into the message when its claim succeeded, which latency-pub logs \
+per message: the stage's own cost). offer returned: latency-pub's clock read after the commit (one-way mode \
+only: a round trip has no clock read there); received: latency-sub's clock read when it decoded the message; \
+echoed back (--mode rtt): latency-pub's clock read when it decoded latency-sub's echo; recorded by archive A (B): a watcher thread in latency-probe reads archive A's \
 (B's) recording position counter (type 100) from its media driver's cnc.dat, sleeping between reads, and a \
 message counts as recorded at the first read that shows the recording past its last byte. A recorded stage is \
 therefore late by up to one watcher period (its resolution: the gaps between the watcher's reads, printed with \
@@ -17,15 +20,29 @@ the stages), never early";
 /// One stage of one sync level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
-    /// `offer returned`, `received`, `recorded by archive A`, `replicated to archive B`.
+    /// `offer returned`, `received`, `echoed back`, `recorded by archive A`, `replicated to
+    /// archive B`.
     pub stage: String,
     /// What surviving this stage means (process crash, host crash, disk loss).
     pub guarantees: String,
+    /// The stage timed from each message's intended send time (its fields sit at the top level
+    /// of the stage in JSON).
+    #[serde(flatten)]
+    pub intended: StageTiming,
+    /// The same stage timed from each message's actual send time (none: latency-pub logged no
+    /// send times).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual: Option<StageTiming>,
+}
+
+/// A stage timed from one send time: the intended one or the actual one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageTiming {
     /// Measured messages timed at this stage.
     pub count: u64,
-    /// Latency from the intended send time, ns.
+    /// Latency from that send time, ns.
     pub latency_ns: Stats,
-    /// p50 added over the previous stage, ns (none for the first).
+    /// p50 added over the previous stage's (from the same send time), ns (none for the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_p50_ns: Option<i64>,
     /// Little's law: achieved rate x mean latency at this stage, messages a service waiting for
@@ -58,6 +75,9 @@ pub struct SyncRun {
     pub sync: u8,
     /// Whether archive B replicated archive A's recording live.
     pub replicated: bool,
+    /// Round trips (`--mode rtt`): latency-sub echoed every message.
+    #[serde(default)]
+    pub rtt: bool,
     /// Measured messages sent.
     pub measured: u64,
     /// Messages per second achieved.

@@ -1,6 +1,7 @@
 //! `latency-probe stages` (seed 004): one run timed at each durability stage, per archive sync
-//! level: the offer returned, latency-sub received the message, Aeron Archive A recorded it,
-//! and (with `--replicate`) archive B replicated it.
+//! level: the offer returned (one-way), latency-sub received the message, latency-pub got its
+//! echo back (`--mode rtt`), Aeron Archive A recorded it, and (with `--replicate`) archive B
+//! replicated it.
 //!
 //! # Guarantees
 //! - Each sync level runs with fresh archives ([`crate::run::archive`]): archive A records the
@@ -13,11 +14,12 @@
 //!   with its time into memory allocated before the run. Its resolution (the gaps between its
 //!   reads) and its CPU time are measured and reported.
 //! - Every measured message is timed at every stage from its intended send time (latency-pub
-//!   reports its schedule); a stage that did not time every measured message makes the run
-//!   incomplete, and says how many it missed.
+//!   reports its schedule) and from its actual send time (latency-pub logs each message's lag
+//!   behind the schedule, `--send-lags`); a stage that did not time every measured message on
+//!   both bases makes the run incomplete, and says how many it missed.
 
 use crate::measure::histogram::{new_latency_histogram, record_saturating};
-use crate::model::{Stage, StagesReport, Stats, SyncRun, Watcher, STAGES_TIMING_MODEL};
+use crate::model::{Stage, StageTiming, StagesReport, Stats, SyncRun, Watcher, STAGES_TIMING_MODEL};
 use crate::run::archive::{ArchiveError, ArchiveProcess, ArchiveSpec, Java, AERON_JAR_VERSION};
 use crate::run::trial::{Place, Trial};
 use crate::sys::clock::now_ns;
@@ -57,7 +59,7 @@ pub struct StagesPlan {
 }
 
 /// What each stage guarantees once a message reached it.
-const GUARANTEES: [(&str, &str); 4] = [
+const GUARANTEES: [(&str, &str); 5] = [
     (
         "offer returned",
         "in the publication's log in shared memory: survives nothing of the publisher's (a crash of its \
@@ -66,6 +68,11 @@ const GUARANTEES: [(&str, &str); 4] = [
     (
         "received",
         "in another process: survives the publisher's crash, not a host crash",
+    ),
+    (
+        "echoed back",
+        "the sender knows another process holds it (an acknowledgement): it may forget it, unless it must \
+         survive that process's host",
     ),
     (
         "recorded by archive A",
@@ -187,33 +194,59 @@ fn recorded_times(log: &PositionLog, start: i64, first: u64, count: u64, term: i
     out
 }
 
-/// The histogram of `times` from each message's intended time, and how many were timed.
-fn recorded_stage(times: &[Option<i64>], first: u64, intended: impl Fn(u64) -> i64) -> (Histogram<u64>, u64) {
+/// The histogram of `times` from each message's send time (`sent(k)`: intended or actual), and
+/// how many were timed.
+fn recorded_stage(times: &[Option<i64>], first: u64, sent: impl Fn(u64) -> i64) -> (Histogram<u64>, u64) {
     let mut h = new_latency_histogram();
     let mut timed = 0;
     for (i, t) in times.iter().enumerate() {
         if let Some(t) = t {
-            record_saturating(&mut h, (t - intended(first + i as u64)).max(0) as u64);
+            record_saturating(&mut h, (t - sent(first + i as u64)).max(0) as u64);
             timed += 1;
         }
     }
     (h, timed)
 }
 
-fn stage(name: &str, h: &Histogram<u64>, rate: f64, previous_p50: Option<u64>) -> Stage {
-    let stats = Stats::from_histogram(h);
-    Stage {
-        stage: name.to_owned(),
-        guarantees: GUARANTEES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(String::new(), |(_, g)| (*g).to_owned()),
-        count: h.len(),
-        latency_ns: stats,
-        added_p50_ns: previous_p50.map(|p| stats.p50 as i64 - p as i64),
-        in_flight: rate * stats.mean / 1e9,
-        histogram: crate::model::encode(h),
+/// One stage's histograms: from the intended send time, and from the actual one.
+struct Timing {
+    name: &'static str,
+    intended: Histogram<u64>,
+    actual: Option<Histogram<u64>>,
+}
+
+/// The stages in order, each with its added p50 over the one before (on the same basis) and
+/// its Little's-law concurrency.
+fn stages_of(timings: &[Timing], rate: f64) -> Vec<Stage> {
+    let timed = |h: &Histogram<u64>, prev: Option<&StageTiming>| {
+        let stats = Stats::from_histogram(h);
+        StageTiming {
+            count: h.len(),
+            latency_ns: stats,
+            added_p50_ns: prev.map(|p| stats.p50 as i64 - p.latency_ns.p50 as i64),
+            in_flight: rate * stats.mean / 1e9,
+            histogram: crate::model::encode(h),
+        }
+    };
+    let mut out: Vec<Stage> = Vec::new();
+    for t in timings {
+        let prev = out.last();
+        let intended = timed(&t.intended, prev.map(|p| &p.intended));
+        let actual = t
+            .actual
+            .as_ref()
+            .map(|h| timed(h, prev.and_then(|p| p.actual.as_ref())));
+        out.push(Stage {
+            stage: t.name.to_owned(),
+            guarantees: GUARANTEES
+                .iter()
+                .find(|(n, _)| *n == t.name)
+                .map_or(String::new(), |(_, g)| (*g).to_owned()),
+            intended,
+            actual,
+        });
     }
+    out
 }
 
 /// Why `stages` stopped.
@@ -381,17 +414,59 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
     let mut notes = Vec::new();
     let names = ["recorded by archive A", "replicated to archive B"];
     let decode = |s: Option<&String>| s.and_then(|s| crate::model::decode(s).ok());
-    let mut stages = Vec::new();
-    let mut prev = None;
-    if let Some(h) = decode(publ.offer_returned_histogram.as_ref()) {
-        let s = stage("offer returned", &h, rate, prev);
-        prev = Some(s.latency_ns.p50);
-        stages.push(s);
+    // Each measured message's actual send time: its intended one plus the lag latency-pub logged.
+    let lags = measured.send_lags.as_deref().filter(|l| l.len() as u64 == count);
+    if lags.is_none() {
+        notes.push(format!(
+            "latency-pub logged {} send lags for {count} measured messages: the stages are not timed from the actual \
+             send time",
+            measured.send_lags.as_ref().map_or(0, Vec::len)
+        ));
     }
-    if let Some(h) = decode(report.histograms.as_ref().map(|h| &h.intended)) {
-        let s = stage("received", &h, rate, prev);
-        prev = Some(s.latency_ns.p50);
-        stages.push(s);
+    let actual_ns = |k: u64| lags.map(|l| pacer.intended_ns(k) + i64::from(l[(k - first) as usize]));
+    let mut timings = Vec::new();
+    let rtt = plan.trial.pong.is_some();
+    if rtt {
+        notes.push(
+            "offer returned is not a stage of a round trip: latency-pub reads no clock between the commit and the \
+             echo"
+                .into(),
+        );
+    } else if let Some(h) = decode(publ.offer_returned_histogram.as_ref()) {
+        timings.push(Timing {
+            name: "offer returned",
+            intended: h,
+            actual: decode(publ.publish_cost_histogram.as_ref()).filter(|_| lags.is_some()),
+        });
+    }
+    // One-way: latency-sub's report is the run's; round trips: pong's.
+    let received = if rtt {
+        measured.pong.as_ref().and_then(|p| p.histograms.as_ref())
+    } else {
+        report.histograms.as_ref()
+    };
+    match received {
+        Some(h) => {
+            if let Some(intended) = decode(Some(&h.intended)) {
+                timings.push(Timing {
+                    name: "received",
+                    intended,
+                    actual: decode(Some(&h.actual)).filter(|_| lags.is_some()),
+                });
+            }
+        }
+        None => notes.push("latency-sub wrote no histograms: the received stage is missing".into()),
+    }
+    if rtt {
+        if let Some(h) = report.histograms.as_ref() {
+            if let Some(intended) = decode(Some(&h.intended)) {
+                timings.push(Timing {
+                    name: "echoed back",
+                    intended,
+                    actual: decode(Some(&h.actual)).filter(|_| lags.is_some()),
+                });
+            }
+        }
     }
     let times: Vec<Vec<Option<i64>>> = watched
         .logs
@@ -429,7 +504,7 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
         }
     }
     for (i, log) in watched.logs.iter().enumerate() {
-        let (h, timed) = recorded_stage(&times[i], first, |k| pacer.intended_ns(k));
+        let (intended, timed) = recorded_stage(&times[i], first, |k| pacer.intended_ns(k));
         if timed < count {
             notes.push(format!(
                 "{}: timed {timed} of {count} measured messages (the archive had not recorded the rest {} s after the run)",
@@ -443,15 +518,25 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
                 names[i], log.overflow
             ));
         }
-        let s = stage(names[i], &h, rate, prev);
-        prev = Some(s.latency_ns.p50);
-        stages.push(s);
+        let actual = lags.map(|_| recorded_stage(&times[i], first, |k| actual_ns(k).unwrap_or(0)).0);
+        timings.push(Timing {
+            name: names[i],
+            intended,
+            actual,
+        });
     }
-    let complete = report.complete && stages.iter().all(|s| s.count == count) && report.lost == 0 && out_of_order == 0;
+    let stages = stages_of(&timings, rate);
+    let complete = report.complete
+        && stages
+            .iter()
+            .all(|s| s.intended.count == count && s.actual.as_ref().is_some_and(|a| a.count == count))
+        && report.lost == 0
+        && out_of_order == 0;
     notes.extend(report.notes.iter().cloned());
     Ok(SyncRun {
         sync,
         replicated: plan.replicate,
+        rtt,
         measured: count,
         rate_achieved: rate,
         stages,

@@ -65,6 +65,8 @@ pub struct Trial {
     pub floor: Duration,
     /// The directory holding the `latency-sub` and `latency-pub` binaries.
     pub bin_dir: PathBuf,
+    /// Have latency-pub log each measured message's send lag ([`Measured::send_lags`]).
+    pub send_lags: bool,
 }
 
 impl Trial {
@@ -103,6 +105,11 @@ pub struct Measured {
     pub pub_status: Option<ExitStatus>,
     /// latency-sub's exit (none: it could not be waited for).
     pub sub_status: Option<ExitStatus>,
+    /// With [`Trial::send_lags`]: each measured message's actual send time less its intended
+    /// one, ns, in send order (none: latency-pub wrote no log).
+    pub send_lags: Option<Vec<u32>>,
+    /// Round trips: pong's own report (its one-way view of the messages it echoed).
+    pub pong: Option<Report>,
 }
 
 /// Why one measurement produced no report.
@@ -184,6 +191,7 @@ struct Children {
     pub_json: PathBuf,
     sub_raw: PathBuf,
     pub_raw: PathBuf,
+    pub_lags: PathBuf,
 }
 
 fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
@@ -261,6 +269,10 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
     if let Some(c) = t.pub_core {
         common.extend(["--core".into(), s(&c)]);
     }
+    let pub_lags = tmp.join("pub.lags");
+    if t.send_lags {
+        common.extend(["--send-lags".into(), s(&pub_lags.display())]);
+    }
     Children {
         sub_args,
         pub_args: common,
@@ -268,6 +280,7 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
         pub_json,
         sub_raw,
         pub_raw,
+        pub_lags,
     }
 }
 
@@ -371,6 +384,12 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
     let sub_report: Option<Report> = read(&c.sub_json).and_then(|b| serde_json::from_slice(&b).ok());
     let read_raw = |p: &PathBuf| -> Option<RawJitter> { serde_json::from_slice(&read(p)?).ok() };
     let (sub_jitter, pub_jitter) = (read_raw(&c.sub_raw), read_raw(&c.pub_raw));
+    let send_lags: Option<Vec<u32>> = read(&c.pub_lags).map(|b| {
+        b.chunks_exact(4)
+            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+            .collect()
+    });
+    let mut pong = None;
     let h = match &meter {
         Ok(log) => crate::analysis::jitter::Hiccup::Ran(log),
         Err(why) => crate::analysis::jitter::Hiccup::Skipped(why.to_string()),
@@ -391,6 +410,7 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
         report.env.driver_kind = if at.embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
         report.env.driver_version = at.driver_version.to_owned();
         add_pong(&mut report, sub_report.as_ref());
+        pong = sub_report;
         report.notes.extend(notes);
         match (&pub_jitter, diag_on) {
             (Some(pj), _) => crate::report::build::attach(&mut report, pj, sub_jitter.as_ref(), &h, t.explain),
@@ -437,6 +457,8 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
         report,
         pub_status,
         sub_status,
+        send_lags,
+        pong,
     })
 }
 
@@ -501,6 +523,7 @@ mod tests {
             available: vec![0, 1, 2, 3],
             floor: Duration::ZERO,
             bin_dir: PathBuf::from("/nonexistent"),
+            send_lags: false,
         }
     }
 
