@@ -9,8 +9,11 @@
 // archive B (with --replicate-from) waits for the source archive's recording, replicates it
 // live and prints `REPLICATING <source id> <replication id> <start position>`. It runs until its standard input closes
 // (latency-probe holds the other end: if latency-probe dies, this exits too) or it is killed.
-// Progress goes to stderr; a failure is one line on stderr starting with `ArchiveStage:` and
-// exit 1.
+// Progress goes to stderr; a failure to start is one line on stderr starting with `ArchiveStage:`
+// and exit 1. An error of the running archive (a full disk: `java.io.IOException - No space left
+// on device`) is one line on stdout starting with `ArchiveStage: ERROR `, at once; archive A then
+// stops its recording, so the stream's publisher is not held back by a recorder that cannot
+// write.
 import io.aeron.Aeron;
 import io.aeron.archive.Archive;
 import io.aeron.archive.ArchiveThreadingMode;
@@ -29,8 +32,20 @@ public final class ArchiveStage
     /** Set when latency-probe closes our standard input: time to stop. */
     static volatile boolean stop = false;
 
+    /** Set when the archive reported an error (it is on stdout already). */
+    static volatile boolean failed = false;
+
+    static synchronized void error(final String what)
+    {
+        System.out.println("ArchiveStage: ERROR " + what.replace('\n', ' '));
+        System.out.flush();
+        failed = true;
+    }
+
     public static void main(final String[] args)
     {
+        // An agent thread that dies (it should not) is said too, not only printed to stderr.
+        Thread.setDefaultUncaughtExceptionHandler((t, e) -> error("thread " + t.getName() + " died: " + e));
         final Thread stdin = new Thread(() ->
         {
             try
@@ -110,7 +125,12 @@ public final class ArchiveStage
             .threadingMode(ArchiveThreadingMode.SHARED)
             .idleStrategySupplier(() -> new BackoffIdleStrategy(10, 20, 1_000, 100_000))
             .fileSyncLevel(sync)
-            .catalogFileSyncLevel(sync);
+            .catalogFileSyncLevel(sync)
+            // The mark file holds the archive's error log: kept in the driver's directory (shared
+            // memory), off the archive's disk, so a full disk does not fault the thread writing
+            // the error (it did: the error was lost and the conductor died).
+            .markFileDir(new File(a.get("aeron-dir")))
+            .errorHandler(t -> error(t.toString()));
         try (ArchivingMediaDriver ignored = ArchivingMediaDriver.launch(driver, archive);
             AeronArchive client = AeronArchive.connect(new AeronArchive.Context()
                 .aeronDirectoryName(a.get("aeron-dir"))
@@ -150,8 +170,23 @@ public final class ArchiveStage
                     System.out.flush();
                 }
             }
+            boolean released = false;
             while (!stop)
             {
+                if (failed && !released && !a.containsKey("replicate-from"))
+                {
+                    // A recorder that cannot write would hold the stream's publisher back for
+                    // good: stop recording, the error is said.
+                    released = true;
+                    try
+                    {
+                        client.stopRecording(channel, stream);
+                    }
+                    catch (final Exception ex)
+                    {
+                        System.err.println("ArchiveStage: stopRecording failed: " + ex);
+                    }
+                }
                 Thread.sleep(20);
             }
         }

@@ -369,3 +369,162 @@ fn children_named(parent: u32, name: &str) -> bool {
         &stat[open + 1..close] == name && ppid == Some(parent)
     })
 }
+
+/// A run whose recordings cannot fit where `--archive-dir` points is refused before anything
+/// starts (no Java needed to get that far), with what it needs, what is free and the fixes; so
+/// is an `--archive-dir` that is not a directory.
+#[test]
+fn an_archive_dir_without_room_is_refused_before_anything_starts() {
+    // 4,000,000,000 messages of 96-byte frames: 384 GB, more than any disk this runs on.
+    let out = run_probe(&[
+        "stages",
+        "--rate",
+        "1000000",
+        "--duration",
+        "4000",
+        "--archive-dir",
+        "/tmp",
+        "--control-port",
+        "18170",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("latency-probe stages: /tmp has ")
+            && err.contains("MiB free and the run needs about 366")
+            && err.contains("--archive-dir")
+            && err.contains("--duration"),
+        "{err}"
+    );
+    assert!(helpers("18170").is_empty());
+    let out = run_probe(&["stages", "--archive-dir", "/nonexistent-archive-dir"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--archive-dir /nonexistent-archive-dir: not a directory") && err.contains("mkdir -p"),
+        "{err}"
+    );
+}
+
+/// A small tmpfs mounted for one test, unmounted when dropped.
+struct Mounted(std::path::PathBuf);
+
+impl Mounted {
+    /// Mounts a tmpfs of `mib` MiB (needs root; `None` where mounting is not allowed).
+    fn tmpfs(tag: &str, mib: u64) -> Option<Mounted> {
+        let dir = common::scratch(tag);
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(&dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            Some(Mounted(dir))
+        } else {
+            let _ = std::fs::remove_dir_all(&dir);
+            None
+        }
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A disk that fills up while archive A records: the run still finishes and reports what it
+/// measured (marked incomplete, the recorded stage cut short), the error names the archive,
+/// the full disk and the fix, exit 1, and nothing is left running or on disk. The disk is a
+/// 200 MiB tmpfs (Aeron Archive wants 128 MiB free to start a recording) that the test fills
+/// once the recording has begun.
+#[test]
+fn a_disk_that_fills_up_mid_run_is_named_and_what_was_measured_is_kept() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !java_here() {
+        return;
+    }
+    let Some(disk) = Mounted::tmpfs("stages-full-disk", 200) else {
+        eprintln!("a full disk not tested here: mounting a tmpfs needs root");
+        return;
+    };
+    let json = tmp_json("full-disk");
+    let archive_dir = disk.0.to_str().unwrap().to_owned();
+    let mut child = Command::new(common::bin("latency-probe"))
+        .args([
+            "stages",
+            "--rate",
+            "5000",
+            "--warmup",
+            "2000",
+            "--duration",
+            "6",
+            "--sync",
+            "0",
+        ])
+        .args(["--control-port", "18180", "--archive-dir", &archive_dir])
+        .args(["--json", json.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("latency-probe starts");
+    let probe_pid = child.id();
+    // Once archive A's first segment file exists, the recording is under way: fill the disk.
+    let archive = disk.0.join(format!("latency-stages-{probe_pid}/sync-0-archive-1"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_dir(&archive)
+        .map(|d| d.flatten().any(|e| e.path().extension().is_some_and(|x| x == "rec")))
+        .unwrap_or(false)
+    {
+        assert!(Instant::now() < deadline, "archive A never started recording");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let filled = Command::new("dd")
+        .args(["if=/dev/zero", "bs=1M"])
+        .arg(format!("of={}", disk.0.join("filler").display()))
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(!filled.success(), "dd stops when the disk is full");
+    let status = latency_probe::run::process::wait_bounded(&mut child, Duration::from_secs(120)).expect("it exits");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "exit 1 (incomplete): {err}");
+    assert!(
+        err.contains("archive A: the disk under")
+            && err.contains("filled up during the run (No space left on device)")
+            && err.contains("--archive-dir"),
+        "{err}"
+    );
+    let v = read_json(&json);
+    assert_eq!(v["complete"], false);
+    let run = &v["runs"][0];
+    assert_eq!(run["complete"], false);
+    let measured = run["measured"].as_u64().unwrap();
+    assert_eq!(measured, 30_000, "the run went on to the end: {run}");
+    let count = |name: &str| {
+        run["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["stage"] == name)
+            .unwrap()["count"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(count("received"), measured, "latency-sub got every message");
+    let recorded = count("recorded by archive A");
+    assert!(recorded < measured, "the recording stopped early: {recorded}");
+    assert!(
+        run["notes"][0].as_str().unwrap().contains("No space left on device"),
+        "{run}"
+    );
+    assert!(helpers("18180").is_empty(), "an archive was left running");
+    assert!(shm_left_by(probe_pid).is_empty());
+    assert!(!disk.0.join(format!("latency-stages-{probe_pid}")).exists());
+}

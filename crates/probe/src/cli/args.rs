@@ -236,6 +236,12 @@ impl RunArgs {
         Ok(())
     }
 
+    /// Messages sent: the warm-up and the measured ones.
+    #[must_use]
+    pub fn total_messages(&self) -> u64 {
+        self.warmup + (self.duration * self.rate as f64).round() as u64
+    }
+
     /// Seconds from the first warm-up message to the last measured one, on schedule.
     #[must_use]
     pub fn seconds(&self) -> f64 {

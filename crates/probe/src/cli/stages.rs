@@ -10,6 +10,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Aeron Archive's default low-storage threshold (one 128 MiB segment): it refuses to start a
+/// recording with less free space than that.
+pub const LOW_STORAGE_THRESHOLD: u64 = 128 << 20;
+
 /// Program name in messages.
 pub const STAGES: &str = "latency-probe stages";
 
@@ -48,6 +52,10 @@ pub struct StagesArgs {
     /// replication channel and archive B's two
     #[arg(long = "control-port", default_value_t = 18_010)]
     pub control_port: u16,
+    /// Directory the archives record into (each run makes its own directory inside and removes
+    /// it): put it on the disk whose fsync you mean to measure [default: the temp directory]
+    #[arg(long = "archive-dir", value_name = "DIR")]
+    pub archive_dir: Option<PathBuf>,
     /// What the stage watcher sleeps between its reads of the recording positions, µs
     #[arg(long = "watch-sleep-us", default_value_t = 20)]
     pub watch_sleep_us: u64,
@@ -92,6 +100,29 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
         warmup: a.warmup,
     };
     run.validate()?;
+    let archive_dir = a.archive_dir.clone().unwrap_or_else(std::env::temp_dir);
+    if !archive_dir.is_dir() {
+        return Err(UsageError::new(format!(
+            "--archive-dir {}: not a directory; create it (mkdir -p {}) or pick another",
+            archive_dir.display(),
+            archive_dir.display()
+        ))
+        .into());
+    }
+    // What one sync level records per archive (its fresh archives are removed before the
+    // next), plus the free space Aeron Archive insists on before it starts a recording.
+    let archives = if a.replicate { 2 } else { 1 };
+    let frame = crate::analysis::tuning::frame_bytes(a.msg_size as u64);
+    let need = LOW_STORAGE_THRESHOLD + archives * run.total_messages() * frame;
+    if let Some(free) = crate::sys::doctor::free_bytes(&archive_dir) {
+        if free < need {
+            return Err(Failure::setup(crate::run::archive::ArchiveError::NoSpace {
+                dir: archive_dir,
+                need,
+                free,
+            }));
+        }
+    }
     let java = Java::find().map_err(Failure::setup)?;
     let (sub_core, pub_core) = crate::run::process::default_cores();
     Ok(StagesPlan {
@@ -128,6 +159,7 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
         replicate: a.replicate,
         java,
         control_port: a.control_port,
+        archive_dir,
         watch_sleep: Duration::from_micros(a.watch_sleep_us),
         term_length: a.term_length,
     })
@@ -152,7 +184,7 @@ pub fn stages(a: &StagesArgs) -> Result<(), Failure> {
         let partial = if report.runs.is_empty() {
             String::new()
         } else {
-            " (the runs before it are reported above)".to_owned()
+            " (what was measured is reported above)".to_owned()
         };
         return match e {
             crate::run::stages::StagesError::Archive(

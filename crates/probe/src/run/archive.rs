@@ -12,6 +12,9 @@
 //!   on that and deletes its Aeron directory), then after [`STOP_WAIT`] it is killed by pid;
 //!   its directories are removed either way. If latency-probe itself dies (Ctrl-C, a crash),
 //!   the kernel kills the helper (`PR_SET_PDEATHSIG`) and its standard input closes.
+//! - An error of the running archive (a full disk above all) reaches [`ArchiveProcess::failure`]
+//!   as soon as the helper says it (a line on its stdout); archive A then stops recording, so
+//!   the stream's publisher is never held back by a recorder that cannot write.
 //! - Why Java: the Aeron C archive client (`rusteron-archive`) needs Gradle to generate its
 //!   codecs at build time, which cannot run here without the network; Aeron's own Java archive
 //!   client runs from the `aeron-all` jar alone.
@@ -20,7 +23,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long an archive may take to come up (a cold JVM compiling the helper: 2–6 s here).
@@ -166,6 +169,31 @@ pub enum ArchiveError {
     },
     /// SIGINT or SIGTERM arrived while it was starting (it was stopped).
     Interrupted,
+    /// The filesystem of the archive directory has less room than the run records.
+    NoSpace {
+        /// The archive directory's parent (`--archive-dir`).
+        dir: PathBuf,
+        /// Bytes the run needs there.
+        need: u64,
+        /// Bytes free there.
+        free: u64,
+    },
+    /// Its disk filled up while it recorded (it stopped recording).
+    DiskFull {
+        /// Which archive.
+        name: String,
+        /// Its archive directory.
+        dir: PathBuf,
+        /// What it said.
+        said: String,
+    },
+    /// It reported another error while it ran.
+    Failed {
+        /// Which archive.
+        name: String,
+        /// What it said.
+        said: String,
+    },
     /// It exited before it was ready, or while the run needed it.
     Exited {
         /// Which archive.
@@ -212,6 +240,26 @@ impl fmt::Display for ArchiveError {
                     format!(": {last}")
                 }
             ),
+            ArchiveError::NoSpace { dir, need, free } => write!(
+                f,
+                "{} has {} MiB free and the run needs about {} MiB there (what it records, plus the 128 MiB \
+                 Aeron Archive wants free to start a recording); free space, point --archive-dir at a disk with \
+                 room, or shorten --duration",
+                dir.display(),
+                crate::units::thousands(free >> 20),
+                crate::units::thousands(need.div_ceil(1 << 20))
+            ),
+            ArchiveError::DiskFull { name, dir, said } => write!(
+                f,
+                "{name}: the disk under {} filled up during the run ({said}); it stopped recording, so the recorded \
+                 stages are cut short; free space there or point --archive-dir at a disk with room",
+                dir.display()
+            ),
+            ArchiveError::Failed { name, said } => write!(
+                f,
+                "{name} reported an error during the run: {said}; the recorded stages may be cut short; run again, \
+                 and if it recurs inspect the archive with Aeron's ArchiveTool"
+            ),
             ArchiveError::Exited { name, status, last } => write!(
                 f,
                 "{name} exited ({}){}; a full disk (the archive writes its recording), a port taken meanwhile, or \
@@ -244,7 +292,12 @@ pub struct ArchiveProcess {
     stdin: Option<ChildStdin>,
     stderr_log: PathBuf,
     lines: mpsc::Receiver<String>,
+    /// The `ArchiveStage: ERROR` lines it printed, as they came (its stdout reader fills it).
+    errors: Arc<Mutex<Vec<String>>>,
 }
+
+/// What the helper prints before an error of the running archive.
+const ERROR_PREFIX: &str = "ArchiveStage: ERROR ";
 
 /// Whether UDP `port` on 127.0.0.1 can be bound now.
 fn port_free(port: u16) -> bool {
@@ -312,6 +365,7 @@ impl ArchiveProcess {
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let (tx, lines) = mpsc::channel();
+        let errors = Arc::new(Mutex::new(Vec::new()));
         // Owned from here on: any error below stops the process (Drop).
         let mut a = ArchiveProcess {
             spec: spec.clone(),
@@ -319,13 +373,21 @@ impl ArchiveProcess {
             stdin,
             stderr_log,
             lines,
+            errors: errors.clone(),
         };
         if let Some(out) = stdout {
-            // A reader of its stdout (READY, RECORDING, REPLICATING): it ends with the process.
+            // A reader of its stdout (READY, RECORDING, REPLICATING, errors): it ends with the
+            // process.
             std::thread::Builder::new()
                 .name("archive-stdout".into())
                 .spawn(move || {
                     for line in BufReader::new(out).lines().map_while(Result::ok) {
+                        if let Some(e) = line.strip_prefix(ERROR_PREFIX) {
+                            errors
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                .push(e.to_owned());
+                        }
                         if tx.send(line).is_err() {
                             break;
                         }
@@ -388,6 +450,33 @@ impl ArchiveProcess {
                 status: None,
                 last: format!("it said '{line}', with no start position"),
             })
+    }
+
+    /// `Some(error)` when the archive reported an error while it ran (the first one): a full
+    /// disk is [`ArchiveError::DiskFull`], anything else [`ArchiveError::Failed`].
+    #[must_use]
+    pub fn failure(&self) -> Option<ArchiveError> {
+        let errors = self.errors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let said = errors.first()?.clone();
+        Some(
+            if said.contains("No space left on device") || said.contains("low storage threshold") {
+                ArchiveError::DiskFull {
+                    name: self.spec.name.clone(),
+                    dir: self.spec.archive_dir.clone(),
+                    said: said
+                        .split(" - ")
+                        .last()
+                        .filter(|_| said.contains("No space left on device"))
+                        .unwrap_or(&said)
+                        .to_owned(),
+                }
+            } else {
+                ArchiveError::Failed {
+                    name: self.spec.name.clone(),
+                    said,
+                }
+            },
+        )
     }
 
     /// `Some(error)` when the process has exited.

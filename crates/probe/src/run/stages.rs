@@ -52,6 +52,8 @@ pub struct StagesPlan {
     pub java: Java,
     /// Archive A's control port; A's replication port is the next, B's two follow.
     pub control_port: u16,
+    /// Where the archives' directories go (`--archive-dir`).
+    pub archive_dir: PathBuf,
     /// What the watcher sleeps between reads.
     pub watch_sleep: Duration,
     /// The archives' drivers' IPC term length.
@@ -293,7 +295,7 @@ pub fn run(plan: &StagesPlan) -> (StagesReport, Option<StagesError>) {
         }
         match run_one(plan, sync) {
             // What was measured before the signal is kept, marked incomplete.
-            Ok(mut r) if crate::sys::signals::interrupted() => {
+            Ok((mut r, _)) if crate::sys::signals::interrupted() => {
                 r.complete = false;
                 r.notes.push("interrupted (SIGINT or SIGTERM) during this run".into());
                 report.runs.push(r);
@@ -304,7 +306,12 @@ pub fn run(plan: &StagesPlan) -> (StagesReport, Option<StagesError>) {
                 failure = Some(StagesError::Interrupted);
                 break;
             }
-            Ok(r) => report.runs.push(r),
+            Ok((r, None)) => report.runs.push(r),
+            Ok((r, Some(e))) => {
+                report.runs.push(r);
+                failure = Some(e);
+                break;
+            }
             Err(e) => {
                 failure = Some(e);
                 break;
@@ -313,8 +320,14 @@ pub fn run(plan: &StagesPlan) -> (StagesReport, Option<StagesError>) {
     }
     // The helper's source and the archives' stderr logs (their last lines are in any error).
     let _ = std::fs::remove_dir_all(work_dir());
+    let _ = std::fs::remove_dir_all(archive_root(plan));
     report.complete = failure.is_none() && report.runs.iter().all(|r| r.complete);
     (report, failure)
+}
+
+/// Where the archives' directories go while they run.
+fn archive_root(plan: &StagesPlan) -> PathBuf {
+    plan.archive_dir.join(format!("latency-stages-{}", std::process::id()))
 }
 
 /// Where the helper's source and the archives' stderr logs go while they run.
@@ -322,13 +335,15 @@ fn work_dir() -> PathBuf {
     std::env::temp_dir().join(format!("latency-stages-{}", std::process::id()))
 }
 
-fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
+/// One sync level: the archives, the run, the watcher. A run that measured something comes
+/// back even when an archive failed meanwhile (with that failure).
+fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>), StagesError> {
     let pid = std::process::id();
     let work = work_dir();
     let spec = |name: &str, id: i64, port: u16, from: Option<u16>| ArchiveSpec {
         name: name.to_owned(),
         aeron_dir: PathBuf::from(format!("/dev/shm/latency-stages-{pid}-{sync}-{id}")),
-        archive_dir: work.join(format!("sync-{sync}-archive-{id}")),
+        archive_dir: archive_root(plan).join(format!("sync-{sync}-archive-{id}")),
         control_port: port,
         replication_port: port + 1,
         sync,
@@ -392,11 +407,39 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
     if let Some(b) = &mut b {
         b.stop();
     }
-    // An archive that died explains a failed run: say that first.
-    if let Some(e) = died.into_iter().next() {
-        return Err(StagesError::Archive(e));
+    // An archive that died, or said it failed (a full disk), explains a failed run: say that
+    // first. What was measured is kept: the run comes back with it, marked incomplete.
+    let trouble = died
+        .into_iter()
+        .next()
+        .or_else(|| a.failure())
+        .or_else(|| b.as_ref().and_then(ArchiveProcess::failure));
+    let measured = match measured {
+        Ok(m) => m,
+        Err(e) => return Err(trouble.map_or_else(|| StagesError::Run(e.to_string()), StagesError::Archive)),
+    };
+    match (assemble(plan, sync, measured, &watched, &starts, term, frame), trouble) {
+        (Ok(mut run), Some(t)) => {
+            run.complete = false;
+            run.notes.insert(0, t.to_string());
+            Ok((run, Some(StagesError::Archive(t))))
+        }
+        (Ok(run), None) => Ok((run, None)),
+        (Err(_), Some(t)) => Err(StagesError::Archive(t)),
+        (Err(e), None) => Err(e),
     }
-    let measured = measured.map_err(|e| StagesError::Run(e.to_string()))?;
+}
+
+/// One sync level's stages from what was measured and watched.
+fn assemble(
+    plan: &StagesPlan,
+    sync: u8,
+    measured: crate::run::trial::Measured,
+    watched: &Watched,
+    starts: &[Option<i64>],
+    term: i64,
+    frame: i64,
+) -> Result<SyncRun, StagesError> {
     let report = measured.report;
     let Some(publ) = report.publisher.as_ref() else {
         return Err(StagesError::Run("latency-pub wrote no report".into()));
@@ -471,7 +514,7 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<SyncRun, StagesError> {
     let times: Vec<Vec<Option<i64>>> = watched
         .logs
         .iter()
-        .zip(&starts)
+        .zip(starts)
         .map(|(log, start)| recorded_times(log, start.unwrap_or(i64::MAX), first, count, term, frame))
         .collect();
     for (i, start) in starts.iter().enumerate() {

@@ -162,13 +162,13 @@ impl Host {
 
 /// Free bytes where the logs go (statvfs, through the embedded driver's own check).
 #[cfg(feature = "embedded-driver")]
-fn free_bytes(dir: &Path) -> Option<u64> {
+pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
     aeron_latency::messaging::free_bytes(dir)
 }
 
 /// Without the embedded driver the check has nothing to read it with.
 #[cfg(not(feature = "embedded-driver"))]
-fn free_bytes(_: &Path) -> Option<u64> {
+pub(crate) fn free_bytes(_: &Path) -> Option<u64> {
     None
 }
 
