@@ -49,8 +49,9 @@ pub struct Args {
     #[command(flatten)]
     pub out: OutputArgs,
     /// Write each measured message's send lag (actual send time less intended, ns) to this
-    /// file: one little-endian u32 per message, in send order (`latency-probe stages` times
-    /// the archive stages from the actual send time with it)
+    /// file: one little-endian u32 per message (4294967295: 4.29 s or later), in send order;
+    /// held in memory during the run, 4 bytes per message (`latency-probe stages` times the
+    /// archive stages from the actual send time with it)
     #[arg(long = "send-lags", value_name = "FILE")]
     pub send_lags: Option<std::path::PathBuf>,
 }
@@ -124,14 +125,19 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     cfg.keep_lags = a.send_lags.is_some();
     let run = publisher::run(&cfg).map_err(Failure::setup)?;
     let r = &run.report;
-    if let Some(p) = &a.send_lags {
-        let bytes: Vec<u8> = run.lags.iter().flat_map(|l| l.to_le_bytes()).collect();
-        crate::render::files::write_atomically(p, |out| out.write_all(&bytes))
-            .map_err(|e| Failure::incomplete(format!("could not write --send-lags {}: {e}", p.display())))?;
-    }
+    // Written before the report, which is still emitted when this fails (then exit 1).
+    let lags_written = match &a.send_lags {
+        Some(p) => {
+            let bytes: Vec<u8> = run.lags.iter().flat_map(|l| l.to_le_bytes()).collect();
+            crate::render::files::write_atomically(p, |out| out.write_all(&bytes))
+                .map_err(|e| Failure::incomplete(format!("could not write --send-lags {}: {e}", p.display())))
+        }
+        None => Ok(()),
+    };
     a.diagnostics.write_raw(PROGRAM, r.raw_jitter.as_ref());
     if let Some(report) = publisher::rtt_report(&run, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN)) {
         a.out.emit(&render_text(&report), &report)?;
+        lags_written?;
         if !report.complete || report.lost > 0 {
             return Err(Failure::incomplete(format!(
                 "incomplete: {}",
@@ -141,6 +147,7 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
         return Ok(());
     }
     a.out.emit(&summary(r), r)?;
+    lags_written?;
     if !r.complete {
         return Err(Failure::incomplete(format!(
             "incomplete: {}",

@@ -416,6 +416,12 @@ pub(crate) fn hot_loop<D: Diagnostics>(
                 break;
             }
         };
+        let lag = (now - intended).max(0) as u64;
+        if i >= plan.warmup && r.lags.len() < r.lags.capacity() {
+            // Within the capacity reserved before the loop: no allocation. Before the echo
+            // wait, so a round trip that fails still has its message's lag.
+            r.lags.push(u32::try_from(lag).unwrap_or(u32::MAX));
+        }
         let done = match &mut echo {
             Some((sub, st)) => {
                 // No extra clock read inside the round trip: the echo's receive reading ends it
@@ -440,12 +446,7 @@ pub(crate) fn hot_loop<D: Diagnostics>(
         };
         after_commit = Some(done);
         r.sent = i + 1;
-        let lag = (now - intended).max(0) as u64;
         r.max_lag_ns = r.max_lag_ns.max(lag);
-        if i >= plan.warmup && r.lags.len() < r.lags.capacity() {
-            // Within the capacity reserved before the loop: no allocation.
-            r.lags.push(u32::try_from(lag).unwrap_or(u32::MAX));
-        }
         if i == plan.warmup {
             r.first_measured_ns = now;
             // Once per run: one getrusage syscall (the next pacing wait reads the clock afresh,
