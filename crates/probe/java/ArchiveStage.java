@@ -22,6 +22,7 @@ import io.aeron.archive.client.AeronArchive;
 import io.aeron.archive.codecs.SourceLocation;
 import io.aeron.driver.MediaDriver;
 import io.aeron.driver.ThreadingMode;
+import io.aeron.exceptions.AeronException;
 import java.io.File;
 import java.util.HashMap;
 import java.util.Map;
@@ -37,6 +38,12 @@ public final class ArchiveStage
 
     static synchronized void error(final String what)
     {
+        if (stop)
+        {
+            // Stopping (latency-probe closed our stdin): what the shutdown raises is not the run's.
+            System.err.println("ArchiveStage: while stopping: " + what);
+            return;
+        }
         System.out.println("ArchiveStage: ERROR " + what.replace('\n', ' '));
         System.out.flush();
         failed = true;
@@ -45,7 +52,11 @@ public final class ArchiveStage
     public static void main(final String[] args)
     {
         // An agent thread that dies (it should not) is said too, not only printed to stderr.
-        Thread.setDefaultUncaughtExceptionHandler((t, e) -> error("thread " + t.getName() + " died: " + e));
+        Thread.setDefaultUncaughtExceptionHandler((t, e) ->
+        {
+            e.printStackTrace();
+            error("thread " + t.getName() + " died: " + e);
+        });
         final Thread stdin = new Thread(() ->
         {
             try
@@ -130,7 +141,17 @@ public final class ArchiveStage
             // memory), off the archive's disk, so a full disk does not fault the thread writing
             // the error (it did: the error was lost and the conductor died).
             .markFileDir(new File(a.get("aeron-dir")))
-            .errorHandler(t -> error(t.toString()));
+            .errorHandler(t ->
+            {
+                if (t instanceof AeronException && ((AeronException)t).category() == AeronException.Category.WARN)
+                {
+                    System.err.println("ArchiveStage: warning: " + t);
+                }
+                else
+                {
+                    error(t.toString());
+                }
+            });
         try (ArchivingMediaDriver ignored = ArchivingMediaDriver.launch(driver, archive);
             AeronArchive client = AeronArchive.connect(new AeronArchive.Context()
                 .aeronDirectoryName(a.get("aeron-dir"))

@@ -375,9 +375,11 @@ fn children_named(parent: u32, name: &str) -> bool {
 /// is an `--archive-dir` that is not a directory.
 #[test]
 fn an_archive_dir_without_room_is_refused_before_anything_starts() {
-    // 4,000,000,000 messages of 96-byte frames: 384 GB, more than any disk this runs on.
+    // 4,000,000,000 messages of 1,056-byte frames: 4.2 TB, more than any disk this runs on.
     let out = run_probe(&[
         "stages",
+        "--msg-size",
+        "1024",
         "--rate",
         "1000000",
         "--duration",
@@ -392,7 +394,7 @@ fn an_archive_dir_without_room_is_refused_before_anything_starts() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
         err.starts_with("latency-probe stages: /tmp has ")
-            && err.contains("MiB free and the run needs about 366")
+            && err.contains("MiB free and the run needs about 4,0")
             && err.contains("--archive-dir")
             && err.contains("--duration"),
         "{err}"

@@ -111,9 +111,12 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
     }
     // What one sync level records per archive (its fresh archives are removed before the
     // next), plus the free space Aeron Archive insists on before it starts a recording.
-    let archives = if a.replicate { 2 } else { 1 };
+    let archives: u64 = if a.replicate { 2 } else { 1 };
     let frame = crate::analysis::tuning::frame_bytes(a.msg_size as u64);
-    let need = LOW_STORAGE_THRESHOLD + archives * run.total_messages() * frame;
+    let need = archives
+        .saturating_mul(run.total_messages())
+        .saturating_mul(frame)
+        .saturating_add(LOW_STORAGE_THRESHOLD);
     if let Some(free) = crate::sys::doctor::free_bytes(&archive_dir) {
         if free < need {
             return Err(Failure::setup(crate::run::archive::ArchiveError::NoSpace {
@@ -319,7 +322,11 @@ fn table(o: &mut String, run: &SyncRun) {
         })
         .collect();
     if !actual.is_empty() {
-        rows_table(o, "from the actual send time (each stage's own cost)", &actual);
+        rows_table(
+            o,
+            "from the actual send time (the publisher's lateness left out)",
+            &actual,
+        );
     }
     let w = &run.watcher;
     let _ = writeln!(

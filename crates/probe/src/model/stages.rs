@@ -9,8 +9,8 @@ pub const STAGES_TIMING_MODEL: &str = "every stage is timed twice on CLOCK_MONOT
 process on this host: from each measured message's intended send time (its place in the fixed-rate schedule, \
 which latency-pub reports: what a caller on a schedule waits, the publisher's own lateness included) and from \
 its actual send time (the clock read stamped into the message when its claim succeeded, which latency-pub logs \
-per message: the stage's own cost). offer returned: latency-pub's clock read after the commit (one-way mode \
-only: a round trip has no clock read there); received: latency-sub's clock read when it decoded the message; \
+per message: the publisher's lateness left out). offer returned: latency-pub's clock read after the commit (one-way mode \
+only: a round trip has no clock read there); received: latency-sub's clock read when it decoded the message (in round trips, after it sent the echo); \
 echoed back (--mode rtt): latency-pub's clock read when it decoded latency-sub's echo; recorded by archive A (B): a watcher thread in latency-probe reads archive A's \
 (B's) recording position counter (type 100) from its media driver's cnc.dat, sleeping between reads, and a \
 message counts as recorded at the first read that shows the recording past its last byte. A recorded stage is \

@@ -398,6 +398,14 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
         .chain(b.iter_mut())
         .filter_map(ArchiveProcess::check)
         .collect();
+    // An archive that died, or said it failed (a full disk), explains a failed run: say that
+    // first. What was measured is kept: the run comes back with it, marked incomplete. Read
+    // before they are stopped: what stopping makes them say is not the run's.
+    let trouble = died
+        .into_iter()
+        .next()
+        .or_else(|| a.failure())
+        .or_else(|| b.as_ref().and_then(ArchiveProcess::failure));
     // Where each recording starts (said once it started; long since, by now).
     let starts: Vec<Option<i64>> = std::iter::once(&mut a)
         .chain(b.iter_mut())
@@ -407,13 +415,6 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
     if let Some(b) = &mut b {
         b.stop();
     }
-    // An archive that died, or said it failed (a full disk), explains a failed run: say that
-    // first. What was measured is kept: the run comes back with it, marked incomplete.
-    let trouble = died
-        .into_iter()
-        .next()
-        .or_else(|| a.failure())
-        .or_else(|| b.as_ref().and_then(ArchiveProcess::failure));
     let measured = match measured {
         Ok(m) => m,
         Err(e) => return Err(trouble.map_or_else(|| StagesError::Run(e.to_string()), StagesError::Archive)),
@@ -458,12 +459,20 @@ fn assemble(
     let names = ["recorded by archive A", "replicated to archive B"];
     let decode = |s: Option<&String>| s.and_then(|s| crate::model::decode(s).ok());
     // Each measured message's actual send time: its intended one plus the lag latency-pub logged.
-    let lags = measured.send_lags.as_deref().filter(|l| l.len() as u64 == count);
-    if lags.is_none() {
+    let logged = measured.send_lags.as_deref().unwrap_or_default();
+    // u32::MAX: sent 4.29 s or more behind its schedule, its actual send time unknown.
+    let saturated = logged.iter().filter(|l| **l == u32::MAX).count();
+    let lags = Some(logged).filter(|l| l.len() as u64 == count && saturated == 0);
+    if logged.len() as u64 != count {
         notes.push(format!(
             "latency-pub logged {} send lags for {count} measured messages: the stages are not timed from the actual \
              send time",
-            measured.send_lags.as_ref().map_or(0, Vec::len)
+            logged.len()
+        ));
+    } else if saturated > 0 {
+        notes.push(format!(
+            "{saturated} messages were sent 4.29 s or more behind their schedule (beyond what the send-lag log holds): \
+             the stages are not timed from the actual send time"
         ));
     }
     let actual_ns = |k: u64| lags.map(|l| pacer.intended_ns(k) + i64::from(l[(k - first) as usize]));
