@@ -452,6 +452,17 @@ impl ArchiveProcess {
             })
     }
 
+    /// Whether it reported an error so far, as a check another thread can keep.
+    pub fn failed(&self) -> impl Fn() -> bool + Send + 'static {
+        let errors = self.errors.clone();
+        move || {
+            !errors
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_empty()
+        }
+    }
+
     /// `Some(error)` when the archive reported an error while it ran (the first one): a full
     /// disk is [`ArchiveError::DiskFull`], anything else [`ArchiveError::Failed`].
     #[must_use]

@@ -105,8 +105,15 @@ struct Watched {
 }
 
 /// Reads the recording position counter of each archive's driver until `stop` and every
-/// position reached `until` (or [`CATCH_UP`] after `stop`).
-fn watch(dirs: Vec<PathBuf>, sleep: Duration, stop: Arc<AtomicBool>, until: Arc<AtomicI64>) -> Watched {
+/// position reached `until` (or [`CATCH_UP`] after `stop`, or an archive reported a failure:
+/// `failed`, then nothing more will be recorded).
+fn watch(
+    dirs: Vec<PathBuf>,
+    sleep: Duration,
+    stop: Arc<AtomicBool>,
+    until: Arc<AtomicI64>,
+    failed: impl Fn() -> bool,
+) -> Watched {
     let mut logs: Vec<PositionLog> = dirs
         .iter()
         .map(|_| PositionLog {
@@ -155,7 +162,7 @@ fn watch(dirs: Vec<PathBuf>, sleep: Duration, stop: Arc<AtomicBool>, until: Arc<
             let at = *stopped_at.get_or_insert(now);
             let target = until.load(Ordering::Acquire);
             let done = last.iter().all(|p| *p >= target);
-            if done || now - at > CATCH_UP.as_nanos() as i64 || crate::sys::signals::interrupted() {
+            if done || now - at > CATCH_UP.as_nanos() as i64 || crate::sys::signals::interrupted() || failed() {
                 break;
             }
         }
@@ -370,9 +377,13 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
     dirs.extend(b.as_ref().map(|b| b.aeron_dir().to_path_buf()));
     let watcher = {
         let (stop, until, sleep) = (stop.clone(), until.clone(), plan.watch_sleep);
+        let failed: Vec<_> = std::iter::once(&a)
+            .chain(b.as_ref())
+            .map(ArchiveProcess::failed)
+            .collect();
         std::thread::Builder::new()
             .name("stage-watcher".into())
-            .spawn(move || watch(dirs, sleep, stop, until))
+            .spawn(move || watch(dirs, sleep, stop, until, || failed.iter().any(|f| f())))
             .map_err(|e| StagesError::Run(format!("could not start the watcher thread: {e}")))?
     };
     let place = Place {
@@ -559,7 +570,8 @@ fn assemble(
         let (intended, timed) = recorded_stage(&times[i], first, |k| pacer.intended_ns(k));
         if timed < count {
             notes.push(format!(
-                "{}: timed {timed} of {count} measured messages (the archive had not recorded the rest {} s after the run)",
+                "{}: timed {timed} of {count} measured messages (the rest were not recorded when the watch ended: up \
+                 to {} s after the run, at once when an archive failed)",
                 names[i],
                 CATCH_UP.as_secs()
             ));
