@@ -32,6 +32,23 @@ fn java_here() -> bool {
     }
 }
 
+/// The lock that runs the archive tests one at a time, once Java is known to be here (`None`:
+/// it is not, and the test passes without running; see [`java_here`]).
+fn one_at_a_time_with_java() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    java_here().then_some(one)
+}
+
+/// Waits up to `limit` for `child` to exit; returns its status and everything it wrote on stderr.
+fn finish(child: &mut std::process::Child, limit: Duration) -> (std::process::ExitStatus, String) {
+    let status = latency_probe::run::process::wait_bounded(child, limit).expect("it exits");
+    let mut err = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).unwrap();
+    }
+    (status, err)
+}
+
 /// Runs `latency-probe stages` for 1 s at 5,000 msg/s with `extra` flags; returns its report.
 fn stages(tag: &str, port: u16, extra: &[&str]) -> Value {
     let json = tmp_json(tag);
@@ -125,20 +142,18 @@ fn every_message_at_every_stage(v: &Value, syncs: &[u64], names: &[&str]) {
 
 #[test]
 fn one_archive_times_every_message_at_sync_0_and_1() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !java_here() {
+    let Some(_one) = one_at_a_time_with_java() else {
         return;
-    }
+    };
     let v = stages("one-archive", 18_110, &["--sync", "0,1"]);
     every_message_at_every_stage(&v, &[0, 1], &["offer returned", "received", "recorded by archive A"]);
 }
 
 #[test]
 fn round_trips_add_the_echo_stage() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !java_here() {
+    let Some(_one) = one_at_a_time_with_java() else {
         return;
-    }
+    };
     let v = stages("rtt", 18_130, &["--sync", "0", "--mode", "rtt"]);
     every_message_at_every_stage(&v, &[0], &["received", "echoed back", "recorded by archive A"]);
     assert_eq!(v["runs"][0]["rtt"], true);
@@ -146,10 +161,9 @@ fn round_trips_add_the_echo_stage() {
 
 #[test]
 fn a_replica_times_every_message_after_the_archive_it_copies() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !java_here() {
+    let Some(_one) = one_at_a_time_with_java() else {
         return;
-    }
+    };
     let v = stages("replica", 18_120, &["--sync", "0,1", "--replicate"]);
     every_message_at_every_stage(
         &v,
@@ -202,10 +216,9 @@ fn shm_left_by(pid: u32) -> Vec<String> {
 
 #[test]
 fn an_archive_killed_mid_run_is_reported_and_nothing_is_left_running() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !java_here() {
+    let Some(_one) = one_at_a_time_with_java() else {
         return;
-    }
+    };
     let port = "18130";
     let mut child = long_run(&["--sync", "0", "--duration", "20", "--control-port", port, "--replicate"]);
     let probe_pid = child.id();
@@ -224,16 +237,7 @@ fn an_archive_killed_mid_run_is_reported_and_nothing_is_left_running() {
     std::thread::sleep(Duration::from_secs(3));
     let killed = Command::new("kill").args(["-9", &a.to_string()]).status().unwrap();
     assert!(killed.success());
-    let status = latency_probe::run::process::wait_bounded(&mut child, Duration::from_secs(120)).expect("it exits");
-    let err = child
-        .stderr
-        .take()
-        .map(|mut e| {
-            let mut s = String::new();
-            std::io::Read::read_to_string(&mut e, &mut s).unwrap();
-            s
-        })
-        .unwrap_or_default();
+    let (status, err) = finish(&mut child, Duration::from_secs(120));
     assert_eq!(status.code(), Some(1), "exit 1 (incomplete): {err}");
     assert!(err.contains("archive A exited"), "names archive A: {err}");
     assert!(helpers(port).is_empty(), "an archive was left running");
@@ -298,10 +302,9 @@ fn a_java_that_fails_to_start_the_archive_is_named_and_leaves_nothing() {
 
 #[test]
 fn a_busy_port_is_refused_before_anything_starts() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !java_here() {
+    let Some(_one) = one_at_a_time_with_java() else {
         return;
-    }
+    };
     let _taken = std::net::UdpSocket::bind(("127.0.0.1", 18_150)).unwrap();
     let out = run_probe(&["stages", "--duration", "1", "--control-port", "18150"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -315,10 +318,9 @@ fn a_busy_port_is_refused_before_anything_starts() {
 
 #[test]
 fn sigterm_stops_the_run_and_leaves_nothing_behind() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !java_here() {
+    let Some(_one) = one_at_a_time_with_java() else {
         return;
-    }
+    };
     let port = "18160";
     let mut child = long_run(&["--sync", "0,1", "--duration", "30", "--control-port", port]);
     let probe_pid = child.id();
@@ -335,9 +337,7 @@ fn sigterm_stops_the_run_and_leaves_nothing_behind() {
         .unwrap();
     assert!(sent.success());
     let started = Instant::now();
-    let status = latency_probe::run::process::wait_bounded(&mut child, Duration::from_secs(60)).expect("it exits");
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let (status, err) = finish(&mut child, Duration::from_secs(60));
     assert!(
         started.elapsed() < Duration::from_secs(30),
         "it stopped in {:?}, not at once",
@@ -446,10 +446,9 @@ impl Drop for Mounted {
 /// once the recording has begun.
 #[test]
 fn a_disk_that_fills_up_mid_run_is_named_and_what_was_measured_is_kept() {
-    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if !java_here() {
+    let Some(_one) = one_at_a_time_with_java() else {
         return;
-    }
+    };
     let Some(disk) = Mounted::tmpfs("stages-full-disk", 200) else {
         eprintln!("a full disk not tested here: mounting a tmpfs needs root");
         return;
@@ -493,9 +492,7 @@ fn a_disk_that_fills_up_mid_run_is_named_and_what_was_measured_is_kept() {
         .status()
         .unwrap();
     assert!(!filled.success(), "dd stops when the disk is full");
-    let status = latency_probe::run::process::wait_bounded(&mut child, Duration::from_secs(120)).expect("it exits");
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let (status, err) = finish(&mut child, Duration::from_secs(120));
     assert_eq!(status.code(), Some(1), "exit 1 (incomplete): {err}");
     assert!(
         err.contains("archive A: the disk under")
