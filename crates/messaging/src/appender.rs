@@ -19,8 +19,8 @@ use memmap2::{MmapMut, MmapOptions};
 use crate::conductor::Inner;
 use crate::error::{AddError, OfferError, PrefaultError};
 use crate::logbuffer::{
-    LOG_ACTIVE_TERM_COUNT_OFFSET, LOG_IS_CONNECTED_OFFSET, LOG_META_DATA_LENGTH, LOG_TERM_LENGTH_OFFSET,
-    PARTITION_COUNT, TERM_TAIL_COUNTERS_OFFSET,
+    check_log_length, LOG_ACTIVE_TERM_COUNT_OFFSET, LOG_IS_CONNECTED_OFFSET, LOG_META_DATA_LENGTH,
+    LOG_PAGE_SIZE_OFFSET, LOG_TERM_LENGTH_OFFSET, PARTITION_COUNT, TERM_TAIL_COUNTERS_OFFSET,
 };
 use crate::prefault::{self, PrefaultStats};
 
@@ -89,8 +89,12 @@ pub(crate) struct LogSpec {
 
 /// A publication's log file mapped shared and writable, with what appending to it needs.
 pub(crate) struct Log {
-    /// Three terms, then the metadata.
+    /// Three terms from the start of the mapping.
     base: *mut u8,
+    /// The metadata: the file's last [`LOG_META_DATA_LENGTH`] bytes (the file is
+    /// `3 x term + 4096` rounded up to the driver's page size, so not always right after the
+    /// terms).
+    meta: *mut u8,
     /// The publication-limit counter in the client's mapping of cnc.dat.
     limit: *const AtomicI64,
     pub(crate) term_length: i32,
@@ -123,6 +127,10 @@ impl Log {
             path: spec.path.clone(),
             detail,
         };
+        let invalid = |detail: String| AddError::LogInvalid {
+            path: spec.path.clone(),
+            detail,
+        };
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -132,21 +140,36 @@ impl Log {
         // the publication lives (its owner holds it). The driver, subscribers and aeron-rs's own
         // mapping use it concurrently: see the type's SAFETY note.
         let map = unsafe { MmapOptions::new().map_mut(&file) }.map_err(|e| unreadable(e.to_string()))?;
-        let term = usize::try_from(spec.term_length).unwrap_or(0);
-        if !term.is_power_of_two()
-            || term < 64 * 1024
-            || term * PARTITION_COUNT as usize + LOG_META_DATA_LENGTH > map.len()
-        {
-            return Err(unreadable(format!(
-                "a term length of {} does not fit a log file of {} bytes",
-                spec.term_length,
+        if map.len() < LOG_META_DATA_LENGTH || map.len() % 64 != 0 {
+            return Err(invalid(format!(
+                "the file is {} bytes long: not the length of an Aeron log",
                 map.len()
             )));
         }
+        // Where Aeron's C client (`aeron_raw_log_map_existing`) and Java's `LogBuffers` find it.
+        let meta_offset = map.len() - LOG_META_DATA_LENGTH;
+        let base = map.as_ptr().cast_mut();
+        // SAFETY: `meta_offset` + 4096 is the mapping's length; the fields read are 4-byte
+        // aligned (the mapping is page-aligned, its length a multiple of 64).
+        let (in_meta, page_size) = unsafe {
+            let meta = base.add(meta_offset);
+            (
+                (*meta.add(LOG_TERM_LENGTH_OFFSET).cast::<AtomicI32>()).load(Ordering::Acquire),
+                (*meta.add(LOG_PAGE_SIZE_OFFSET).cast::<AtomicI32>()).load(Ordering::Acquire),
+            )
+        };
+        if in_meta != spec.term_length {
+            return Err(invalid(format!(
+                "its metadata gives a term length of {in_meta}, the client {}",
+                spec.term_length
+            )));
+        }
+        check_log_length(spec.term_length, page_size, map.len()).map_err(invalid)?;
+        let term = spec.term_length as usize;
         let values = cnc_file_descriptor::create_counter_values_buffer(&client.shared.cnc);
         let limit_offset = CountersReader::counter_offset(spec.limit_id);
         if spec.limit_id < 0 || limit_offset + COUNTER_LENGTH > values.capacity() {
-            return Err(unreadable(format!(
+            return Err(invalid(format!(
                 "its publication-limit counter id {} is out of range",
                 spec.limit_id
             )));
@@ -161,7 +184,9 @@ impl Log {
                 .cast_const()
         };
         let log = Log {
-            base: map.as_ptr().cast_mut(),
+            base,
+            // SAFETY: inside the mapping (checked above).
+            meta: unsafe { base.add(meta_offset) },
             limit,
             term_length: spec.term_length,
             position_bits_to_shift: term.trailing_zeros(),
@@ -175,16 +200,6 @@ impl Log {
             map,
             _client: client,
         };
-        let in_meta = log.meta_i32(LOG_TERM_LENGTH_OFFSET).load(Ordering::Acquire);
-        if in_meta != log.term_length {
-            return Err(AddError::LogUnreadable {
-                path: log.path.clone(),
-                detail: format!(
-                    "its metadata gives a term length of {in_meta}, the client {}",
-                    log.term_length
-                ),
-            });
-        }
         if log._client.pre_touch {
             // As aeron-rs does for its own mappings with `pre_touch_mapped_memory`: no page
             // fault on this mapping in the hot path later.
@@ -206,29 +221,20 @@ impl Log {
         start..start + self.map.len()
     }
 
-    fn meta_offset(&self) -> usize {
-        self.term_length as usize * PARTITION_COUNT as usize
-    }
-
     /// A 4-byte metadata field.
     pub(crate) fn meta_i32(&self, offset: usize) -> &AtomicI32 {
-        // SAFETY: the metadata follows the three terms inside the mapping (checked in `open`);
-        // `offset` is one of Aeron's 4-byte aligned field offsets; shared fields are atomic.
-        unsafe { &*self.base.add(self.meta_offset() + offset).cast::<AtomicI32>() }
+        // SAFETY: the metadata is the mapping's last 4 KiB (checked in `open`); `offset` is one
+        // of Aeron's 4-byte aligned field offsets; shared fields are atomic.
+        unsafe { &*self.meta.add(offset).cast::<AtomicI32>() }
     }
 
     /// The raw tail counter of partition `index` (term id << 32 | term offset).
     #[inline]
     pub(crate) fn tail(&self, index: usize) -> &AtomicI64 {
         debug_assert!(index < PARTITION_COUNT as usize);
-        // SAFETY: the three tail counters open the metadata, 8-byte aligned (page-aligned
-        // mapping, term lengths are powers of two >= 64 KiB).
-        unsafe {
-            &*self
-                .base
-                .add(self.meta_offset() + TERM_TAIL_COUNTERS_OFFSET + index * 8)
-                .cast::<AtomicI64>()
-        }
+        // SAFETY: the three tail counters open the metadata, 8-byte aligned (it starts 4 KiB
+        // before the end of a page-aligned mapping whose length is a multiple of 64).
+        unsafe { &*self.meta.add(TERM_TAIL_COUNTERS_OFFSET + index * 8).cast::<AtomicI64>() }
     }
 
     /// The active term count (which partition is being written).

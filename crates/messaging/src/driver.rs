@@ -430,6 +430,7 @@ fn apply(
         "aeron.term.buffer.length" => ctx.set_term_buffer_length(size),
         "aeron.ipc.term.buffer.length" => ctx.set_ipc_term_buffer_length(size),
         "aeron.publication.linger.timeout" => ctx.set_publication_linger_timeout_ns(n),
+        "aeron.file.page.size" => ctx.set_file_page_size(size),
         // DriverOption::parse only makes the properties above.
         other => unreachable!("no setter for {other}"),
     }
@@ -619,6 +620,8 @@ pub struct DriverSettings {
     pub publication_linger_timeout_ns: u64,
     /// `aeron.term.buffer.sparse.file`.
     pub term_buffer_sparse_file: bool,
+    /// `aeron.file.page.size`, bytes: log files are rounded up to it.
+    pub file_page_size: usize,
 }
 
 impl DriverSettings {
@@ -649,6 +652,7 @@ impl DriverSettings {
             retransmit_unicast_linger_ns: ctx.get_retransmit_unicast_linger_ns(),
             publication_linger_timeout_ns: ctx.get_publication_linger_timeout_ns(),
             term_buffer_sparse_file: ctx.get_term_buffer_sparse_file(),
+            file_page_size: ctx.get_file_page_size(),
         }
     }
 
@@ -699,6 +703,7 @@ impl DriverSettings {
                 "aeron.term.buffer.sparse.file",
                 self.term_buffer_sparse_file.to_string(),
             ),
+            ("aeron.file.page.size", self.file_page_size.to_string()),
         ]
     }
 }

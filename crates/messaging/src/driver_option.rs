@@ -19,7 +19,7 @@ enum Kind {
 }
 
 /// The settings an option may name: Aeron's property names.
-const SETTINGS: [(&str, Kind); 14] = [
+const SETTINGS: [(&str, Kind); 15] = [
     ("aeron.nak.multicast.max.backoff", Kind::Duration),
     ("aeron.nak.multicast.group.size", Kind::Count),
     ("aeron.nak.unicast.delay", Kind::Duration),
@@ -34,6 +34,7 @@ const SETTINGS: [(&str, Kind); 14] = [
     ("aeron.ipc.term.buffer.length", Kind::Size),
     ("aeron.publication.linger.timeout", Kind::Duration),
     ("aeron.threading.mode", Kind::Threading),
+    ("aeron.file.page.size", Kind::Size),
 ];
 
 /// `aeron.nak.unicast.delay` -> `AERON_NAK_UNICAST_DELAY`.

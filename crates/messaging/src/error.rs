@@ -140,6 +140,15 @@ pub enum AddError {
         /// The operating system's words.
         detail: String,
     },
+    /// The publication's log file was mapped but does not have Aeron's layout as this client
+    /// reads it (its term length, page size or length disagree): a driver of an incompatible
+    /// version, or a file another program wrote.
+    LogInvalid {
+        /// The log file.
+        path: std::path::PathBuf,
+        /// What disagrees.
+        detail: String,
+    },
 }
 
 impl fmt::Display for AddError {
@@ -168,6 +177,13 @@ impl fmt::Display for AddError {
                 f,
                 "could not map the publication's log {}: {detail}; run this process as the driver's user \
                  (or one its files are readable by)",
+                path.display()
+            ),
+            Self::LogInvalid { path, detail } => write!(
+                f,
+                "the publication's log {} is not an Aeron log this client can write: {detail}; use a media \
+                 driver of Aeron 1.x (this client reads its layout as Aeron 1.54's C client does) and report \
+                 the driver's version if it is one",
                 path.display()
             ),
         }

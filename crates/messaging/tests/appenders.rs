@@ -175,8 +175,8 @@ fn the_aeron_c_client_reads_our_exclusive_publication() {
     // Before anyone listens: not connected, nothing written.
     assert_eq!(publ.offer(b"nobody"), Err(OfferError::NotConnected));
 
-    let c = c_client(d.dir());
-    let sub = c_subscription(&c, 71);
+    let c = common::c_client(d.dir());
+    let sub = common::c_subscription(&c, "aeron:ipc", 71);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !publ.is_connected() {
         assert!(Instant::now() < deadline, "the C subscriber never connected");
@@ -220,7 +220,7 @@ fn the_aeron_c_client_reads_our_exclusive_publication() {
     assert!(position > 10 * (64 << 10), "too few rotations: position {position}");
 
     // A late C subscriber sees what is published after it joined, starting at a frame.
-    let late = c_subscription(&c, 71);
+    let late = common::c_subscription(&c, "aeron:ipc", 71);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !late.is_connected() {
         assert!(Instant::now() < deadline, "the late C subscriber never connected");
@@ -362,29 +362,6 @@ fn back_pressure_then_the_driver_gone() {
     assert!(!publ.is_connected());
 }
 
-fn c_client(dir: &std::path::Path) -> (rusteron_client::Aeron, rusteron_client::AeronContext) {
-    let dir = std::ffi::CString::new(dir.to_string_lossy().into_owned()).unwrap();
-    let context = rusteron_client::AeronContext::new().expect("C client context");
-    context.set_dir(&dir).expect("C client dir");
-    let aeron = rusteron_client::Aeron::new(&context).expect("C client");
-    aeron.start().expect("starting the C client");
-    (aeron, context)
-}
-
-fn c_subscription(
-    c: &(rusteron_client::Aeron, rusteron_client::AeronContext),
-    stream: i32,
-) -> rusteron_client::AeronSubscription {
-    c.0.async_add_subscription(
-        c"aeron:ipc",
-        stream,
-        rusteron_client::Handlers::NONE,
-        rusteron_client::Handlers::NONE,
-    )
-    .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
-    .expect("C subscription")
-}
-
 /// The other direction: the Aeron C client's exclusive publication writes, our subscriber
 /// reads, reassembling fragmented messages across rotations.
 #[test]
@@ -392,7 +369,7 @@ fn our_subscriber_reads_the_aeron_c_client_s_exclusive_publication() {
     let d = common::driver();
     let client = Client::connect(d.dir()).unwrap();
     let mut sub = client.subscription("aeron:ipc", 74).unwrap();
-    let c = c_client(d.dir());
+    let c = common::c_client(d.dir());
     let publ =
         c.0.async_add_exclusive_publication(c"aeron:ipc", 74)
             .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
@@ -496,7 +473,7 @@ fn concurrent_writers_ours_and_the_c_client_s_share_one_log() {
         let dir = d.dir();
         s.spawn(move || {
             // The C client's handles stay on the thread that made them.
-            let c = c_client(dir);
+            let c = common::c_client(dir);
             let c_publ =
                 c.0.async_add_publication(c"aeron:ipc", 76)
                     .and_then(|a| a.poll_blocking(Duration::from_secs(10)))

@@ -53,3 +53,31 @@ pub(crate) fn move_messages(client: &Client, stream: i32, n: u64) {
         idle.idle(got);
     }
 }
+
+/// The Aeron C client (rusteron-client) connected to the driver in `dir`; keep the pair alive
+/// while its publications and subscriptions are used, on the thread that made them.
+pub(crate) fn c_client(dir: &std::path::Path) -> (rusteron_client::Aeron, rusteron_client::AeronContext) {
+    let dir = std::ffi::CString::new(dir.to_string_lossy().into_owned()).unwrap();
+    let context = rusteron_client::AeronContext::new().expect("C client context");
+    context.set_dir(&dir).expect("C client dir");
+    let aeron = rusteron_client::Aeron::new(&context).expect("C client");
+    aeron.start().expect("starting the C client");
+    (aeron, context)
+}
+
+/// A C client subscription to `channel`/`stream`.
+pub(crate) fn c_subscription(
+    c: &(rusteron_client::Aeron, rusteron_client::AeronContext),
+    channel: &str,
+    stream: i32,
+) -> rusteron_client::AeronSubscription {
+    let channel = std::ffi::CString::new(channel).unwrap();
+    c.0.async_add_subscription(
+        &channel,
+        stream,
+        rusteron_client::Handlers::NONE,
+        rusteron_client::Handlers::NONE,
+    )
+    .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
+    .expect("C subscription")
+}

@@ -1,0 +1,287 @@
+//! `messaging` writes and reads Aeron's log as Aeron 1.54's C client does, checked where it once
+//! did not, against real drivers and the C client as the other side:
+//! - log files on pages above 4 KiB (`aeron.file.page.size`), whose metadata is not right after
+//!   the three terms, with a C driver and a Java driver, both publications, IPC and UDP, read by
+//!   our subscriber and the C client's at once.
+//!
+//! Every payload carries its own sequence number, length and checksum ([`payload`]), so a
+//! message delivered short, long or spliced from two is caught, not only a missing one.
+#![cfg(feature = "embedded-driver")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use messaging::{Client, DriverOption, EmbeddedDriver, IdleStrategy, MessageHeader, Publication, Subscriber};
+
+/// The bytes every payload starts with: sequence (8), length (4), checksum of the rest (4).
+const PAYLOAD_HEADER: usize = 16;
+
+/// FNV-1a, 32 bits.
+fn fnv(bytes: &[u8]) -> u32 {
+    bytes
+        .iter()
+        .fold(0x811c_9dc5_u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
+}
+
+/// Message `seq` of `len` bytes (at least [`PAYLOAD_HEADER`]): its sequence, its length and a
+/// checksum of the bytes after them, which depend on `seq`.
+fn payload(seq: u64, len: usize) -> Vec<u8> {
+    assert!(len >= PAYLOAD_HEADER);
+    let mut m: Vec<u8> = (0..len).map(|i| (seq as usize * 131 + i * 7) as u8).collect();
+    m[..8].copy_from_slice(&seq.to_le_bytes());
+    m[8..12].copy_from_slice(&(len as u32).to_le_bytes());
+    let sum = fnv(&m[PAYLOAD_HEADER..]);
+    m[12..16].copy_from_slice(&sum.to_le_bytes());
+    m
+}
+
+/// The sequence number of an intact [`payload`], or what is wrong with it.
+fn verify(m: &[u8]) -> Result<u64, String> {
+    if m.len() < PAYLOAD_HEADER {
+        return Err(format!("{} bytes: shorter than any message sent", m.len()));
+    }
+    let seq = u64::from_le_bytes(m[..8].try_into().unwrap());
+    let len = u32::from_le_bytes(m[8..12].try_into().unwrap()) as usize;
+    let sum = u32::from_le_bytes(m[12..16].try_into().unwrap());
+    if len != m.len() {
+        return Err(format!("message {seq}: {} bytes delivered, {len} sent", m.len()));
+    }
+    if fnv(&m[PAYLOAD_HEADER..]) != sum {
+        return Err(format!("message {seq}: {len} bytes, checksum wrong"));
+    }
+    Ok(seq)
+}
+
+/// The sizes sent: small, one frame exactly, just fragmented, a few frames, the largest.
+fn sizes(max_payload: usize, max_message: usize, n: u64) -> Vec<usize> {
+    let cycle = [
+        PAYLOAD_HEADER,
+        100,
+        max_payload,
+        max_payload + 1,
+        3 * max_payload + 17,
+        max_message,
+    ];
+    (0..n as usize).map(|i| cycle[i % cycle.len()]).collect()
+}
+
+/// What a C client subscription's fragment assembler handed its handler.
+type CGot = Arc<Mutex<Vec<Result<u64, String>>>>;
+
+/// Sends a [`payload`] of each of `sizes` on `publ` (a few in flight at a time) while our `sub`
+/// and the C client's `c_sub` read them; both must get every one, once, in order, intact.
+fn exchange<P: Publication>(
+    publ: &mut P,
+    sub: &mut Subscriber,
+    c_sub: &rusteron_client::AeronSubscription,
+    sizes: &[usize],
+) {
+    let what = format!("{} on {}", std::any::type_name::<P>(), publ.channel());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !publ.is_connected() || sub.image_count() == 0 || !c_sub.is_connected() {
+        assert!(Instant::now() < deadline, "{what}: never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let n = sizes.len() as u64;
+    let c_got = CGot::default();
+    let sink = c_got.clone();
+    let (assembler, _delegate) =
+        rusteron_client::Handler::with_fragment_assembler(move |m: &[u8], _h: rusteron_client::AeronHeader| {
+            sink.lock().unwrap().push(verify(m));
+        })
+        .expect("C fragment assembler");
+    let mut ours: Vec<Result<u64, String>> = Vec::new();
+    let mut sent = 0usize;
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let theirs = c_got.lock().unwrap().len();
+        if ours.len() == sizes.len() && theirs == sizes.len() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: sent {sent}, ours received {}, the C client {theirs}",
+            ours.len()
+        );
+        if sent < sizes.len() && sent < ours.len().min(theirs) + 4 {
+            match publ.offer(&payload(sent as u64, sizes[sent])) {
+                Ok(_) => sent += 1,
+                Err(e) => assert!(e.is_retryable(), "{what}: offer {sent}: {e}"),
+            }
+        }
+        let k = sub
+            .poll(&mut |m: &[u8], _h: &MessageHeader<'_>| ours.push(verify(m)), 16)
+            .expect("our poll");
+        let c = c_sub.poll(Some(&assembler), 16).expect("C poll");
+        idle.idle(k + c.max(0) as usize);
+    }
+    let expected: Vec<Result<u64, String>> = (0..n).map(Ok).collect();
+    assert_eq!(ours, expected, "{what}: what our subscriber received");
+    assert_eq!(*c_got.lock().unwrap(), expected, "{what}: what the C client received");
+}
+
+/// Both publications, over IPC and over UDP (on `port`), on the driver in `dir`: each read by
+/// our subscriber and the C client's at once.
+fn both_publications_both_media(dir: &Path, port: u16, stream: i32) {
+    let client = Client::connect(dir).expect("client");
+    let c = common::c_client(dir);
+    let udp = format!("aeron:udp?endpoint=localhost:{port}");
+    for (i, channel) in ["aeron:ipc", udp.as_str()].into_iter().enumerate() {
+        let stream = stream + 2 * i as i32;
+        let mut sub = client.subscription(channel, stream).expect("subscription");
+        let c_sub = common::c_subscription(&c, channel, stream);
+        let mut exclusive = client
+            .exclusive_publication(channel, stream)
+            .expect("exclusive publication");
+        let sizes = sizes(exclusive.max_payload_length(), exclusive.max_message_length(), 600);
+        exchange(&mut exclusive, &mut sub, &c_sub, &sizes);
+        drop(exclusive);
+
+        let stream = stream + 1;
+        let mut sub = client.subscription(channel, stream).expect("subscription");
+        let c_sub = common::c_subscription(&c, channel, stream);
+        let mut concurrent = client.publication(channel, stream).expect("concurrent publication");
+        exchange(&mut concurrent, &mut sub, &c_sub, &sizes);
+    }
+}
+
+/// The lengths of the publication logs in `dir`.
+fn log_lengths(dir: &Path) -> Vec<u64> {
+    std::fs::read_dir(dir.join("publications"))
+        .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).collect())
+        .unwrap_or_default()
+}
+
+/// A C media driver on 64 KiB pages: its log files are 3 x 64 KiB + 4 KiB rounded up to
+/// 256 KiB, with the metadata in the last 4 KiB, not after the third term. Both publications
+/// open them, over IPC and UDP.
+#[test]
+fn a_c_driver_on_64_kib_pages_carries_both_publications_over_ipc_and_udp() {
+    let page = DriverOption::parse("aeron.file.page.size", "64k").unwrap();
+    let d = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .term_length(64 << 10)
+        .option(page)
+        .spawn()
+        .expect("driver starts");
+    assert_eq!(d.settings().file_page_size, 64 << 10);
+    both_publications_both_media(d.dir(), 40_321, 800);
+    let lengths = log_lengths(d.dir());
+    assert!(
+        !lengths.is_empty() && lengths.iter().all(|&l| l == 256 << 10),
+        "log lengths {lengths:?}: 256 KiB each expected on 64 KiB pages"
+    );
+}
+
+/// The same with Aeron's Java media driver (`aeron-all`): skipped, saying so, where Java 17 or
+/// the jar is missing, unless `LATENCY_PROBE_REQUIRE_JAVA=1` (as `make test` sets where the
+/// bootstrap installed them).
+#[test]
+fn a_java_driver_on_64_kib_pages_carries_both_publications_over_ipc_and_udp() {
+    let Some(driver) = JavaDriver::start("page64k", &["-Daeron.file.page.size=65536"]) else {
+        return;
+    };
+    both_publications_both_media(&driver.dir, 40_331, 810);
+    let lengths = log_lengths(&driver.dir);
+    assert!(
+        !lengths.is_empty() && lengths.iter().all(|&l| l == 256 << 10),
+        "log lengths {lengths:?}: 256 KiB each expected on 64 KiB pages"
+    );
+}
+
+/// Aeron's Java `MediaDriver` in a directory of its own, stopped (SIGTERM, then SIGKILL) and
+/// its directory removed when dropped.
+struct JavaDriver {
+    child: std::process::Child,
+    dir: PathBuf,
+}
+
+impl JavaDriver {
+    /// Starts it with 64 KiB terms, shared threading and backoff idling, plus `props`, and
+    /// waits for its heartbeat; `None` (after saying why) where Java or the jar is missing and
+    /// not required.
+    fn start(tag: &str, props: &[&str]) -> Option<JavaDriver> {
+        let required = std::env::var("LATENCY_PROBE_REQUIRE_JAVA").is_ok_and(|v| v == "1");
+        let jar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/aeron-all-1.51.0.jar");
+        let java_ok = std::process::Command::new("java")
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !jar.is_file() || !java_ok {
+            assert!(
+                !required,
+                "LATENCY_PROBE_REQUIRE_JAVA=1 but java or {} is missing: run scripts/bootstrap.sh",
+                jar.display()
+            );
+            eprintln!(
+                "skipped: no java or no {} (scripts/bootstrap.sh installs them)",
+                jar.display()
+            );
+            return None;
+        }
+        let dir = PathBuf::from(format!("/dev/shm/messaging-java-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let child = std::process::Command::new("java")
+            .args([
+                "--add-opens",
+                "java.base/jdk.internal.misc=ALL-UNNAMED",
+                "--add-opens",
+                "java.base/sun.nio.ch=ALL-UNNAMED",
+                "--add-opens",
+                "java.base/java.util.zip=ALL-UNNAMED",
+                "-XX:+UseSerialGC",
+                "-Xmx256m",
+            ])
+            .arg(format!("-Daeron.dir={}", dir.display()))
+            .args([
+                "-Daeron.term.buffer.length=65536",
+                "-Daeron.ipc.term.buffer.length=65536",
+                "-Daeron.threading.mode=SHARED",
+                "-Daeron.shared.idle.strategy=org.agrona.concurrent.BackoffIdleStrategy",
+                "-Daeron.dir.delete.on.start=true",
+                "-Daeron.dir.delete.on.shutdown=true",
+            ])
+            .args(props)
+            .arg("-cp")
+            .arg(&jar)
+            .arg("io.aeron.driver.MediaDriver")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("java starts");
+        let driver = JavaDriver { child, dir };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !matches!(
+            messaging::driver_status(&driver.dir, Duration::from_secs(10)),
+            messaging::DriverStatus::Alive { .. }
+        ) || messaging::driver_pid(&driver.dir).is_none()
+        {
+            assert!(Instant::now() < deadline, "the Java driver did not start within 60 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            messaging::driver_pid(&driver.dir),
+            Some(driver.child.id()),
+            "the driver in the directory is the JVM"
+        );
+        Some(driver)
+    }
+}
+
+impl Drop for JavaDriver {
+    fn drop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = std::process::Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
