@@ -289,6 +289,14 @@ impl Log {
         }
     }
 
+    /// The longest message `offer` takes: one frame up to the MTU, fragmented up to Aeron's
+    /// maximum message length. Aeron checks the latter only on the fragmented path, so with an
+    /// MTU above an eighth of the term an unfragmented message may be longer.
+    #[inline]
+    pub(crate) fn max_offer(&self) -> usize {
+        self.max_message.max(self.max_payload)
+    }
+
     /// Writes a frame header (`aeron_header_write`): the negative length first, so a reader
     /// skips the frame until its length is published.
     #[inline]

@@ -197,7 +197,7 @@ impl ExclusivePublisher {
 
     #[inline]
     fn append(&mut self, msg: &[u8], reserved: Option<i64>) -> Result<u64, OfferError> {
-        self.admit(msg.len(), self.log.max_message)?;
+        self.admit(msg.len(), self.log.max_offer())?;
         let unfragmented = msg.len() <= self.log.max_payload;
         let framed = if unfragmented {
             (msg.len() + DATA_HEADER_LEN).next_multiple_of(FRAME_ALIGNMENT)

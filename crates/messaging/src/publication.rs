@@ -84,10 +84,13 @@ macro_rules! log_accessors {
             self.log.max_payload
         }
 
-        /// The largest message `offer` accepts (fragmented across frames).
+        /// The largest message `offer` accepts: Aeron's maximum message length (an eighth of
+        /// the term, at most 16 MiB, fragmented across frames), or one frame's payload
+        /// ([`max_payload_length`](Self::max_payload_length)) where the MTU is larger, as
+        /// Aeron checks the maximum only for fragmented messages.
         #[must_use]
         pub fn max_message_length(&self) -> usize {
-            self.log.max_message
+            self.log.max_offer()
         }
 
         /// The term buffer length of this publication's log.
@@ -278,7 +281,7 @@ impl Publisher {
         } else {
             fragmented_length(msg.len(), self.log.max_payload)
         };
-        let r = self.reserve(msg.len(), self.log.max_message, framed)?;
+        let r = self.reserve(msg.len(), self.log.max_offer(), framed)?;
         if unfragmented {
             self.log.write_unfragmented(r.index, r.offset, r.term_id, msg, reserved);
         } else {

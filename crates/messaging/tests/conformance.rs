@@ -194,6 +194,79 @@ fn a_java_driver_on_64_kib_pages_carries_both_publications_over_ipc_and_udp() {
     );
 }
 
+/// With an MTU above an eighth of the term (16 KiB frames, 64 KiB terms), a message longer than
+/// term/8 that fits one frame is taken, as Aeron's C client takes it (it checks its maximum
+/// message length on the fragmented path only): by `offer` and `try_claim` of both
+/// publications, read whole by our subscriber and the C client's.
+#[test]
+fn one_frame_longer_than_an_eighth_of_the_term_is_taken_as_aeron_takes_it() {
+    let mtu = DriverOption::parse("aeron.ipc.mtu.length", "16k").unwrap();
+    let d = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .option(mtu)
+        .spawn()
+        .expect("driver starts");
+    let client = Client::connect(d.dir()).expect("client");
+    let c = common::c_client(d.dir());
+    let one_frame = (16 << 10) - 32;
+    let sizes = [12_000, one_frame, 100, 9_000];
+    let mut sub = client.subscription("aeron:ipc", 820).unwrap();
+    let c_sub = common::c_subscription(&c, "aeron:ipc", 820);
+    let mut exclusive = client.exclusive_publication("aeron:ipc", 820).unwrap();
+    assert_eq!(
+        (exclusive.max_payload_length(), exclusive.max_message_length()),
+        (one_frame, one_frame)
+    );
+    exchange(&mut exclusive, &mut sub, &c_sub, &sizes);
+    claim_one_frame(&mut exclusive, &mut sub, &c_sub, sizes.len() as u64);
+    drop(exclusive);
+
+    let mut sub = client.subscription("aeron:ipc", 821).unwrap();
+    let c_sub = common::c_subscription(&c, "aeron:ipc", 821);
+    let mut concurrent = client.publication("aeron:ipc", 821).unwrap();
+    assert_eq!(concurrent.max_message_length(), one_frame);
+    exchange(&mut concurrent, &mut sub, &c_sub, &sizes);
+    assert!(matches!(
+        concurrent.offer(&vec![0; one_frame + 1]),
+        Err(messaging::OfferError::MessageTooLong { max, .. }) if max == one_frame
+    ));
+}
+
+/// Claims a whole frame's payload on `publ`, fills it with message `seq` and commits it; our
+/// `sub` and the C client's `c_sub` both read it intact.
+fn claim_one_frame<P: Publication>(
+    publ: &mut P,
+    sub: &mut Subscriber,
+    c_sub: &rusteron_client::AeronSubscription,
+    seq: u64,
+) {
+    let len = publ.max_payload_length();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match publ.try_claim(len) {
+            Ok(mut claim) => {
+                claim.buffer_mut().copy_from_slice(&payload(seq, len));
+                claim.commit();
+                break;
+            }
+            Err(e) => assert!(e.is_retryable() && Instant::now() < deadline, "claim of {len}: {e}"),
+        }
+        std::thread::yield_now();
+    }
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    while ours.is_empty() || theirs.is_empty() {
+        assert!(Instant::now() < deadline, "the claimed frame was not read by both");
+        sub.poll(&mut |m: &[u8], _h: &MessageHeader<'_>| ours.push(verify(m)), 16)
+            .unwrap();
+        c_sub
+            .poll_fn(|m: &[u8], _h| theirs.push(verify(m)), 16)
+            .expect("C poll");
+        std::thread::yield_now();
+    }
+    assert_eq!((ours, theirs), (vec![Ok(seq)], vec![Ok(seq)]));
+}
+
 /// Aeron's Java `MediaDriver` in a directory of its own, stopped (SIGTERM, then SIGKILL) and
 /// its directory removed when dropped.
 struct JavaDriver {
