@@ -18,43 +18,19 @@ use memmap2::{MmapMut, MmapOptions};
 
 use crate::conductor::Inner;
 use crate::error::{AddError, OfferError, PrefaultError};
+use crate::frame::{
+    framed_length, DataHeader, BEGIN_FLAG, DATA_HEADER_LEN, END_FLAG, FRAME_VERSION, HDR_TYPE_DATA, HDR_TYPE_PAD,
+    UNFRAGMENTED,
+};
 use crate::logbuffer::{
     check_log_length, LOG_ACTIVE_TERM_COUNT_OFFSET, LOG_IS_CONNECTED_OFFSET, LOG_META_DATA_LENGTH,
     LOG_PAGE_SIZE_OFFSET, LOG_TERM_LENGTH_OFFSET, PARTITION_COUNT, TERM_TAIL_COUNTERS_OFFSET,
 };
 use crate::prefault::{self, PrefaultStats};
 
-/// Aeron's data frame header length: a payload starts this far into its frame.
-pub(crate) const DATA_HEADER_LEN: usize = 32;
-/// Aeron's frame alignment in the log.
-pub(crate) const FRAME_ALIGNMENT: usize = 32;
-/// Where the reserved value sits in the data header.
-pub(crate) const RESERVED_VALUE_OFFSET: usize = 24;
-/// Frame flags: a whole message, and the first and last fragments of a longer one.
-pub(crate) const BEGIN_FLAG: u8 = 0x80;
-pub(crate) const END_FLAG: u8 = 0x40;
-/// `HDR_TYPE_PAD` and `HDR_TYPE_DATA`.
-pub(crate) const HDR_TYPE_PAD: u16 = 0x00;
-const HDR_TYPE_DATA: u16 = 0x01;
-/// `AERON_FRAME_HEADER_VERSION`.
-const FRAME_VERSION: u8 = 0;
-
 /// Aeron's limit on one message: an eighth of the term, at most 16 MiB.
 pub(crate) fn max_message_length(term_length: usize) -> usize {
     (term_length / 8).min(16 * 1024 * 1024)
-}
-
-/// `aeron_logbuffer_compute_fragmented_length`: the log bytes a message of `length` takes when
-/// cut into frames of at most `max_payload` bytes.
-pub(crate) fn fragmented_length(length: usize, max_payload: usize) -> usize {
-    let whole = length / max_payload;
-    let rest = length % max_payload;
-    let last = if rest > 0 {
-        (rest + DATA_HEADER_LEN).next_multiple_of(FRAME_ALIGNMENT)
-    } else {
-        0
-    };
-    whole * (max_payload + DATA_HEADER_LEN) + last
 }
 
 /// The [`LogSpec`] of aeron-rs publication `$p` (a `Publication` or an `ExclusivePublication`:
@@ -279,7 +255,7 @@ impl Log {
     /// Why an offer at `position` of `length` bytes is refused (`back_pressure_status`).
     #[cold]
     pub(crate) fn refused(&self, position: i64, length: usize) -> OfferError {
-        let framed = (length + DATA_HEADER_LEN).next_multiple_of(FRAME_ALIGNMENT) as i64;
+        let framed = framed_length(length) as i64;
         if position + framed >= self.max_possible_position {
             OfferError::MaxPositionExceeded
         } else if self.is_connected() {
@@ -298,23 +274,25 @@ impl Log {
     }
 
     /// Writes a frame header (`aeron_header_write`): the negative length first, so a reader
-    /// skips the frame until its length is published.
+    /// skips the frame until its length is published, then the other fields of [`DataHeader`]
+    /// (the reserved value is left as it is).
     #[inline]
     fn write_header(&self, index: usize, offset: i32, term_id: i32, frame_length: usize, flags: u8) -> *mut u8 {
         let frame = self.frame(index, offset);
+        let h = frame.cast::<DataHeader>();
         // SAFETY: the frame lies inside the term (the caller checked offset + length against
-        // the term length) and is ours alone until its length is published; the header fields
-        // are aligned (frames are 32-byte aligned).
+        // the term length) and is ours alone until its length is published; it is 32-byte
+        // aligned, so every field of the header is aligned.
         unsafe {
-            (*frame.cast::<AtomicI32>()).store(-(frame_length as i32), Ordering::Release);
+            length_of(frame).store(-(frame_length as i32), Ordering::Release);
             std::sync::atomic::fence(Ordering::Release);
-            frame.add(4).write(FRAME_VERSION);
-            frame.add(5).write(flags);
-            frame.add(6).cast::<u16>().write(HDR_TYPE_DATA.to_le());
-            frame.add(8).cast::<i32>().write(offset.to_le());
-            frame.add(12).cast::<i32>().write(self.session_id.to_le());
-            frame.add(16).cast::<i32>().write(self.stream_id.to_le());
-            frame.add(20).cast::<i32>().write(term_id.to_le());
+            (&raw mut (*h).version).write(FRAME_VERSION);
+            (&raw mut (*h).flags).write(flags);
+            (&raw mut (*h).frame_type).write(HDR_TYPE_DATA);
+            (&raw mut (*h).term_offset).write(offset);
+            (&raw mut (*h).session_id).write(self.session_id);
+            (&raw mut (*h).stream_id).write(self.stream_id);
+            (&raw mut (*h).term_id).write(term_id);
         }
         frame
     }
@@ -325,11 +303,11 @@ impl Log {
     pub(crate) fn pad(&self, index: usize, offset: i32, term_id: i32) {
         if offset < self.term_length {
             let padding = (self.term_length - offset) as usize;
-            let frame = self.write_header(index, offset, term_id, padding, BEGIN_FLAG | END_FLAG);
+            let frame = self.write_header(index, offset, term_id, padding, UNFRAGMENTED);
             // SAFETY: as `write_header`: the padding frame is ours until published.
             unsafe {
-                frame.add(6).cast::<u16>().write(HDR_TYPE_PAD.to_le());
-                (*frame.cast::<AtomicI32>()).store(padding as i32, Ordering::Release);
+                (&raw mut (*frame.cast::<DataHeader>()).frame_type).write(HDR_TYPE_PAD);
+                length_of(frame).store(padding as i32, Ordering::Release);
             }
         }
     }
@@ -346,20 +324,20 @@ impl Log {
         reserved: Option<i64>,
     ) {
         let frame_length = msg.len() + DATA_HEADER_LEN;
-        let frame = self.write_header(index, offset, term_id, frame_length, BEGIN_FLAG | END_FLAG);
+        let frame = self.write_header(index, offset, term_id, frame_length, UNFRAGMENTED);
         // SAFETY: the reserved frame lies inside the term and is ours until its length is
         // published below.
         unsafe {
             std::ptr::copy_nonoverlapping(msg.as_ptr(), frame.add(DATA_HEADER_LEN), msg.len());
             if let Some(v) = reserved {
-                frame.add(RESERVED_VALUE_OFFSET).cast::<i64>().write(v.to_le());
+                (&raw mut (*frame.cast::<DataHeader>()).reserved_value).write(v);
             }
-            (*frame.cast::<AtomicI32>()).store(frame_length as i32, Ordering::Release);
+            length_of(frame).store(frame_length as i32, Ordering::Release);
         }
     }
 
     /// Writes `msg` cut into frames of at most `max_payload` bytes from `offset` (reserved by
-    /// the caller: [`fragmented_length`] bytes fit the term), publishing each.
+    /// the caller: [`fragmented_length`](crate::frame::fragmented_length) bytes fit the term), publishing each.
     #[cold]
     pub(crate) fn write_fragmented(&self, index: usize, offset: i32, term_id: i32, msg: &[u8], reserved: Option<i64>) {
         let mut flags = BEGIN_FLAG;
@@ -376,16 +354,16 @@ impl Log {
             unsafe {
                 std::ptr::copy_nonoverlapping(rest.as_ptr(), frame.add(DATA_HEADER_LEN), take);
                 if let Some(v) = reserved {
-                    frame.add(RESERVED_VALUE_OFFSET).cast::<i64>().write(v.to_le());
+                    (&raw mut (*frame.cast::<DataHeader>()).reserved_value).write(v);
                 }
-                (*frame.cast::<AtomicI32>()).store(frame_length as i32, Ordering::Release);
+                length_of(frame).store(frame_length as i32, Ordering::Release);
             }
             rest = &rest[take..];
             if rest.is_empty() {
                 return;
             }
             flags = 0;
-            frame_offset += frame_length.next_multiple_of(FRAME_ALIGNMENT) as i32;
+            frame_offset += crate::frame::align(frame_length as i32);
         }
     }
 
@@ -393,7 +371,7 @@ impl Log {
     /// hands out the frame, unpublished.
     #[inline]
     pub(crate) fn claim_frame(&self, index: usize, offset: i32, term_id: i32, len: usize) -> *mut u8 {
-        self.write_header(index, offset, term_id, len + DATA_HEADER_LEN, BEGIN_FLAG | END_FLAG)
+        self.write_header(index, offset, term_id, len + DATA_HEADER_LEN, UNFRAGMENTED)
     }
 
     /// Every mapping of this log in this process into the page tables (see
@@ -407,6 +385,17 @@ impl Log {
         }
         prefault::populate_all(&ranges, &|| format!("the log {}", self.path.display()))
     }
+}
+
+/// The length field of the frame at `frame`, which every Aeron writer and reader accesses
+/// atomically.
+///
+/// # Safety
+/// `frame` is a 4-byte aligned frame start inside a mapped log that outlives `'a`.
+#[inline]
+pub(crate) unsafe fn length_of<'a>(frame: *mut u8) -> &'a AtomicI32 {
+    // SAFETY: the caller's promise; `frame_length` is the header's first field.
+    unsafe { &*(&raw mut (*frame.cast::<DataHeader>()).frame_length).cast::<AtomicI32>() }
 }
 
 /// `aeron_logbuffer_rotate_log`: moves the log on from term `term_id` (term count
@@ -432,20 +421,6 @@ pub(crate) fn rotate_log(log: &Log, term_count: i32, term_id: i32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fragmented_lengths_follow_aeron() {
-        // MTU 1408: 1376-byte payloads.
-        let max = 1376;
-        assert_eq!(fragmented_length(1376, max), 1408);
-        assert_eq!(fragmented_length(1377, max), 1408 + 64);
-        assert_eq!(fragmented_length(3 * 1376, max), 3 * 1408);
-        assert_eq!(fragmented_length(3 * 1376 + 1, max), 3 * 1408 + 64);
-        assert_eq!(
-            fragmented_length(10_000, max),
-            7 * 1408 + (10_000_usize - 7 * 1376 + 32).next_multiple_of(32)
-        );
-    }
 
     #[test]
     fn max_message_is_an_eighth_of_the_term_up_to_16_mib() {

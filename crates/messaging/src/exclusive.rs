@@ -45,9 +45,10 @@ use std::sync::{Arc, Mutex};
 
 use aeron_rs::exclusive_publication::ExclusivePublication;
 
-use crate::appender::{fragmented_length, Log, DATA_HEADER_LEN, FRAME_ALIGNMENT};
+use crate::appender::Log;
 use crate::conductor::{Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
+use crate::frame::{fragmented_length, framed_length};
 use crate::prefault::PrefaultStats;
 use crate::publication::Claim;
 
@@ -200,7 +201,7 @@ impl ExclusivePublisher {
         self.admit(msg.len(), self.log.max_offer())?;
         let unfragmented = msg.len() <= self.log.max_payload;
         let framed = if unfragmented {
-            (msg.len() + DATA_HEADER_LEN).next_multiple_of(FRAME_ALIGNMENT)
+            framed_length(msg.len())
         } else {
             fragmented_length(msg.len(), self.log.max_payload)
         };
@@ -226,7 +227,7 @@ impl ExclusivePublisher {
     #[inline]
     pub fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
         self.admit(len, self.log.max_payload)?;
-        let Some(offset) = self.reserve((len + DATA_HEADER_LEN).next_multiple_of(FRAME_ALIGNMENT)) else {
+        let Some(offset) = self.reserve(framed_length(len)) else {
             return Err(self.term_full());
         };
         let frame = self.log.claim_frame(self.active_index, offset, self.term_id, len);

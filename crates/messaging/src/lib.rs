@@ -76,6 +76,7 @@ mod driver;
 mod driver_option;
 mod error;
 mod exclusive;
+mod frame;
 mod idle;
 mod images;
 mod logbuffer;

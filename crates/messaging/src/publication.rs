@@ -49,11 +49,10 @@ use std::sync::{Arc, Mutex};
 
 use aeron_rs::publication::Publication as AeronPublication;
 
-use crate::appender::{
-    fragmented_length, rotate_log, Log, DATA_HEADER_LEN, FRAME_ALIGNMENT, HDR_TYPE_PAD, RESERVED_VALUE_OFFSET,
-};
+use crate::appender::{length_of, rotate_log, Log};
 use crate::conductor::{Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
+use crate::frame::{fragmented_length, framed_length, DataHeader, DATA_HEADER_LEN, HDR_TYPE_PAD};
 use crate::prefault::PrefaultStats;
 #[cfg(doc)]
 use crate::PrefaultMethod;
@@ -196,7 +195,7 @@ impl Publisher {
     /// rest of a term is preceded by a padding frame that fills the term.
     #[must_use]
     pub fn frame_length(payload: usize) -> usize {
-        (DATA_HEADER_LEN + payload).next_multiple_of(FRAME_ALIGNMENT)
+        framed_length(payload)
     }
 
     /// `aeron_publication_offer`'s checks, then one atomic add on the tail for `framed` bytes
@@ -395,14 +394,14 @@ impl Claim<'_> {
     pub fn set_reserved_value(&mut self, value: i64) {
         // SAFETY: the header is ours until published; the field is 8-byte aligned (frames are
         // 32-byte aligned).
-        unsafe { self.frame.add(RESERVED_VALUE_OFFSET).cast::<i64>().write(value.to_le()) }
+        unsafe { (&raw mut (*self.frame.cast::<DataHeader>()).reserved_value).write(value) }
     }
 
     /// The frame length field, published with a release store.
     #[inline]
     fn frame_length(&self) -> &AtomicI32 {
-        // SAFETY: the header's first 4 bytes, 4-byte aligned; every Aeron reader loads it atomically.
-        unsafe { &*self.frame.cast::<AtomicI32>() }
+        // SAFETY: a frame start in the mapped log, 32-byte aligned, mapped while the claim lives.
+        unsafe { length_of(self.frame) }
     }
 
     /// Publishes the written bytes (Aeron's `BufferClaim.commit`: a release store of the
@@ -423,7 +422,7 @@ impl Claim<'_> {
     fn pad(&self) {
         // SAFETY: as `set_reserved_value`: the type field (offset 6, 2 bytes) is ours until
         // the length is published.
-        unsafe { self.frame.add(6).cast::<u16>().write(HDR_TYPE_PAD.to_le()) };
+        unsafe { (&raw mut (*self.frame.cast::<DataHeader>()).frame_type).write(HDR_TYPE_PAD) };
         self.frame_length()
             .store((DATA_HEADER_LEN + self.len) as i32, Ordering::Release);
     }

@@ -11,7 +11,7 @@ use aeron_rs::image::Image;
 use aeron_rs::utils::log_buffers::LogBuffers;
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::appender::{DATA_HEADER_LEN, FRAME_ALIGNMENT, HDR_TYPE_PAD, RESERVED_VALUE_OFFSET};
+use crate::frame::{DataHeader, DATA_HEADER_LEN, FRAME_ALIGNMENT, HDR_TYPE_PAD};
 use crate::logbuffer::PARTITION_COUNT;
 
 /// What a poll's handler says after a message (see `ControlledAction`).
@@ -146,7 +146,12 @@ impl Frame<'_> {
 
     pub(crate) fn reserved_value(&self) -> i64 {
         // SAFETY: as `i32_at`; the field is 8-byte aligned.
-        i64::from_le(unsafe { self.frame.add(RESERVED_VALUE_OFFSET).cast::<i64>().read() })
+        i64::from_le(unsafe {
+            self.frame
+                .add(std::mem::offset_of!(DataHeader, reserved_value))
+                .cast::<i64>()
+                .read()
+        })
     }
 
     pub(crate) fn flags(&self) -> u8 {
