@@ -8,14 +8,14 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::move_messages;
 use messaging::{
-    AddError, AsyncError, Client, ControlledAction, DriverLiveness, DriverStatus, EmbeddedDriver, LivenessError,
-    MessageHeader, OfferError, PollError,
+    AddError, AsyncError, Client, ControlledAction, DriverLiveness, EmbeddedDriver, LivenessError, MessageHeader,
+    OfferError, PollError,
 };
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
@@ -157,87 +157,15 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     eprintln!("orderly stop noticed after {took:?}");
 }
 
-/// A media driver in a child process (this test binary, running only
-/// `driver_process_for_liveness_tests`), so it can be killed or stopped.
-struct DriverProcess {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl DriverProcess {
-    fn spawn(tag: &str) -> DriverProcess {
-        DriverProcess::spawn_with(tag, &[])
-    }
-
-    /// With `AERON_*` settings for the driver.
-    fn spawn_with(tag: &str, env: &[(&str, &str)]) -> DriverProcess {
-        let dir = private_dir(tag);
-        let child = Command::new(std::env::current_exe().expect("test binary"))
-            .args([
-                "--exact",
-                "driver_process_for_liveness_tests",
-                "--ignored",
-                "--nocapture",
-            ])
-            .env("LIVENESS_TEST_DRIVER_DIR", &dir)
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("driver process starts");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !matches!(messaging::driver_status(&dir, TIMEOUT), DriverStatus::Alive { .. }) {
-            assert!(Instant::now() < deadline, "the driver process did not start");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        DriverProcess { child, dir }
-    }
-
-    fn signal(&self, sig: &str) {
-        signal(&self.child, sig);
-    }
-}
-
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill {sig}");
-}
-
-impl Drop for DriverProcess {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-CONT", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// Not a test: the body of [`DriverProcess`]. Does nothing unless `LIVENESS_TEST_DRIVER_DIR`
-/// is set.
+/// The body of [`common::DriverProcess`], run in the child.
 #[test]
-#[ignore = "runs only as the child process of the liveness tests"]
-fn driver_process_for_liveness_tests() {
-    let Some(dir) = std::env::var_os("LIVENESS_TEST_DRIVER_DIR") else {
-        return;
-    };
-    let _driver = EmbeddedDriver::builder()
-        .dir(PathBuf::from(dir))
-        .ipc_term_length(64 << 10)
-        .driver_timeout(TIMEOUT)
-        .spawn()
-        .expect("driver starts");
-    // Until killed; a parent that died without killing it is noticed within a minute.
-    for _ in 0..600 {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+#[ignore = "runs only as the child process of the tests that kill or stop a driver"]
+fn driver_process() {
+    common::driver_process_body();
 }
 
 fn a_driver_that_stops_beating(sig: &str, tag: &str) {
-    let driver = DriverProcess::spawn(tag);
+    let driver = common::DriverProcess::spawn(&private_dir(tag), TIMEOUT);
     let (client, errors) = client_with_errors(&driver.dir);
     let live = client.liveness();
     move_messages(&client, 20, 100);
@@ -347,7 +275,11 @@ fn client_process_for_liveness_tests() {
 #[test]
 fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
     // The driver forgets a silent client after 1 s; the client is stopped for 2.5 s.
-    let driver = DriverProcess::spawn_with("paused-client", &[("AERON_CLIENT_LIVENESS_TIMEOUT", "1s")]);
+    let driver = common::DriverProcess::spawn_with(
+        &private_dir("paused-client"),
+        TIMEOUT,
+        &[("AERON_CLIENT_LIVENESS_TIMEOUT", "1s")],
+    );
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
@@ -370,9 +302,9 @@ fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
             "the client process ended before it was ready"
         );
     }
-    signal(&child, "-STOP");
+    common::signal(&child, "-STOP");
     std::thread::sleep(Duration::from_millis(2_500));
-    signal(&child, "-CONT");
+    common::signal(&child, "-CONT");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     let _ = child.wait();

@@ -81,3 +81,93 @@ pub(crate) fn c_subscription(
     .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
     .expect("C subscription")
 }
+
+/// A media driver in a child process, so that it can be killed or stopped, or run with
+/// `AERON_*` settings (a loss interceptor) that a driver reads from its process's environment.
+/// The child is this test binary running only its test named `driver_process`, which each test
+/// binary using this defines as a call of [`driver_process_body`]. Killed, and its directory
+/// removed, when dropped.
+pub(crate) struct DriverProcess {
+    pub(crate) child: std::process::Child,
+    pub(crate) dir: std::path::PathBuf,
+}
+
+impl DriverProcess {
+    /// A driver in `dir` (removed first) with 64 KiB terms and driver timeout `timeout`.
+    pub(crate) fn spawn(dir: &std::path::Path, timeout: Duration) -> DriverProcess {
+        DriverProcess::spawn_with(dir, timeout, &[])
+    }
+
+    /// With `env` (e.g. `AERON_*` settings) for the driver's process.
+    pub(crate) fn spawn_with(dir: &std::path::Path, timeout: Duration, env: &[(&str, &str)]) -> DriverProcess {
+        let _ = std::fs::remove_dir_all(dir);
+        let child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args(["--exact", "driver_process", "--ignored", "--nocapture"])
+            .env("MESSAGING_TEST_DRIVER_DIR", dir)
+            .env("MESSAGING_TEST_DRIVER_TIMEOUT_MS", timeout.as_millis().to_string())
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("driver process starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !matches!(
+            messaging::driver_status(dir, timeout),
+            messaging::DriverStatus::Alive { .. }
+        ) {
+            assert!(Instant::now() < deadline, "the driver process did not start");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        DriverProcess {
+            child,
+            dir: dir.to_owned(),
+        }
+    }
+
+    /// Sends `sig` (`-KILL`, `-STOP`, ...) to the driver's process.
+    pub(crate) fn signal(&self, sig: &str) {
+        signal(&self.child, sig);
+    }
+}
+
+/// Sends `sig` to `child`; fails the test if `kill` fails.
+pub(crate) fn signal(child: &std::process::Child, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig}");
+}
+
+impl Drop for DriverProcess {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The child's side of [`DriverProcess`]: an embedded driver in `MESSAGING_TEST_DRIVER_DIR`,
+/// until killed; does nothing when that is not set (a plain `--ignored` run).
+pub(crate) fn driver_process_body() {
+    let Some(dir) = std::env::var_os("MESSAGING_TEST_DRIVER_DIR") else {
+        return;
+    };
+    let timeout = std::env::var("MESSAGING_TEST_DRIVER_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(10), Duration::from_millis);
+    let _driver = EmbeddedDriver::builder()
+        .dir(std::path::PathBuf::from(dir))
+        .ipc_term_length(64 << 10)
+        .term_length(64 << 10)
+        .driver_timeout(timeout)
+        .spawn()
+        .expect("driver starts");
+    // Until killed; a parent that died without killing it is noticed within a minute.
+    for _ in 0..600 {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
