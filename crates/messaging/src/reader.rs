@@ -1,7 +1,8 @@
-//! Reading images ourselves, as Aeron's C client does (`aeron_image.c`, its term reader): the
-//! subscription's images are found and retired by aeron-rs's conductor (its image handlers hand
-//! each one over, through a queue, to the thread that polls), and `poll` reads their logs and
-//! advances their subscriber positions with no lock.
+//! Reading images ourselves, as Aeron's C client does (`aeron_image.c`, its term reader, and
+//! `aeron_fragment_assembler.c`): the subscription's images are found and retired by aeron-rs's
+//! conductor (its image handlers hand each one over, through a queue, to the thread that polls),
+//! and `poll` reads their logs, reassembles fragmented messages per image and advances their
+//! subscriber positions with no lock.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
@@ -11,7 +12,7 @@ use aeron_rs::image::Image;
 use aeron_rs::utils::log_buffers::LogBuffers;
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::frame::{DataHeader, DATA_HEADER_LEN, FRAME_ALIGNMENT, HDR_TYPE_PAD};
+use crate::frame::{align, fragmented_length, DataHeader, BEGIN_FLAG, DATA_HEADER_LEN, END_FLAG, HDR_TYPE_PAD};
 use crate::logbuffer::PARTITION_COUNT;
 
 /// What a poll's handler says after a message (see `ControlledAction`).
@@ -34,6 +35,8 @@ pub(crate) struct ReaderImage {
     /// The subscriber position: our copy, and the counter in cnc.dat the driver reads.
     position: i64,
     counter: *const AtomicI64,
+    /// The fragmented message being reassembled.
+    assembly: Assembly,
     /// aeron-rs's mapping of the log: keeps `base` valid while we read.
     _log: Arc<LogBuffers>,
 }
@@ -91,6 +94,7 @@ impl Feed {
             initial_term_id: image.initial_term_id(),
             position,
             counter,
+            assembly: Assembly::default(),
             _log: log,
         };
         let _ = self.tx.send(Change::Add(r));
@@ -101,43 +105,35 @@ impl Feed {
     }
 }
 
-/// `n` rounded up to Aeron's frame alignment.
-#[inline]
-fn align(n: i32) -> i32 {
-    (n + (FRAME_ALIGNMENT as i32 - 1)) & !(FRAME_ALIGNMENT as i32 - 1)
-}
-
 /// Aeron's counter record length in the values buffer.
 const COUNTER_LENGTH: usize = 128;
 
-/// A frame's header, read on demand (see [`MessageHeader`](crate::MessageHeader)).
+/// A message's header as the handler sees it (see [`MessageHeader`](crate::MessageHeader)): the
+/// frame's header fields, copied right after its length was seen, and where it sits.
 #[derive(Clone, Copy)]
 pub(crate) struct Frame<'a> {
-    frame: *const u8,
+    header: DataHeader,
+    /// The frame's offset in its term, as the reader found it.
     offset: i32,
     initial_term_id: i32,
     shift: u32,
+    /// For a reassembled message, the log bytes all its fragments take
+    /// (`fragmented_frame_length`); 0 otherwise.
+    fragmented_length: i32,
     _log: PhantomData<&'a [u8]>,
 }
 
 impl Frame<'_> {
-    #[inline]
-    fn i32_at(&self, at: usize) -> i32 {
-        // SAFETY: `at` + 4 lies inside the 32-byte header of a published frame (its length
-        // was loaded with acquire before this view was made), 4-byte aligned.
-        i32::from_le(unsafe { self.frame.add(at).cast::<i32>().read() })
-    }
-
     pub(crate) fn session_id(&self) -> i32 {
-        self.i32_at(12)
+        self.header.session_id
     }
 
     pub(crate) fn stream_id(&self) -> i32 {
-        self.i32_at(16)
+        self.header.stream_id
     }
 
     pub(crate) fn term_id(&self) -> i32 {
-        self.i32_at(20)
+        self.header.term_id
     }
 
     pub(crate) fn term_offset(&self) -> i32 {
@@ -145,24 +141,107 @@ impl Frame<'_> {
     }
 
     pub(crate) fn reserved_value(&self) -> i64 {
-        // SAFETY: as `i32_at`; the field is 8-byte aligned.
-        i64::from_le(unsafe {
-            self.frame
-                .add(std::mem::offset_of!(DataHeader, reserved_value))
-                .cast::<i64>()
-                .read()
-        })
+        self.header.reserved_value
     }
 
     pub(crate) fn flags(&self) -> u8 {
-        // SAFETY: as `i32_at`.
-        unsafe { self.frame.add(5).read() }
+        self.header.flags
     }
 
-    /// The stream position just after this frame.
+    /// The frame length field: for a reassembled message, the header plus the whole message
+    /// (`aeron_buffer_builder_complete_header`).
+    pub(crate) fn frame_length(&self) -> i32 {
+        self.header.frame_length
+    }
+
+    /// Where the next frame starts (`aeron_header_next_term_offset`).
+    pub(crate) fn next_term_offset(&self) -> i32 {
+        align(self.offset + self.header.frame_length.max(self.fragmented_length))
+    }
+
+    /// The stream position just after this message (`aeron_header_position`).
     pub(crate) fn position(&self) -> i64 {
-        let end = align(self.offset + self.i32_at(0));
-        (i64::from(self.term_id().wrapping_sub(self.initial_term_id)) << self.shift) + i64::from(end)
+        (i64::from(self.term_id().wrapping_sub(self.initial_term_id)) << self.shift)
+            + i64::from(self.next_term_offset())
+    }
+}
+
+/// A fragmented message being put together (Aeron's `aeron_buffer_builder_t` in its image
+/// fragment assembler): the first fragment's header, the bytes so far and where the next
+/// fragment must start. A fragment that does not start there (a loss on an unreliable stream
+/// filled with padding, a subscriber that joined mid-message) drops what was gathered.
+#[derive(Default)]
+pub(crate) struct Assembly {
+    bytes: Vec<u8>,
+    /// -1 when nothing is being gathered.
+    next_term_offset: i32,
+    first: DataHeader,
+    first_offset: i32,
+}
+
+impl Assembly {
+    fn reset(&mut self) {
+        self.bytes.clear();
+        self.next_term_offset = -1;
+    }
+
+    /// Takes one fragment of a fragmented message (its flags are not both begin and end) and,
+    /// with the last one, hands the whole message and its completed header to `deliver`.
+    /// Returns what `deliver` said (`Continue` while gathering or after a discontinuity); on
+    /// `Abort` the last fragment is taken out again, to come back with the next poll.
+    #[inline]
+    pub(crate) fn fragment(
+        &mut self,
+        bytes: &[u8],
+        frame: &Frame<'_>,
+        deliver: &mut impl FnMut(&[u8], &Frame<'_>) -> Step,
+    ) -> Step {
+        let flags = frame.flags();
+        if flags & BEGIN_FLAG != 0 {
+            self.reset();
+            self.first = frame.header;
+            self.first_offset = frame.offset;
+            self.bytes.extend_from_slice(bytes);
+            self.next_term_offset = frame.next_term_offset();
+            return Step::Continue;
+        }
+        if self.next_term_offset != frame.offset || self.next_term_offset < 0 {
+            self.reset();
+            return Step::Continue;
+        }
+        let before = self.bytes.len();
+        self.bytes.extend_from_slice(bytes);
+        if flags & END_FLAG == 0 {
+            self.next_term_offset = frame.next_term_offset();
+            return Step::Continue;
+        }
+        let whole = self.complete(frame);
+        let step = deliver(&self.bytes, &whole);
+        if step == Step::Abort {
+            self.bytes.truncate(before);
+        } else {
+            self.reset();
+        }
+        step
+    }
+
+    /// `aeron_buffer_builder_complete_header`: the first fragment's header with the whole
+    /// message's frame length and the last fragment's flags added to the first's.
+    fn complete<'a>(&self, last: &Frame<'a>) -> Frame<'a> {
+        let max_payload = usize::try_from(self.first.frame_length)
+            .unwrap_or(0)
+            .saturating_sub(DATA_HEADER_LEN);
+        let mut header = self.first;
+        header.frame_length = (DATA_HEADER_LEN + self.bytes.len()) as i32;
+        header.flags |= last.header.flags;
+        Frame {
+            header,
+            offset: self.first_offset,
+            initial_term_id: last.initial_term_id,
+            shift: last.shift,
+            fragmented_length: fragmented_length(self.bytes.len(), max_payload.max(1)) as i32,
+            _log: PhantomData,
+        }
     }
 }
 
@@ -178,10 +257,15 @@ impl ReaderImage {
     }
 
     /// Aeron's controlled poll of one image (`aeron_image_controlled_poll`): up to `limit`
-    /// fragments of the current term, each handed to `on` with its payload and header; the
-    /// subscriber position follows what `on` consumed. Returns the fragments consumed.
+    /// fragments of the current term, each handed to `on` with this image's assembly, its
+    /// payload and header; the subscriber position follows what `on` consumed. Returns the
+    /// fragments consumed.
     #[inline]
-    pub(crate) fn read(&mut self, limit: usize, on: &mut impl FnMut(&[u8], Frame<'_>) -> Step) -> usize {
+    pub(crate) fn read(
+        &mut self,
+        limit: usize,
+        on: &mut impl FnMut(&mut Assembly, &[u8], &Frame<'_>) -> Step,
+    ) -> usize {
         let term_length = self.term_length;
         let mut position = self.position;
         let mut committed = (position & i64::from(term_length - 1)) as i32;
@@ -191,7 +275,7 @@ impl ReaderImage {
         let term = unsafe { self.base.add(index * term_length as usize) };
         let mut fragments = 0;
         while fragments < limit && offset < term_length {
-            // SAFETY: `offset` is a frame boundary inside the term.
+            // SAFETY: `offset` is a frame boundary inside the term, 32-byte aligned.
             let frame = unsafe { term.add(offset as usize) };
             // SAFETY: the frame's length field, 4-byte aligned, written atomically by every
             // Aeron publisher.
@@ -199,11 +283,12 @@ impl ReaderImage {
             if length <= 0 {
                 break;
             }
+            // SAFETY: a published frame's header is complete (acquire above); 8-byte aligned.
+            let header = unsafe { frame.cast::<DataHeader>().read() };
             let frame_offset = offset;
             let aligned = align(length);
             offset += aligned;
-            // SAFETY: a published frame's header is complete (acquire above).
-            if u16::from_le(unsafe { frame.add(6).cast::<u16>().read() }) == HDR_TYPE_PAD {
+            if header.frame_type == HDR_TYPE_PAD {
                 continue;
             }
             fragments += 1;
@@ -211,13 +296,14 @@ impl ReaderImage {
             let payload =
                 unsafe { std::slice::from_raw_parts(frame.add(DATA_HEADER_LEN), length as usize - DATA_HEADER_LEN) };
             let header = Frame {
-                frame,
+                header,
                 offset: frame_offset,
                 initial_term_id: self.initial_term_id,
                 shift: self.shift,
+                fragmented_length: 0,
                 _log: PhantomData,
             };
-            match on(payload, header) {
+            match on(&mut self.assembly, payload, &header) {
                 Step::Continue => {}
                 Step::Abort => {
                     fragments -= 1;

@@ -35,7 +35,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use aeron_rs::concurrent::logbuffer::frame_descriptor::{BEGIN_FRAG, END_FRAG, UNFRAGMENTED};
 use aeron_rs::concurrent::logbuffer::log_buffer_descriptor::LOG_META_DATA_SECTION_INDEX;
 use aeron_rs::image::Image;
 use aeron_rs::subscription::Subscription;
@@ -45,12 +44,13 @@ use crossbeam_channel::Receiver;
 use crate::client::Client;
 use crate::conductor::Inner;
 use crate::error::{AddError, PollError, PrefaultError, SpawnError};
+use crate::frame::UNFRAGMENTED;
 use crate::idle::IdleStrategy;
 #[cfg(doc)]
 use crate::images::IMAGE_EVENT_CAPACITY;
 use crate::images::{ImageEvent, Images};
 use crate::prefault::{self, PrefaultStats};
-use crate::reader::{Change, Frame, ReaderImage, Step};
+use crate::reader::{Assembly, Change, Frame, ReaderImage, Step};
 use crate::thread::{PinnedThread, ThreadBuilder};
 
 /// What a [`Subscriber::controlled_poll`] handler wants done after a message (Aeron's
@@ -79,11 +79,13 @@ impl From<ControlledAction> for Step {
     }
 }
 
-/// What the handler learns about a message besides its bytes: Aeron's frame header, read on
-/// demand (a view of the frame, like Aeron's `Header` flyweight: a handler that does not look
-/// at it costs nothing). For a message reassembled from fragments, the header of its last
-/// fragment (as Aeron's `FragmentAssembler` gives it). [`values`](Self::values) copies every
-/// field out, to keep after the handler returns.
+/// What the handler learns about a message besides its bytes: Aeron's frame header (like
+/// Aeron's `Header` flyweight). For a message reassembled from fragments, the header Aeron's
+/// C client's fragment assembler hands its handler (`aeron_buffer_builder_complete_header`):
+/// the first fragment's, with the frame length of the whole message
+/// ([`frame_length`](Self::frame_length)) and the last fragment's flags added to the first's
+/// (so both begin and end are set); [`position`](Self::position) is after the last fragment.
+/// [`values`](Self::values) copies every field out, to keep after the handler returns.
 #[derive(Clone, Copy)]
 pub struct MessageHeader<'a> {
     frame: Frame<'a>,
@@ -111,18 +113,26 @@ impl MessageHeader<'_> {
         self.frame.reserved_value()
     }
 
-    /// The term the (last) fragment is in.
+    /// The term the message is in (a message never spans two terms).
     #[inline]
     #[must_use]
     pub fn term_id(&self) -> i32 {
         self.frame.term_id()
     }
 
-    /// Its offset in that term, bytes.
+    /// Its (first fragment's) offset in that term, bytes.
     #[inline]
     #[must_use]
     pub fn term_offset(&self) -> i32 {
         self.frame.term_offset()
+    }
+
+    /// The frame length field: Aeron's 32-byte header plus the message, whole for a
+    /// reassembled message.
+    #[inline]
+    #[must_use]
+    pub fn frame_length(&self) -> i32 {
+        self.frame.frame_length()
     }
 
     /// The stream position just after this message (what a subscriber position reads once it
@@ -133,7 +143,8 @@ impl MessageHeader<'_> {
         self.frame.position()
     }
 
-    /// The frame flags (`0xC0` unfragmented; `0x80` begin, `0x40` end of a fragmented message).
+    /// The frame flags: `0xC0` (begin and end) for a whole message, a reassembled one included,
+    /// plus any other bits the publisher set.
     #[inline]
     #[must_use]
     pub fn flags(&self) -> u8 {
@@ -151,6 +162,7 @@ impl MessageHeader<'_> {
             term_offset: self.term_offset(),
             position: self.position(),
             flags: self.flags(),
+            frame_length: self.frame_length(),
         }
     }
 }
@@ -179,27 +191,8 @@ pub struct HeaderValues {
     pub position: i64,
     /// See [`MessageHeader::flags`].
     pub flags: u8,
-}
-
-/// Adds one fragment of a fragmented message to its session's buffer (a BEGIN fragment starts
-/// it afresh; a fragment without its beginning is dropped) and returns the buffer.
-#[inline]
-fn assemble<'a>(assembly: &'a mut Vec<(i32, Vec<u8>)>, session: i32, flags: u8, bytes: &[u8]) -> &'a mut Vec<u8> {
-    let slot = match assembly.iter().position(|(s, _)| *s == session) {
-        Some(i) => i,
-        None => {
-            assembly.push((session, Vec::new()));
-            assembly.len() - 1
-        }
-    };
-    let buf = &mut assembly[slot].1;
-    if flags & BEGIN_FRAG != 0 {
-        buf.clear();
-        buf.extend_from_slice(bytes);
-    } else if !buf.is_empty() {
-        buf.extend_from_slice(bytes);
-    }
-    buf
+    /// See [`MessageHeader::frame_length`].
+    pub frame_length: i32,
 }
 
 /// A subscription on one channel and stream.
@@ -212,7 +205,6 @@ pub struct Subscriber {
     round_robin: usize,
     /// Images handed over (and retired) by the image handlers on the conductor thread.
     changes: Receiver<Change>,
-    assembly: Vec<(i32, Vec<u8>)>,
     channel: String,
     stream_id: i32,
     /// The client's liveness state (one load per poll).
@@ -246,7 +238,6 @@ impl Subscriber {
             readers: Vec::new(),
             round_robin: 0,
             changes,
-            assembly: Vec::new(),
             channel: channel.to_owned(),
             stream_id,
             live: client.shared.lost.state.clone(),
@@ -258,8 +249,13 @@ impl Subscriber {
     /// Polls up to `fragment_limit` fragments and calls `handler` for every complete message.
     /// Returns the number of fragments read (the work count for an idle strategy). Reads the
     /// images' logs directly, as Aeron's C client does: no lock, no allocation once each
-    /// publisher's reassembly buffer exists; images that came or went since the last poll are
-    /// taken into account first (one queue look).
+    /// image's reassembly buffer has grown to its longest message; images that came or went
+    /// since the last poll are taken into account first (one queue look).
+    ///
+    /// Fragmented messages are reassembled per image as Aeron's image fragment assembler does:
+    /// a fragment that does not start where the previous one ended (a loss on an unreliable
+    /// stream, filled with padding, or a subscriber that joined mid-message) drops the partial
+    /// message, so two halves of different messages are never handed over as one.
     ///
     /// # Errors
     /// [`PollError::ClientClosed`] once the client lost its media driver (one load per call).
@@ -268,29 +264,26 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
-        self.read(fragment_limit, &mut |assembly, bytes, frame| {
-            let h = MessageHeader { frame };
-            let flags = frame.flags();
-            if flags & UNFRAGMENTED == UNFRAGMENTED {
-                handler(bytes, &h);
-                return Step::Continue;
-            }
-            let buf = assemble(assembly, frame.session_id(), flags, bytes);
-            if flags & END_FRAG != 0 && !buf.is_empty() {
-                handler(buf, &h);
-                buf.clear();
-            }
+        let mut deliver = |bytes: &[u8], frame: &Frame<'_>| {
+            handler(bytes, &MessageHeader { frame: *frame });
             Step::Continue
+        };
+        self.read(fragment_limit, &mut |assembly, bytes, frame| {
+            if frame.flags() & UNFRAGMENTED == UNFRAGMENTED {
+                deliver(bytes, frame)
+            } else {
+                assembly.fragment(bytes, frame, &mut deliver)
+            }
         })
     }
 
     /// Takes the image changes the conductor queued, then reads the images round robin
-    /// (Aeron's subscription poll), handing each fragment to `on` with the reassembly buffers.
+    /// (Aeron's subscription poll), handing each fragment to `on` with its image's assembly.
     #[inline]
     fn read(
         &mut self,
         fragment_limit: usize,
-        on: &mut impl FnMut(&mut Vec<(i32, Vec<u8>)>, &[u8], Frame<'_>) -> Step,
+        on: &mut impl FnMut(&mut Assembly, &[u8], &Frame<'_>) -> Step,
     ) -> Result<usize, PollError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
             return Err(PollError::ClientClosed);
@@ -303,13 +296,10 @@ impl Subscriber {
             return Ok(0);
         }
         self.round_robin = (self.round_robin + 1) % n;
-        let (assembly, readers) = (&mut self.assembly, &mut self.readers);
         let mut fragments = 0;
         for k in 0..n {
-            let image = &mut readers[(self.round_robin + k) % n];
-            fragments += image.read(fragment_limit - fragments, &mut |bytes, frame| {
-                on(assembly, bytes, frame)
-            });
+            let image = &mut self.readers[(self.round_robin + k) % n];
+            fragments += image.read(fragment_limit - fragments, on);
             if fragments >= fragment_limit {
                 break;
             }
@@ -344,24 +334,13 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
+        let mut deliver = |bytes: &[u8], frame: &Frame<'_>| handler(bytes, &MessageHeader { frame: *frame }).into();
         self.read(fragment_limit, &mut |assembly, bytes, frame| {
-            let h = MessageHeader { frame };
-            let flags = frame.flags();
-            if flags & UNFRAGMENTED == UNFRAGMENTED {
-                return handler(bytes, &h).into();
-            }
-            let buf = assemble(assembly, frame.session_id(), flags, bytes);
-            if flags & END_FRAG == 0 || buf.is_empty() {
-                return Step::Continue;
-            }
-            let action = handler(buf, &h);
-            if action == ControlledAction::Abort {
-                // The last fragment comes again: keep what came before it.
-                buf.truncate(buf.len() - bytes.len());
+            if frame.flags() & UNFRAGMENTED == UNFRAGMENTED {
+                deliver(bytes, frame)
             } else {
-                buf.clear();
+                assembly.fragment(bytes, frame, &mut deliver)
             }
-            action.into()
         })
     }
 
