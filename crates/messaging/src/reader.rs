@@ -5,8 +5,8 @@
 //! subscriber positions with no lock.
 
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use aeron_rs::image::Image;
 use aeron_rs::utils::log_buffers::LogBuffers;
@@ -24,9 +24,17 @@ pub(crate) enum Step {
     Continue,
 }
 
+/// Why an image's read stopped short of its limit with an error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Malformed {
+    pub(crate) position: i64,
+    pub(crate) frame_length: i32,
+}
+
 /// One publisher's image, as the polling thread reads it.
 pub(crate) struct ReaderImage {
     correlation_id: i64,
+    session_id: i32,
     /// Term 0 of the image's log (the three terms are contiguous).
     base: *const u8,
     term_length: i32,
@@ -35,6 +43,11 @@ pub(crate) struct ReaderImage {
     /// The subscriber position: our copy, and the counter in cnc.dat the driver reads.
     position: i64,
     counter: *const AtomicI64,
+    /// Set by the conductor thread when the image goes unavailable: from then on the counter
+    /// may be freed by the driver (and, after its linger, reused), so it is no longer written.
+    closed: Arc<AtomicBool>,
+    /// A frame no Aeron publisher writes was found: the image is read no further.
+    broken: bool,
     /// The fragmented message being reassembled.
     assembly: Assembly,
     /// aeron-rs's mapping of the log: keeps `base` valid while we read.
@@ -44,7 +57,7 @@ pub(crate) struct ReaderImage {
 // SAFETY: `base` points into the mapping `_log` keeps alive, `counter` into the client's mapping
 // of cnc.dat (kept alive by the subscriber that owns this image, which holds the client). The
 // image is handed from the conductor thread to the polling thread once and then used by that
-// thread alone.
+// thread alone; `closed` is an atomic flag shared with the conductor thread.
 unsafe impl Send for ReaderImage {}
 
 /// What the image handlers tell the polling thread.
@@ -60,18 +73,24 @@ pub(crate) struct Counters {
     pub(crate) capacity: usize,
 }
 
+/// The closed flags of the images a feed handed over, by correlation id.
+type OpenImages = Arc<Mutex<Vec<(i64, Arc<AtomicBool>)>>>;
+
 /// The handler side: turns aeron-rs's image notifications into [`Change`]s.
 #[derive(Clone)]
 pub(crate) struct Feed {
     tx: Sender<Change>,
     counters: Counters,
+    /// The closed flags of the images handed over, by correlation id (conductor thread only).
+    open: OpenImages,
 }
 
 impl Feed {
     /// A feed and the receiving end the subscriber polls.
     pub(crate) fn new(counters: Counters) -> (Feed, Receiver<Change>) {
         let (tx, rx) = crossbeam_channel::unbounded();
-        (Feed { tx, counters }, rx)
+        let open = Arc::default();
+        (Feed { tx, counters, open }, rx)
     }
 
     pub(crate) fn available(&self, image: &Image) {
@@ -86,14 +105,22 @@ impl Feed {
         // page-aligned buffer), in the client's mapping; the driver set it to the join position.
         let position = unsafe { (*counter).load(Ordering::Acquire) };
         let term_length = image.term_buffer_length();
+        let closed = Arc::new(AtomicBool::new(false));
+        self.open
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((image.correlation_id(), closed.clone()));
         let r = ReaderImage {
             correlation_id: image.correlation_id(),
+            session_id: image.session_id(),
             base: log.atomic_buffer(0).buffer().cast_const(),
             term_length,
             shift: term_length.trailing_zeros(),
             initial_term_id: image.initial_term_id(),
             position,
             counter,
+            closed,
+            broken: false,
             assembly: Assembly::default(),
             _log: log,
         };
@@ -101,7 +128,13 @@ impl Feed {
     }
 
     pub(crate) fn unavailable(&self, image: &Image) {
-        let _ = self.tx.send(Change::Remove(image.correlation_id()));
+        let id = image.correlation_id();
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = open.iter().position(|(c, _)| *c == id) {
+            open.swap_remove(i).1.store(true, Ordering::Release);
+        }
+        drop(open);
+        let _ = self.tx.send(Change::Remove(id));
     }
 }
 
@@ -250,22 +283,31 @@ impl ReaderImage {
         self.correlation_id
     }
 
+    /// Whether polls still read this image (not closed by the driver, no malformed frame).
+    pub(crate) fn readable(&self) -> bool {
+        !self.broken && !self.closed.load(Ordering::Acquire)
+    }
+
     fn set_position(&mut self, position: i64) {
         self.position = position;
-        // SAFETY: see `Feed::available`; only this image's poller writes this counter.
-        unsafe { (*self.counter).store(position, Ordering::Release) };
+        // Once closed, the driver may free (and later reuse) the counter: leave it alone, as
+        // Aeron's C client does.
+        if !self.closed.load(Ordering::Acquire) {
+            // SAFETY: see `Feed::available`; only this image's poller writes this counter.
+            unsafe { (*self.counter).store(position, Ordering::Release) };
+        }
     }
 
     /// Aeron's controlled poll of one image (`aeron_image_controlled_poll`): up to `limit`
     /// fragments of the current term, each handed to `on` with this image's assembly, its
     /// payload and header; the subscriber position follows what `on` consumed. Returns the
-    /// fragments consumed.
+    /// fragments consumed, or where a malformed frame stopped it (the image is then broken).
     #[inline]
     pub(crate) fn read(
         &mut self,
         limit: usize,
         on: &mut impl FnMut(&mut Assembly, &[u8], &Frame<'_>) -> Step,
-    ) -> usize {
+    ) -> Result<usize, Malformed> {
         let term_length = self.term_length;
         let mut position = self.position;
         let mut committed = (position & i64::from(term_length - 1)) as i32;
@@ -274,6 +316,7 @@ impl ReaderImage {
         // SAFETY: index < 3: the term lies inside the mapping.
         let term = unsafe { self.base.add(index * term_length as usize) };
         let mut fragments = 0;
+        let mut malformed = None;
         while fragments < limit && offset < term_length {
             // SAFETY: `offset` is a frame boundary inside the term, 32-byte aligned.
             let frame = unsafe { term.add(offset as usize) };
@@ -283,7 +326,15 @@ impl ReaderImage {
             if length <= 0 {
                 break;
             }
-            // SAFETY: a published frame's header is complete (acquire above); 8-byte aligned.
+            if length < DATA_HEADER_LEN as i32 || length > term_length - offset {
+                malformed = Some(Malformed {
+                    position: position + i64::from(offset - committed),
+                    frame_length: length,
+                });
+                break;
+            }
+            // SAFETY: a published frame's header is complete (acquire above) and lies inside
+            // the term (checked above); 8-byte aligned.
             let header = unsafe { frame.cast::<DataHeader>().read() };
             let frame_offset = offset;
             let aligned = align(length);
@@ -292,7 +343,7 @@ impl ReaderImage {
                 continue;
             }
             fragments += 1;
-            // SAFETY: the payload follows the header inside the published frame.
+            // SAFETY: the payload follows the header inside the published frame, inside the term.
             let payload =
                 unsafe { std::slice::from_raw_parts(frame.add(DATA_HEADER_LEN), length as usize - DATA_HEADER_LEN) };
             let header = Frame {
@@ -322,6 +373,16 @@ impl ReaderImage {
         if resulting > position {
             self.set_position(resulting);
         }
-        fragments
+        match malformed {
+            Some(m) => {
+                self.broken = true;
+                Err(m)
+            }
+            None => Ok(fragments),
+        }
+    }
+
+    pub(crate) fn session_id(&self) -> i32 {
+        self.session_id
     }
 }

@@ -258,7 +258,9 @@ impl Subscriber {
     /// message, so two halves of different messages are never handed over as one.
     ///
     /// # Errors
-    /// [`PollError::ClientClosed`] once the client lost its media driver (one load per call).
+    /// [`PollError::ClientClosed`] once the client lost its media driver (one load per call);
+    /// [`PollError::MalformedFrame`] once for an image whose log holds a frame no Aeron
+    /// publisher writes.
     #[inline]
     pub fn poll<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
@@ -299,7 +301,19 @@ impl Subscriber {
         let mut fragments = 0;
         for k in 0..n {
             let image = &mut self.readers[(self.round_robin + k) % n];
-            fragments += image.read(fragment_limit - fragments, on);
+            if !image.readable() {
+                continue;
+            }
+            match image.read(fragment_limit - fragments, on) {
+                Ok(read) => fragments += read,
+                Err(m) => {
+                    return Err(PollError::MalformedFrame {
+                        session_id: image.session_id(),
+                        position: m.position,
+                        frame_length: m.frame_length,
+                    })
+                }
+            }
             if fragments >= fragment_limit {
                 break;
             }

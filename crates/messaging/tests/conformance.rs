@@ -6,7 +6,9 @@
 //! - one frame longer than an eighth of the term (an MTU above term/8);
 //! - reassembly after a loss on an unreliable stream: a deterministic gap (the C driver's
 //!   multi-gap loss interceptor) and random loss, nothing spliced from two messages;
-//! - the header a reassembled message is handed with, field for field the C client's.
+//! - the header a reassembled message is handed with, field for field the C client's;
+//! - a malformed frame (as a process writing into the log could leave it): an error, not a
+//!   crash.
 //!
 //! Every payload carries its own sequence number, length and checksum ([`payload`]), so a
 //! message delivered short, long or spliced from two is caught, not only a missing one.
@@ -588,4 +590,97 @@ fn a_reassembled_message_s_header_is_the_c_client_s() {
         (0xC0, 32 + len as i64),
         "a reassembled message: whole flags and length"
     );
+}
+
+/// Publishes, through a claim on `publ`, a frame whose length field says `length` (what a
+/// process writing into the log without Aeron's rules could leave there).
+fn plant_frame_length<P: Publication>(publ: &mut P, length: i32) {
+    let mut claim = loop {
+        match publ.try_claim(64) {
+            Ok(c) => break c,
+            Err(e) => assert!(e.is_retryable(), "{e}"),
+        }
+    };
+    let payload = claim.buffer_mut().as_mut_ptr();
+    // SAFETY: a claim's buffer starts right after its frame's 32-byte header, inside the mapped
+    // log, and the frame is ours until published; its length field is the header's first 4
+    // bytes, which Aeron's readers load atomically. The claim is forgotten so that its drop
+    // does not publish the frame as padding over what is planted.
+    unsafe {
+        (*payload.sub(32).cast::<std::sync::atomic::AtomicI32>()).store(length, std::sync::atomic::Ordering::Release);
+    }
+    std::mem::forget(claim);
+}
+
+/// A frame no Aeron publisher writes, as another process sharing the log could leave it:
+/// shorter than a header, or running past the end of its term. The poll that meets it hands
+/// over what came before and returns `PollError::MalformedFrame` with the session, position and
+/// length, instead of panicking or reading out of bounds; that image is read no further, the
+/// subscription's other images still are.
+#[test]
+fn a_malformed_frame_is_an_error_for_its_image_only() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 860).unwrap();
+    let mut good = client.exclusive_publication("aeron:ipc", 860).unwrap();
+    let mut short = client.exclusive_publication("aeron:ipc", 860).unwrap();
+    let mut long = client.exclusive_publication("aeron:ipc", 860).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sub.image_count() < 3 || !good.is_connected() || !short.is_connected() || !long.is_connected() {
+        assert!(Instant::now() < deadline, "never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for (i, p) in [&mut short, &mut long].into_iter().enumerate() {
+        while let Err(e) = p.offer(&payload(i as u64, 100)) {
+            assert!(e.is_retryable(), "{e}");
+        }
+    }
+    let (short_at, long_at) = (short.position().unwrap(), long.position().unwrap());
+    plant_frame_length(&mut short, 7);
+    plant_frame_length(&mut long, 1 << 20);
+    let mut got = Vec::new();
+    let mut errors = Vec::new();
+    while errors.len() < 2 {
+        assert!(Instant::now() < deadline, "errors so far: {errors:?}");
+        match sub.poll(&mut |m: &[u8], _h: &MessageHeader<'_>| got.push(verify(m)), 16) {
+            Ok(_) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    errors.sort_by_key(|e| match e {
+        messaging::PollError::MalformedFrame { frame_length, .. } => *frame_length,
+        _ => 0,
+    });
+    assert_eq!(
+        errors,
+        [
+            messaging::PollError::MalformedFrame {
+                session_id: short.session_id(),
+                position: short_at,
+                frame_length: 7
+            },
+            messaging::PollError::MalformedFrame {
+                session_id: long.session_id(),
+                position: long_at,
+                frame_length: 1 << 20
+            },
+        ]
+    );
+    assert!(
+        errors[0].to_string().contains("no Aeron publisher writes"),
+        "{}",
+        errors[0]
+    );
+    got.sort_by_key(|r| r.clone().unwrap_or(u64::MAX));
+    assert_eq!(got, [Ok(0), Ok(1)], "what came before the planted frames");
+    // The good publisher's image is still read; the broken ones are not, and no error repeats.
+    while let Err(e) = good.offer(&payload(2, 100)) {
+        assert!(e.is_retryable(), "{e}");
+    }
+    while got.len() < 3 {
+        assert!(Instant::now() < deadline, "the good image is no longer read");
+        sub.poll(&mut |m: &[u8], _h: &MessageHeader<'_>| got.push(verify(m)), 16)
+            .expect("no second error");
+    }
+    assert_eq!(got[2], Ok(2));
 }
