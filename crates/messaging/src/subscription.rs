@@ -416,11 +416,13 @@ impl Subscriber {
         })
     }
 
-    /// Whether at least one publisher's image is available: one atomic load, never the
-    /// conductor's lock.
+    /// Whether at least one publisher's image is available and the client still has its
+    /// driver (as [`Publisher::is_connected`](crate::Publisher::is_connected)): two atomic
+    /// loads, never the conductor's lock. False once the client lost its driver, whatever
+    /// [`image_count`](Self::image_count) last said.
     #[must_use]
     pub fn is_connected(&self) -> bool {
-        self.image_count() > 0
+        self.live.load(Ordering::Relaxed) == crate::conductor::ACTIVE && self.image_count() > 0
     }
 
     /// How many publishers' images are available (Aeron's available-image notifications less

@@ -118,12 +118,16 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     assert!(live.is_active() && !client.is_closed() && live.error().is_none());
     let mut publ = client.publication("aeron:ipc", 13).expect("publication");
     let mut sub = client.subscription("aeron:ipc", 13).expect("subscription");
+    common::wait_until_connected(&publ, &sub);
+    assert!(sub.is_connected());
 
     let stopped = Instant::now();
     driver.stop();
     let took = time_to_notice(&live, stopped, TIMEOUT + SLACK);
     assert_eq!(live.error(), Some(LivenessError::DriverClosed { dir: dir.clone() }));
     assert!(client.is_closed());
+    // Neither side says it is connected any more, whatever its image count last was.
+    assert!(!publ.is_connected() && !sub.is_connected());
     // The next offer and claim say so, typed, instead of back-pressure that never clears.
     assert_eq!(publ.offer(b"after the stop"), Err(OfferError::ClientClosed));
     assert_eq!(publ.try_claim(8).err(), Some(OfferError::ClientClosed));
@@ -204,6 +208,7 @@ fn a_driver_that_stops_beating(sig: &str, tag: &str) {
     assert!(matches!(excl.try_claim(8), Err(OfferError::ClientClosed)));
     assert_eq!(excl.position(), Err(OfferError::ClientClosed));
     assert!(!excl.is_connected());
+    assert!(!sub.is_connected(), "the subscriber follows the client's liveness too");
     assert_eq!(
         live.error(),
         Some(LivenessError::DriverTimedOut {
