@@ -178,7 +178,7 @@ pub fn driver_pid(dir: &Path) -> Option<u32> {
 }
 
 /// `dir/cnc.dat` mapped, if its header is a media driver's and the driver initialised it.
-fn map_initialised_cnc(dir: &Path) -> Option<MemoryMappedFile> {
+pub(crate) fn map_initialised_cnc(dir: &Path) -> Option<MemoryMappedFile> {
     let cnc = dir.join("cnc.dat");
     let len = std::fs::metadata(&cnc).map_or(0, |m| m.len());
     if len == 0 || check_cnc_header(&cnc, len).ok()? == 0 {

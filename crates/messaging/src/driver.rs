@@ -228,12 +228,21 @@ impl EmbeddedDriverBuilder {
         let timeout = self
             .driver_timeout
             .unwrap_or_else(crate::cnc::configured_driver_timeout);
+        // A fresh heartbeat refuses the directory, as Aeron's drivers refuse it, unless this
+        // host sees the driver's process gone (then the dead driver's files are deleted, as
+        // Aeron deletes them once the heartbeat is older than the timeout).
+        let mut delete_on_start = self.delete_on_start;
         if let crate::DriverStatus::Alive { heartbeat_age } = crate::cnc::driver_status(&dir, timeout) {
-            return Err(DriverLaunchError::ActiveDriver {
-                pid: crate::cnc::driver_pid(&dir),
-                dir,
-                heartbeat_age,
-            });
+            let process = crate::driver_process_state(&dir);
+            if !process.is_dead() {
+                return Err(DriverLaunchError::ActiveDriver {
+                    pid: crate::cnc::driver_pid(&dir),
+                    dir,
+                    heartbeat_age,
+                    process,
+                });
+            }
+            delete_on_start = true;
         }
         let ipc_term = self.effective_ipc_term_length();
         if let Err(reason) = check_term_length(ipc_term) {
@@ -282,7 +291,7 @@ impl EmbeddedDriverBuilder {
         ctx.set_dir(&dir_c).map_err(cfg("dir"))?;
         // Never on a live driver's directory (refused above); a dead driver's directory is
         // cleaned by the driver itself (Aeron's rule), or deleted first with the opt-in.
-        ctx.set_dir_delete_on_start(self.delete_on_start)
+        ctx.set_dir_delete_on_start(delete_on_start)
             .map_err(cfg("dir delete on start"))?;
         ctx.set_dir_delete_on_shutdown(true)
             .map_err(cfg("dir delete on shutdown"))?;

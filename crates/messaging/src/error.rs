@@ -363,6 +363,9 @@ impl std::error::Error for SpawnError {
     }
 }
 
+/// A live driver's heartbeat is at most its timer interval old (1 s in Aeron's drivers).
+const STALE_HEARTBEAT: Duration = Duration::from_millis(1_500);
+
 /// Why the embedded media driver could not be launched.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -400,6 +403,9 @@ pub enum DriverLaunchError {
         pid: Option<u32>,
         /// How old its heartbeat is.
         heartbeat_age: Duration,
+        /// What this host says about that process: running, or not visible from here (a
+        /// driver whose process is gone, a zombie or a reused pid does not stop a launch).
+        process: crate::DriverProcessState,
     },
     /// The driver failed to start.
     Start {
@@ -587,14 +593,27 @@ impl fmt::Display for DriverLaunchError {
                 dir,
                 pid,
                 heartbeat_age,
-            } => write!(
-                f,
-                "a media driver{} is running at {} (heartbeat {} ms ago): connect to it with Client::connect, or \
-                 start this one in another directory (EmbeddedDriverBuilder::dir)",
-                pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
-                dir.display(),
-                heartbeat_age.as_millis()
-            ),
+                process,
+            } => {
+                write!(
+                    f,
+                    "a media driver{} is running at {} (heartbeat {} ms ago; {})",
+                    pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+                    dir.display(),
+                    heartbeat_age.as_millis(),
+                    process.describe(*pid)
+                )?;
+                if *process == crate::DriverProcessState::Running && *heartbeat_age > STALE_HEARTBEAT {
+                    f.write_str(
+                        ": its process is alive but has not beaten for over a second (stopped, or starved of CPU?); \
+                         it counts as dead once its heartbeat is older than the driver timeout",
+                    )?;
+                }
+                f.write_str(
+                    ": connect to it with Client::connect, or start this one in another directory \
+                     (EmbeddedDriverBuilder::dir)",
+                )
+            }
             Self::Start { detail } => write!(f, "the media driver did not start: {detail}"),
         }
     }
@@ -721,6 +740,7 @@ mod tests {
                 dir: dir.clone(),
                 pid: Some(7),
                 heartbeat_age: Duration::from_millis(3),
+                process: crate::DriverProcessState::Running,
             }
             .to_string(),
             LivenessError::DriverClosed { dir: dir.clone() }.to_string(),

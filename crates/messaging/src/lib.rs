@@ -82,6 +82,7 @@ mod images;
 mod logbuffer;
 mod perms;
 mod prefault;
+mod process;
 mod publication;
 mod reader;
 mod subscription;
@@ -115,6 +116,7 @@ pub use idle::{
 pub use images::{ImageEvent, ImageEventKind, IMAGE_EVENT_CAPACITY};
 pub use perms::{world_writable, world_writable_warning};
 pub use prefault::{PrefaultMethod, PrefaultStats};
+pub use process::{driver_process_state, DriverProcessState};
 pub use publication::{Claim, Publication, Publisher};
 pub use subscription::{
     ControlledAction, Handoff, HandoffOptions, HeaderValues, MessageHeader, SubscribeError, Subscriber,

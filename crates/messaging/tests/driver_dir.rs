@@ -1,14 +1,17 @@
 //! An embedded driver never harms another driver: started on a directory where a driver is
 //! alive, it is refused with the running driver's pid and the fix, and the running driver and
-//! its clients carry on untouched.
+//! its clients carry on untouched. Where the driver that left its files has died (its process
+//! gone or a zombie), a new one starts there at once, without waiting for the old heartbeat to
+//! age past the driver timeout; one that is alive but stopped is refused, saying so.
 #![cfg(feature = "embedded-driver")]
 
 mod common;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use common::move_messages;
-use messaging::{Client, DriverLaunchError, EmbeddedDriver};
+use messaging::{Client, DriverLaunchError, DriverProcessState, DriverStatus, EmbeddedDriver};
 
 #[test]
 fn a_second_embedded_driver_on_a_live_directory_is_refused_naming_the_pid() {
@@ -133,4 +136,88 @@ fn cnc_counters_find_a_counter_by_type_and_follow_its_value() {
         .iter()
         .any(|c| c.id == id && c.type_id == messaging::SUBSCRIBER_POSITION_COUNTER_TYPE_ID));
     assert_eq!(counters.value(i32::MAX), 0, "an id outside the file reads 0");
+}
+
+/// The body of [`common::DriverProcess`], run in the child.
+#[test]
+#[ignore = "runs only as the child process of the tests that kill a driver"]
+fn driver_process() {
+    common::driver_process_body();
+}
+
+/// A driver whose heartbeat is fresher than its 10 s timeout, but whose process was killed:
+/// a new embedded driver starts in its directory a second later, and clients use it.
+fn restart_after_kill(tag: &str, reap: bool) {
+    let dir = PathBuf::from(format!("/dev/shm/messaging-driver-dir-{}-{tag}", std::process::id()));
+    let timeout = Duration::from_secs(10);
+    let mut old = common::DriverProcess::spawn(&dir, timeout);
+    {
+        let client = Client::connect(&dir).expect("client of the old driver");
+        move_messages(&client, 13, 10);
+    }
+    old.signal("-KILL");
+    if reap {
+        let _ = old.child.wait();
+    } else {
+        // This test binary is the parent and has not reaped it: a zombie.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        matches!(messaging::driver_status(&dir, timeout), DriverStatus::Alive { .. }),
+        "the old heartbeat is still within the timeout: Aeron's rule alone would refuse"
+    );
+    let expected = if reap {
+        DriverProcessState::Gone
+    } else {
+        DriverProcessState::Zombie
+    };
+    assert_eq!(messaging::driver_process_state(&dir), expected);
+    let new = EmbeddedDriver::builder()
+        .dir(&dir)
+        .ipc_term_length(64 << 10)
+        .driver_timeout(timeout)
+        .spawn()
+        .expect("a new driver starts where the old one died");
+    assert_eq!(messaging::driver_pid(&dir), Some(std::process::id()));
+    let client = Client::connect(&dir).expect("client of the new driver");
+    move_messages(&client, 14, 10);
+    drop(client);
+    drop(new);
+}
+
+#[test]
+fn a_driver_starts_at_once_where_a_killed_one_left_a_fresh_heartbeat() {
+    restart_after_kill("killed", true);
+}
+
+#[test]
+fn a_driver_starts_at_once_where_a_killed_unreaped_one_left_a_fresh_heartbeat() {
+    restart_after_kill("zombie", false);
+}
+
+/// A driver that is alive but stopped (SIGSTOP) keeps its directory until its heartbeat is
+/// older than the timeout; the refusal says the process is alive and has stopped beating.
+#[test]
+fn a_stopped_driver_is_refused_and_the_error_says_it_stopped_beating() {
+    let dir = PathBuf::from(format!("/dev/shm/messaging-driver-dir-{}-stopped", std::process::id()));
+    let timeout = Duration::from_secs(10);
+    let old = common::DriverProcess::spawn(&dir, timeout);
+    old.signal("-STOP");
+    std::thread::sleep(Duration::from_millis(2_500));
+    let e = EmbeddedDriver::builder()
+        .dir(&dir)
+        .ipc_term_length(64 << 10)
+        .driver_timeout(timeout)
+        .spawn()
+        .expect_err("a live driver's directory is refused");
+    assert!(
+        matches!(e, DriverLaunchError::ActiveDriver { process: DriverProcessState::Running, pid: Some(p), .. } if p == old.child.id()),
+        "{e:?}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&format!("pid {} is running", old.child.id())) && msg.contains("has not beaten"),
+        "{msg}"
+    );
 }

@@ -110,10 +110,12 @@ impl DriverProcess {
             .spawn()
             .expect("driver process starts");
         let deadline = Instant::now() + Duration::from_secs(20);
+        // Alive, and past writing cnc.dat (its pid is there once its version is).
         while !matches!(
             messaging::driver_status(dir, timeout),
             messaging::DriverStatus::Alive { .. }
-        ) {
+        ) || messaging::driver_pid(dir).is_none()
+        {
             assert!(Instant::now() < deadline, "the driver process did not start");
             std::thread::sleep(Duration::from_millis(5));
         }
