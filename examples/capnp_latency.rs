@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{self, EmbeddedDriver, IdleStrategy, MessageHeader, Publisher, Subscriber};
+use aeron_latency::messaging::{self, ConcurrentPublication, EmbeddedDriver, IdleStrategy, MessageHeader, Subscriber};
 use aeron_latency::wire::{self, Kind, Sample};
 use hdrhistogram::Histogram;
 
@@ -224,7 +224,7 @@ fn run() -> Result<(), String> {
 
 /// The publisher's hot loop: wait for the schedule, claim (retrying), stamp, encode into the
 /// claim, commit.
-fn publish(mut publ: Publisher, count: u32, rate: u64, clock: Clock, mut idle: IdleStrategy) -> PubReport {
+fn publish(mut publ: ConcurrentPublication, count: u32, rate: u64, clock: Clock, mut idle: IdleStrategy) -> PubReport {
     let len = wire::encoded_len(PADDING);
     let mut report = PubReport {
         sent: 0,

@@ -30,7 +30,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use messaging::{
-    Client, ControlledAction, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
+    Client, ConcurrentPublication, ControlledAction, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError,
+    Subscriber,
 };
 
 const TICKS: i32 = 10;
@@ -141,7 +142,7 @@ fn gateway(dir: PathBuf, refused: Arc<AtomicU64>, finished: Arc<AtomicBool>) {
         let mut ticks: Subscriber = client
             .subscription("aeron:ipc", TICKS)
             .unwrap_or_else(|e| die(&e.to_string()));
-        let mut orders: Publisher = client
+        let mut orders: ConcurrentPublication = client
             .publication("aeron:ipc", ORDERS)
             .unwrap_or_else(|e| die(&e.to_string()));
         loop {

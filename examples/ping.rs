@@ -20,7 +20,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{self, Client, EmbeddedDriver, IdleStrategy, MessageHeader, Publisher, Subscriber};
+use aeron_latency::messaging::{
+    self, Client, ConcurrentPublication, EmbeddedDriver, IdleStrategy, MessageHeader, Subscriber,
+};
 use hdrhistogram::Histogram;
 
 use common::{
@@ -220,7 +222,13 @@ fn run() -> Result<(), String> {
 }
 
 /// The ping loop: stamp, claim (retrying), write, commit; poll until the echo comes; record.
-fn ping(mut publ: Publisher, mut sub: Subscriber, warmup: u64, count: u64, mut idle: IdleStrategy) -> PingReport {
+fn ping(
+    mut publ: ConcurrentPublication,
+    mut sub: Subscriber,
+    warmup: u64,
+    count: u64,
+    mut idle: IdleStrategy,
+) -> PingReport {
     let mut r = PingReport {
         rtt: latency_histogram(),
         completed: 0,

@@ -9,8 +9,8 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{
-    available_cores, IdleStrategy, MessageHeader, OfferError, PinnedThread, Publisher, SpawnError, Subscriber,
-    ThreadBuilder,
+    available_cores, ConcurrentPublication, IdleStrategy, MessageHeader, OfferError, PinnedThread, SpawnError,
+    Subscriber, ThreadBuilder,
 };
 use hdrhistogram::Histogram;
 
@@ -255,7 +255,7 @@ pub(crate) const ECHO_GIVE_UP: Duration = Duration::from_secs(1);
 /// `first_wait`).
 pub(crate) fn pong(
     sub: &mut Subscriber,
-    publ: &mut Publisher,
+    publ: &mut ConcurrentPublication,
     idle: &mut IdleStrategy,
     limit: Option<u64>,
     first_wait: Duration,
@@ -310,7 +310,12 @@ pub(crate) fn pong(
 
 /// One echo: `Ok(true)` sent, `Ok(false)` given up after [`ECHO_GIVE_UP`] of retryable errors.
 #[inline]
-fn echo(publ: &mut Publisher, msg: &[u8], idle: &mut IdleStrategy, retries: &mut Retries) -> Result<bool, OfferError> {
+fn echo(
+    publ: &mut ConcurrentPublication,
+    msg: &[u8],
+    idle: &mut IdleStrategy,
+    retries: &mut Retries,
+) -> Result<bool, OfferError> {
     let mut first_failure: Option<Instant> = None;
     loop {
         match publ.try_claim(msg.len()) {

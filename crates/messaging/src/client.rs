@@ -7,7 +7,7 @@
 //! - the Aeron directory follows Aeron's rule: builder setting, else `AERON_DIR`, else
 //!   `/dev/shm/aeron-$USER` (aeron-rs ignores `AERON_DIR` by itself);
 //! - closing is explicit and complete: when the last handle (the [`Client`], a
-//!   [`Publisher`], a [`Subscriber`]) goes, each publication and subscription sends its
+//!   [`ConcurrentPublication`], a [`Subscriber`]) goes, each publication and subscription sends its
 //!   remove and the client sends `CLIENT_CLOSE`, so the driver frees the streams at once
 //!   (aeron-rs 0.1.8 never sends `CLIENT_CLOSE`; the driver would time the client out ~10 s
 //!   later and a new publisher on the same IPC stream would stall that long).
@@ -35,9 +35,8 @@ use crate::conductor::{
     CLIENT_TIMED_OUT, DRIVER_TIMED_OUT,
 };
 use crate::error::{AddError, AsyncError, ConnectError, LivenessError};
-use crate::exclusive::ExclusivePublisher;
 use crate::images::Images;
-use crate::publication::Publisher;
+use crate::publication::{ConcurrentPublication, ExclusivePublication, Publication, Registration};
 use crate::reader::{Change, Counters, Feed};
 use crate::subscription::Subscriber;
 
@@ -188,7 +187,7 @@ impl ClientBuilder {
     /// Does **not** guarantee the hot path takes no page fault: aeron-rs 0.1.8 discards the
     /// value it reads with a plain (non-volatile) load, which release builds optimise away
     /// (measured: 767 faults on the publishing thread over three 1 MiB terms with it on, in
-    /// release; 0 in debug). For that guarantee call [`Publisher::prefault`] and, once the
+    /// release; 0 in debug). For that guarantee call [`Publication::prefault`] and, once the
     /// publishers connected, [`Subscriber::prefault`].
     #[must_use]
     pub fn pre_touch_mapped_memory(mut self, on: bool) -> Self {
@@ -461,7 +460,7 @@ impl Client {
     ///
     /// # Errors
     /// [`AddError`]: bad channel, rejected by the driver, no answer within the driver timeout.
-    pub fn publication(&self, channel: &str, stream_id: i32) -> Result<Publisher, AddError> {
+    pub fn publication(&self, channel: &str, stream_id: i32) -> Result<ConcurrentPublication, AddError> {
         let mut pending = self.async_add_publication(channel, stream_id)?;
         wait_for(|| pending.poll())
     }
@@ -478,14 +477,14 @@ impl Client {
 
     /// Adds an exclusive publication (Aeron's `addExclusivePublication`) and waits until the
     /// driver has created it: a publication of its own session that one thread owns and that
-    /// writes the log buffer itself, with no lock (see [`ExclusivePublisher`]). The fastest
+    /// writes the log buffer itself, with no lock (see [`ExclusivePublication`]). The fastest
     /// way to publish; use [`publication`](Self::publication) when several threads publish to
     /// one stream.
     ///
     /// # Errors
     /// [`AddError`]: bad channel, rejected by the driver, no answer within the driver timeout,
     /// or the log file could not be mapped.
-    pub fn exclusive_publication(&self, channel: &str, stream_id: i32) -> Result<ExclusivePublisher, AddError> {
+    pub fn exclusive_publication(&self, channel: &str, stream_id: i32) -> Result<ExclusivePublication, AddError> {
         let mut pending = self.async_add_exclusive_publication(channel, stream_id)?;
         wait_for(|| pending.poll())
     }
@@ -513,7 +512,7 @@ impl Client {
 
     /// Starts adding a publication and returns at once (Aeron's `asyncAddPublication`): call
     /// [`PendingPublication::poll`] from the service's own loop until it hands over the
-    /// [`Publisher`], instead of blocking in [`publication`](Self::publication).
+    /// [`ConcurrentPublication`], instead of blocking in [`publication`](Self::publication).
     ///
     /// # Errors
     /// [`AddError`]: a bad channel, or the command could not be sent.
@@ -640,50 +639,50 @@ impl Pending {
 }
 
 /// A publication being added ([`Client::async_add_publication`]). Dropped before it handed
-/// over the [`Publisher`], the publication stays with the driver until the client closes.
+/// over the [`ConcurrentPublication`], the publication stays with the driver until the client closes.
 #[derive(Debug)]
-#[must_use = "poll it until it hands over the Publisher"]
+#[must_use = "poll it until it hands over the ConcurrentPublication"]
 pub struct PendingPublication(Pending);
 
 impl PendingPublication {
-    /// The [`Publisher`] once the driver created it, `None` while it has not answered yet.
+    /// The [`ConcurrentPublication`] once the driver created it, `None` while it has not answered yet.
     /// Takes the client's lock for one look (never waits for the driver).
     ///
     /// # Errors
     /// [`AddError`]: the driver refused it, or did not answer within the driver timeout.
-    pub fn poll(&mut self) -> Result<Option<Publisher>, AddError> {
+    pub fn poll(&mut self) -> Result<Option<ConcurrentPublication>, AddError> {
         let found = self.0.poll(|a, id| match a.find_publication(id) {
             Err(AeronError::PublicationNotReady(_)) => Ok(None),
             Err(e) => Err(e),
             Ok(p) => Ok(Some(p)),
         })?;
-        found
-            .map(|p| Publisher::new(p, self.0.inner.clone(), &self.0.channel, self.0.stream_id))
-            .transpose()
+        let Some(p) = found else { return Ok(None) };
+        let spec = crate::mapped::log_spec!(p, &self.0.inner, self.0.stream_id);
+        Publication::new(Registration::Concurrent(p), spec, self.0.inner.clone(), &self.0.channel).map(Some)
     }
 }
 
 /// An exclusive publication being added ([`Client::async_add_exclusive_publication`]).
 #[derive(Debug)]
-#[must_use = "poll it until it hands over the ExclusivePublisher"]
+#[must_use = "poll it until it hands over the ExclusivePublication"]
 pub struct PendingExclusivePublication(Pending);
 
 impl PendingExclusivePublication {
-    /// The [`ExclusivePublisher`] once the driver created it, `None` while it has not answered
+    /// The [`ExclusivePublication`] once the driver created it, `None` while it has not answered
     /// yet. Takes the client's lock for one look (never waits for the driver).
     ///
     /// # Errors
     /// [`AddError`]: the driver refused it, did not answer within the driver timeout, or the
     /// log file could not be mapped.
-    pub fn poll(&mut self) -> Result<Option<ExclusivePublisher>, AddError> {
+    pub fn poll(&mut self) -> Result<Option<ExclusivePublication>, AddError> {
         let found = self.0.poll(|a, id| match a.find_exclusive_publication(id) {
             Err(AeronError::Generic(GenericError::ExclusivePublicationNotReadyYet { .. })) => Ok(None),
             Err(e) => Err(e),
             Ok(p) => Ok(Some(p)),
         })?;
-        found
-            .map(|p| ExclusivePublisher::new(p, self.0.inner.clone(), &self.0.channel, self.0.stream_id))
-            .transpose()
+        let Some(p) = found else { return Ok(None) };
+        let spec = crate::mapped::log_spec!(p, &self.0.inner, self.0.stream_id);
+        Publication::new(Registration::Exclusive(p), spec, self.0.inner.clone(), &self.0.channel).map(Some)
     }
 }
 
@@ -761,9 +760,12 @@ mod tests {
             assert!(Instant::now() < deadline, "no image");
             idle.idle_once();
         }
+        let crate::publication::Registration::Concurrent(publication) = &publ.registration else {
+            unreachable!("a concurrent publication")
+        };
         let (shared, publication, subscription) = (
             client.inner.shared.clone(),
-            publ.publication.clone(),
+            publication.clone(),
             sub.subscription.clone(),
         );
         let (tx, rx) = mpsc::channel();

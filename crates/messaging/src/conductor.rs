@@ -256,7 +256,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Every Publisher/Subscriber holds an Arc<Inner>, so they are gone by now and have
+        // Every Publication/Subscriber holds an Arc<Inner>, so they are gone by now and have
         // sent their removes. Stop the conductor (no more keepalives), then tell the driver
         // this client is closed through our own mapping of cnc.dat.
         self.shared.stop.store(true, Ordering::Release);

@@ -173,7 +173,7 @@ impl EmbeddedDriverBuilder {
     /// embedded driver: none on its mapping while you measure), and clients find every page
     /// already allocated, which makes their own first touch a cheaper fault. It does not map
     /// the pages into the clients' address spaces: for that, call
-    /// [`Publisher::prefault`](crate::Publisher::prefault) and
+    /// [`Publication::prefault`](crate::Publication::prefault) and
     /// [`Subscriber::prefault`](crate::Subscriber::prefault). The cost: creating a publication
     /// takes longer and uses its whole `/dev/shm` space up front (3 × term length).
     #[must_use]

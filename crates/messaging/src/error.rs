@@ -216,8 +216,8 @@ impl AddError {
     }
 }
 
-/// Why [`Publisher::offer`](crate::Publisher::offer) or
-/// [`Publisher::try_claim`](crate::Publisher::try_claim) did not publish.
+/// Why [`Publication::offer`](crate::Publication::offer) or
+/// [`Publication::try_claim`](crate::Publication::try_claim) did not publish.
 ///
 /// Aeron's five negative results (`NOT_CONNECTED`, `BACK_PRESSURED`, `ADMIN_ACTION`,
 /// `CLOSED`, `MAX_POSITION_EXCEEDED`) plus what the client can add. The first three are
@@ -628,7 +628,7 @@ impl std::error::Error for DriverLaunchError {
     }
 }
 
-/// Why [`Publisher::prefault`](crate::Publisher::prefault) or
+/// Why [`Publication::prefault`](crate::Publication::prefault) or
 /// [`Subscriber::prefault`](crate::Subscriber::prefault) could not fault the log buffers in.
 #[derive(Debug)]
 #[non_exhaustive]

@@ -2,19 +2,20 @@
 //! [aeron-rs](https://crates.io/crates/aeron-rs) 0.1.8. Bytes in, bytes out.
 //!
 //! # Guarantees
-//! - **Hot path**: [`Publisher::offer`], [`Publisher::try_claim`], the same on
-//!   [`ExclusivePublisher`], and [`Subscriber::poll`] never allocate in steady state, never
-//!   log, never block, take no lock and make no syscall: they write and read the logs
-//!   themselves, as Aeron's C client does. aeron-rs adds, tracks and removes publications
-//!   and subscriptions, and finds and retires images.
-//! - **Status reads are plain loads**: [`Publisher::is_connected`], [`Publisher::position`],
+//! - **Hot path**: [`Publication::offer`] and [`Publication::try_claim`] of both publications
+//!   ([`ExclusivePublication`], [`ConcurrentPublication`]) and [`Subscriber::poll`] never
+//!   allocate in steady state, never log, never block, take no lock and make no syscall: they
+//!   write and read the logs themselves, as Aeron's C client does, through one appender and
+//!   one term reader. aeron-rs adds, tracks and removes publications and subscriptions, and finds and retires
+//!   images.
+//! - **Status reads are plain loads**: [`Publication::is_connected`], [`Publication::position`],
 //!   [`Subscriber::image_count`], [`Subscriber::is_connected`], [`Client::is_closed`] and the
 //!   counter readers never take the conductor's lock (as in Aeron's own clients).
 //! - **Images and errors reach the service**: image available/unavailable events are queued
 //!   for [`Subscriber::poll_image_events`]; every asynchronous error (aeron-rs's, the loss of
 //!   the driver, what the driver logs) goes to [`ClientBuilder::error_handler`] as an
 //!   [`AsyncError`].
-//! - **No page faults while measuring**: [`Publisher::prefault`] and [`Subscriber::prefault`]
+//! - **No page faults while measuring**: [`Publication::prefault`] and [`Subscriber::prefault`]
 //!   map every page of the log buffers into this process before the measured phase, without
 //!   changing them (see [`PrefaultStats`]).
 //! - **Typed results**: Aeron's negative offer codes are one enum, [`OfferError`], with
@@ -25,13 +26,15 @@
 //! - **Never dies silently**: [`DriverLiveness`] (one atomic load) turns false within one
 //!   conductor duty cycle of a driver's orderly close, within the driver timeout of a driver
 //!   killed or hung, and when the driver timed this client out; [`LivenessError`] says which,
-//!   and the next [`Publisher::offer`] / [`Publisher::try_claim`] returns
+//!   and the next [`Publication::offer`] / [`Publication::try_claim`] returns
 //!   [`OfferError::ClientClosed`]. Carry on by building a new [`Client`] once a driver runs
 //!   again.
 //! - **Never harms another driver**: [`EmbeddedDriver`] refuses a directory whose driver is
-//!   alive ([`DriverLaunchError::ActiveDriver`], with its pid).
+//!   alive ([`DriverLaunchError::ActiveDriver`], with its pid), and starts at once where the
+//!   driver's process is gone ([`DriverProcessState`]).
 //! - **Aeron's names**: `AERON_DIR`, `AERON_*` variables, idle strategies `spin`, `noop`,
-//!   `yield`, `sleep-ns`, `backoff`; offer / try_claim / poll.
+//!   `yield`, `sleep-ns`, `backoff`; exclusive and concurrent publications; offer / try_claim
+//!   / poll / controlled poll; the reserved value.
 //! - No aeron-rs type appears in this crate's public API.
 //!
 //! # Features
@@ -66,7 +69,6 @@
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod appender;
 mod channel;
 mod client;
 mod cnc;
@@ -75,11 +77,10 @@ mod conductor;
 mod driver;
 mod driver_option;
 mod error;
-mod exclusive;
-mod frame;
 mod idle;
 mod images;
-mod logbuffer;
+mod log;
+mod mapped;
 mod perms;
 mod prefault;
 mod process;
@@ -108,7 +109,6 @@ pub use error::{
     AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PollError,
     PrefaultError, SpawnError,
 };
-pub use exclusive::ExclusivePublisher;
 pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,
     DEFAULT_SLEEP_NS,
@@ -117,7 +117,11 @@ pub use images::{ImageEvent, ImageEventKind, IMAGE_EVENT_CAPACITY};
 pub use perms::{world_writable, world_writable_warning};
 pub use prefault::{PrefaultMethod, PrefaultStats};
 pub use process::{driver_process_state, DriverProcessState};
-pub use publication::{Claim, Publication, Publisher};
+pub use publication::{
+    Claim, Concurrent, ConcurrentPublication, Exclusive, ExclusivePublication, Publication, PublicationKind,
+};
+#[allow(deprecated)]
+pub use publication::{ExclusivePublisher, Publisher};
 pub use subscription::{
     ControlledAction, Handoff, HandoffOptions, HeaderValues, MessageHeader, SubscribeError, Subscriber,
 };

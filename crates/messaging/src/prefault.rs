@@ -1,7 +1,7 @@
 //! Pre-faulting log buffers, so the hot threads take no page fault while measuring.
 //!
 //! Guarantees:
-//! - after [`Publisher::prefault`](crate::Publisher::prefault) or
+//! - after [`Publication::prefault`](crate::Publication::prefault) or
 //!   [`Subscriber::prefault`](crate::Subscriber::prefault) returns `Ok`, every page of the
 //!   log buffers it covered is mapped in this process's page tables, writable where the
 //!   mapping is, so touching it later takes no page fault (as long as the kernel does not

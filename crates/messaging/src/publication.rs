@@ -1,13 +1,23 @@
-//! Publishing: `offer` (copy) and zero-copy `try_claim`.
+//! Publishing: [`Publication`], one type over Aeron's two appenders: the
+//! [`ExclusivePublication`] (one thread's, its tail kept in its own state) and the
+//! [`ConcurrentPublication`] (any number per stream, on any threads, claiming space with one
+//! atomic add on the shared tail). Both write the log buffer themselves, as Aeron's C and Java
+//! clients do, through the same code ([`TermLog`]); only the tail differs.
 //!
 //! Guarantees:
-//! - neither call allocates, logs through our code, or makes a syscall;
-//! - neither call takes a lock or ever blocks: the publication writes the log itself, as
-//!   Aeron's concurrent term appender does (one atomic add on the tail claims the space, a
-//!   release store of the frame length publishes it), so any number of [`Publisher`]s of one
-//!   stream, on any threads, append side by side; aeron-rs only adds, tracks and removes it;
+//! - `offer`, `offer_with_reserved_value`, `try_claim`, [`Claim::commit`] and
+//!   [`Claim::abort`] take no lock, allocate nothing, make no syscall, never block, and issue no
+//!   fence beyond Aeron's protocol (release stores of the tail and of the frame length, an
+//!   acquire load of the publication limit: plain moves on x86-64); one relaxed load checks the
+//!   client still has its driver;
+//! - the log is written byte for byte as Aeron's term appenders write it (frame header,
+//!   fragmentation at the MTU, padding at the end of a term, term rotation with an
+//!   `AdminAction`), so any Aeron subscriber reads it: the C client's, Java's, aeron-rs's;
 //! - every failure is one typed [`OfferError`]; retry exactly when
-//!   [`is_retryable`](OfferError::is_retryable) says so.
+//!   [`is_retryable`](OfferError::is_retryable) says so;
+//! - an [`ExclusivePublication`] is `Send` but not `Sync`: one thread owns it, as Aeron
+//!   requires. aeron-rs adds, tracks, keeps alive and removes both (registration, liveness,
+//!   `CLIENT_CLOSE`).
 //!
 //! ```
 //! # #[cfg(feature = "embedded-driver")]
@@ -15,12 +25,12 @@
 //! use messaging::{Client, IdleStrategy};
 //! # let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
-//! let mut publisher = client.publication("aeron:ipc", 1001)?;
+//! let mut publication = client.exclusive_publication("aeron:ipc", 1001)?;
 //! # let _subscriber = client.subscription("aeron:ipc", 1001)?;
 //! let mut idle: IdleStrategy = "yield".parse()?;
 //! // Copy in. Until a subscriber is connected (and whenever it is behind) the offer says so:
 //! // retry what is retryable, give up on the rest.
-//! while let Err(e) = publisher.offer(b"hello") {
+//! while let Err(e) = publication.offer(b"hello") {
 //!     if !e.is_retryable() {
 //!         return Err(e.into());
 //!     }
@@ -28,7 +38,7 @@
 //! }
 //! // Or write straight into the term buffer.
 //! loop {
-//!     match publisher.try_claim(8) {
+//!     match publication.try_claim(8) {
 //!         Ok(mut claim) => {
 //!             claim.buffer_mut().copy_from_slice(&42u64.to_le_bytes());
 //!             claim.commit();
@@ -42,152 +52,205 @@
 //! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 //! ```
 
+use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
+use aeron_rs::exclusive_publication::ExclusivePublication as AeronExclusivePublication;
 use aeron_rs::publication::Publication as AeronPublication;
 
-use crate::appender::{length_of, rotate_log, Log};
 use crate::conductor::{Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
-use crate::frame::{fragmented_length, framed_length, DataHeader, DATA_HEADER_LEN, HDR_TYPE_PAD};
+use crate::log::appender::{concurrent_position, reserve_concurrent, ExclusiveTail, Reserved, TermLog};
+use crate::log::frame::{framed_length, DATA_HEADER_LEN};
+use crate::log::memory::RawLog;
+use crate::mapped::Mapping;
 use crate::prefault::PrefaultStats;
 #[cfg(doc)]
 use crate::PrefaultMethod;
 
-/// The log file of a publication: `<aeron dir>/publications/<original registration id>.logbuffer`
-/// (Aeron's C and Java drivers both name it so).
-pub(crate) fn log_path(client: &Inner, original_registration_id: i64) -> std::path::PathBuf {
-    client
-        .dir()
-        .join("publications")
-        .join(format!("{original_registration_id}.logbuffer"))
+// The sealed trait's methods take the crate's own log types: nothing outside can name or call
+// them, which is the point of sealing.
+#[allow(private_interfaces)]
+mod sealed {
+    use super::{OfferError, RawLog, Reserved, TermLog};
+
+    /// What differs between the two publications: where the tail is. Not for use outside
+    /// this crate.
+    pub trait Appender: Send + Sized + 'static {
+        /// The appender of a freshly mapped log.
+        fn open(log: &TermLog<RawLog>) -> Self;
+        /// Checks the publication `limit` and reserves `framed` bytes for a message of `length`.
+        fn reserve(
+            &mut self,
+            log: &TermLog<RawLog>,
+            limit: i64,
+            length: usize,
+            framed: usize,
+        ) -> Result<Reserved, OfferError>;
+        /// The stream position after the last message appended.
+        fn position(&self, log: &TermLog<RawLog>) -> i64;
+    }
 }
 
-/// The status and identity methods both publications share, over their `log`, `live` and
-/// `channel` fields.
-macro_rules! log_accessors {
-    () => {
-        /// Whether at least one subscriber is connected, as the driver last said (the log's
-        /// `is_connected` flag): one atomic load. False once the client lost its driver.
-        #[must_use]
-        pub fn is_connected(&self) -> bool {
-            self.live.load(Ordering::Relaxed) == ACTIVE && self.log.is_connected()
-        }
-
-        /// The largest message `try_claim` accepts (one MTU less the frame header).
-        #[must_use]
-        pub fn max_payload_length(&self) -> usize {
-            self.log.max_payload
-        }
-
-        /// The largest message `offer` accepts: Aeron's maximum message length (an eighth of
-        /// the term, at most 16 MiB, fragmented across frames), or one frame's payload
-        /// ([`max_payload_length`](Self::max_payload_length)) where the MTU is larger, as
-        /// Aeron checks the maximum only for fragmented messages.
-        #[must_use]
-        pub fn max_message_length(&self) -> usize {
-            self.log.max_offer()
-        }
-
-        /// The term buffer length of this publication's log.
-        #[must_use]
-        pub fn term_length(&self) -> usize {
-            self.log.term_length as usize
-        }
-
-        /// This publication's session id.
-        #[must_use]
-        pub fn session_id(&self) -> i32 {
-            self.log.session_id
-        }
-
-        /// The channel this publication was added on.
-        #[must_use]
-        pub fn channel(&self) -> &str {
-            &self.channel
-        }
-
-        /// The stream id.
-        #[must_use]
-        pub fn stream_id(&self) -> i32 {
-            self.log.stream_id
-        }
-    };
+/// Which of Aeron's two publications a [`Publication`] is: [`Exclusive`] or [`Concurrent`].
+/// Sealed: these two are all there are.
+pub trait PublicationKind: sealed::Appender + fmt::Debug {
+    /// Aeron's name for it: `"exclusive"` or `"concurrent"`.
+    const NAME: &'static str;
 }
-pub(crate) use log_accessors;
 
-/// A publication on one channel and stream (Aeron's concurrent publication): any number of
-/// them may write to one stream, from any threads.
-pub struct Publisher {
-    log: Log,
-    channel: String,
-    /// The client's liveness state (one load per offer/try_claim).
+/// The exclusive publication's appender (Aeron's `ExclusivePublication`): its own session,
+/// one thread, the tail kept in this state and only published to the log.
+#[derive(Debug)]
+pub struct Exclusive {
+    tail: ExclusiveTail,
+    /// Send, not Sync: one thread owns the appender's state.
+    _one_thread: PhantomData<Cell<()>>,
+}
+
+#[allow(private_interfaces)]
+impl sealed::Appender for Exclusive {
+    fn open(log: &TermLog<RawLog>) -> Self {
+        Exclusive {
+            tail: ExclusiveTail::new(log),
+            _one_thread: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn reserve(
+        &mut self,
+        log: &TermLog<RawLog>,
+        limit: i64,
+        length: usize,
+        framed: usize,
+    ) -> Result<Reserved, OfferError> {
+        self.tail.reserve(log, limit, length, framed)
+    }
+
+    #[inline]
+    fn position(&self, _log: &TermLog<RawLog>) -> i64 {
+        self.tail.position()
+    }
+}
+
+impl PublicationKind for Exclusive {
+    const NAME: &'static str = "exclusive";
+}
+
+/// The concurrent publication's appender (Aeron's `ConcurrentPublication`, what
+/// `addPublication` returns): every publication of a stream in a client shares one log and
+/// session, each claims space with one atomic add on the shared tail.
+#[derive(Debug)]
+pub struct Concurrent {
+    _private: (),
+}
+
+#[allow(private_interfaces)]
+impl sealed::Appender for Concurrent {
+    fn open(_log: &TermLog<RawLog>) -> Self {
+        Concurrent { _private: () }
+    }
+
+    #[inline]
+    fn reserve(
+        &mut self,
+        log: &TermLog<RawLog>,
+        limit: i64,
+        length: usize,
+        framed: usize,
+    ) -> Result<Reserved, OfferError> {
+        reserve_concurrent(log, limit, length, framed)
+    }
+
+    #[inline]
+    fn position(&self, log: &TermLog<RawLog>) -> i64 {
+        concurrent_position(log)
+    }
+}
+
+impl PublicationKind for Concurrent {
+    const NAME: &'static str = "concurrent";
+}
+
+/// A publication on one channel and stream that one thread owns ([`Client::exclusive_publication`](crate::Client::exclusive_publication)):
+/// the fastest way to publish.
+pub type ExclusivePublication = Publication<Exclusive>;
+
+/// A publication any number of which, on any threads, may write to one stream
+/// ([`Client::publication`](crate::Client::publication)).
+pub type ConcurrentPublication = Publication<Concurrent>;
+
+/// Renamed [`ConcurrentPublication`] (Aeron's name).
+#[deprecated(note = "renamed ConcurrentPublication, Aeron's name for it")]
+pub type Publisher = ConcurrentPublication;
+
+/// Renamed [`ExclusivePublication`] (Aeron's name).
+#[deprecated(note = "renamed ExclusivePublication, Aeron's name for it")]
+pub type ExclusivePublisher = ExclusivePublication;
+
+/// The aeron-rs publication that keeps this one registered with the driver: held, never
+/// locked by the hot path, dropped with it (which removes it).
+#[allow(dead_code, reason = "held for its Drop, which removes the publication")]
+pub(crate) enum Registration {
+    Concurrent(Arc<Mutex<AeronPublication>>),
+    Exclusive(Arc<Mutex<AeronExclusivePublication>>),
+}
+
+// SAFETY: the aeron-rs publication is only held (never locked or used after construction, but
+// in a unit test) and dropped wherever the publication is; aeron-rs itself shares it with its
+// conductor thread behind its Mutex.
+unsafe impl Send for Registration {}
+
+/// A publication of kind `K`: [`ExclusivePublication`] or [`ConcurrentPublication`]. Code that
+/// publishes is written once for both as `fn send<K: PublicationKind>(p: &mut Publication<K>)`.
+pub struct Publication<K: PublicationKind> {
+    appender: K,
+    log: TermLog<RawLog>,
+    mapping: Mapping,
+    /// The client's liveness state (one load per call).
     live: Arc<AtomicU8>,
-    /// Keeps the publication registered with the driver; dropping it removes it. Never locked
-    /// after construction (a unit test locks it to show nothing here waits for it).
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "held for its Drop, which removes the publication")
-    )]
-    pub(crate) publication: Arc<Mutex<AeronPublication>>,
+    channel: String,
+    /// Keeps the publication registered with the driver; dropping it removes it (a unit test
+    /// locks it to show nothing here waits for it).
+    #[allow(dead_code, reason = "held for its Drop")]
+    pub(crate) registration: Registration,
 }
 
-impl fmt::Debug for Publisher {
+impl<K: PublicationKind> fmt::Debug for Publication<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Publisher")
+        f.debug_struct("Publication")
+            .field("kind", &K::NAME)
             .field("channel", &self.channel)
             .field("stream_id", &self.log.stream_id)
             .field("session_id", &self.log.session_id)
             .field("term_length", &self.log.term_length)
+            .field("position", &self.position())
             .field("connected", &self.is_connected())
             .finish()
     }
 }
 
-/// Where a message goes: the partition, the offset and term id the atomic add returned, and
-/// the stream position after it.
-struct Reserved {
-    index: usize,
-    offset: i32,
-    term_id: i32,
-    position: i64,
-}
-
-impl Publisher {
+impl<K: PublicationKind> Publication<K> {
     pub(crate) fn new(
-        publication: Arc<Mutex<AeronPublication>>,
+        registration: Registration,
+        spec: crate::mapped::LogSpec,
         client: Arc<Inner>,
         channel: &str,
-        stream_id: i32,
     ) -> Result<Self, AddError> {
-        let spec = crate::appender::log_spec!(publication, &client, stream_id);
         let live = client.shared.lost.state.clone();
-        Ok(Self {
-            log: Log::open(spec, client)?,
-            channel: channel.to_owned(),
+        let (log, mapping) = crate::mapped::open(spec, client)?;
+        Ok(Publication {
+            appender: K::open(&log),
+            log,
+            mapping,
             live,
-            publication,
+            channel: channel.to_owned(),
+            registration,
         })
-    }
-
-    /// The stream position after the last message written to this publication's log (a
-    /// byte count from the start of the stream: headers, alignment and padding included).
-    /// Two atomic loads of the log's metadata (Aeron's `Publication.position`).
-    ///
-    /// # Errors
-    /// [`OfferError::ClientClosed`] once the client lost its driver.
-    pub fn position(&self) -> Result<i64, OfferError> {
-        let count = self.log.active_term_count().load(Ordering::Acquire);
-        let raw = self.log.tail((count as u32 % 3) as usize).load(Ordering::Acquire);
-        let offset = (raw & 0xFFFF_FFFF).min(i64::from(self.log.term_length)) as i32;
-        let position = self.log.position((raw >> 32) as i32, offset);
-        if self.live.load(Ordering::Relaxed) != ACTIVE {
-            return Err(OfferError::ClientClosed);
-        }
-        Ok(position)
     }
 
     /// Bytes one unfragmented message of `payload` bytes takes in the log: Aeron's 32-byte
@@ -198,65 +261,25 @@ impl Publisher {
         framed_length(payload)
     }
 
-    /// `aeron_publication_offer`'s checks, then one atomic add on the tail for `framed` bytes
-    /// (`get_and_add_raw_tail`): where to write, or why not (a full term is padded and the
-    /// log rotated: `AdminAction`).
+    /// The checks every append starts with (the client has its driver, the message fits), then
+    /// the appender's reservation.
     #[inline]
-    fn reserve(&self, length: usize, max: usize, framed: usize) -> Result<Reserved, OfferError> {
+    fn reserve(&mut self, length: usize, max: usize, framed: usize) -> Result<Reserved, OfferError> {
         if self.live.load(Ordering::Relaxed) != ACTIVE {
             return Err(OfferError::ClientClosed);
         }
         if length > max {
             return Err(OfferError::MessageTooLong { length, max });
         }
-        let log = &self.log;
-        let limit = log.limit();
-        let term_count = log.active_term_count().load(Ordering::Acquire);
-        let index = (term_count as u32 % 3) as usize;
-        let raw = log.tail(index).load(Ordering::Acquire);
-        let term_length = log.term_length;
-        let term_id = (raw >> 32) as i32;
-        if term_count != term_id.wrapping_sub(log.initial_term_id) {
-            // Another publisher is rotating the log.
-            return Err(OfferError::AdminAction);
-        }
-        let position = log.position(term_id, (raw & 0xFFFF_FFFF).min(i64::from(term_length)) as i32);
-        if position >= limit {
-            return Err(log.refused(position, length));
-        }
-        let raw = log.tail(index).fetch_add(framed as i64, Ordering::AcqRel);
-        let term_id = (raw >> 32) as i32;
-        let offset = (raw & 0xFFFF_FFFF).min(i64::from(term_length)) as i32;
-        let resulting = offset + framed as i32;
-        let position = log.position(term_id, resulting);
-        if resulting > term_length {
-            return Err(self.term_full(index, offset, term_id, position));
-        }
-        Ok(Reserved {
-            index,
-            offset,
-            term_id,
-            position,
-        })
-    }
-
-    /// `aeron_publication_handle_end_of_log_condition`: pad the rest of the term, then the
-    /// stream's end or a rotation to the next term.
-    #[cold]
-    fn term_full(&self, index: usize, offset: i32, term_id: i32, position: i64) -> OfferError {
-        self.log.pad(index, offset, term_id);
-        if position >= self.log.max_possible_position {
-            return OfferError::MaxPositionExceeded;
-        }
-        rotate_log(&self.log, term_id.wrapping_sub(self.log.initial_term_id), term_id);
-        OfferError::AdminAction
+        self.appender.reserve(&self.log, self.mapping.limit(), length, framed)
     }
 
     /// Copies `msg` into the log (fragmented above [`max_payload_length`](Self::max_payload_length)).
     /// Returns the new stream position.
     ///
     /// # Errors
-    /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
+    /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so (`AdminAction` after
+    /// a term rotation: straight away).
     #[inline]
     pub fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
         self.append(msg, None)
@@ -273,15 +296,10 @@ impl Publisher {
     }
 
     #[inline]
-    fn append(&self, msg: &[u8], reserved: Option<i64>) -> Result<u64, OfferError> {
-        let unfragmented = msg.len() <= self.log.max_payload;
-        let framed = if unfragmented {
-            Self::frame_length(msg.len())
-        } else {
-            fragmented_length(msg.len(), self.log.max_payload)
-        };
+    fn append(&mut self, msg: &[u8], reserved: Option<i64>) -> Result<u64, OfferError> {
+        let framed = self.log.framed(msg.len());
         let r = self.reserve(msg.len(), self.log.max_offer(), framed)?;
-        if unfragmented {
+        if msg.len() <= self.log.max_payload {
             self.log.write_unfragmented(r.index, r.offset, r.term_id, msg, reserved);
         } else {
             self.log.write_fragmented(r.index, r.offset, r.term_id, msg, reserved);
@@ -289,19 +307,85 @@ impl Publisher {
         Ok(r.position as u64)
     }
 
-    /// Claims `len` bytes in the log for zero-copy writing. Fill
-    /// [`Claim::buffer_mut`] and [`commit`](Claim::commit); dropping the claim aborts it.
-    /// `len` may be at most [`max_payload_length`](Self::max_payload_length) (one MTU).
+    /// Claims `len` bytes in the log for zero-copy writing (`aeron_claim`); fill
+    /// [`Claim::buffer_mut`] and [`commit`](Claim::commit); dropping the claim aborts it. At
+    /// most [`max_payload_length`](Self::max_payload_length) bytes (one frame).
     ///
     /// # Errors
     /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
     #[inline]
     pub fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
-        let r = self.reserve(len, self.log.max_payload, Self::frame_length(len))?;
-        let frame = self.log.claim_frame(r.index, r.offset, r.term_id, len);
-        // SAFETY: the atomic add reserved this frame inside the term for us alone until the
-        // claim publishes its length; the claim borrows the publisher, which keeps the mapping.
-        Ok(unsafe { Claim::from_frame(frame, len) })
+        let r = self.reserve(len, self.log.max_payload, framed_length(len))?;
+        self.log.claim(r.index, r.offset, r.term_id, len);
+        Ok(Claim {
+            log: &self.log,
+            index: r.index,
+            offset: r.offset,
+            len,
+            done: false,
+        })
+    }
+
+    /// The stream position after the last message written to this publication's log (a byte
+    /// count from the start of the stream: headers, alignment and padding included). The
+    /// exclusive publication reads its own state, the concurrent one two atomic loads of the
+    /// log's metadata (Aeron's `Publication.position`).
+    ///
+    /// # Errors
+    /// [`OfferError::ClientClosed`] once the client lost its driver.
+    pub fn position(&self) -> Result<i64, OfferError> {
+        let position = self.appender.position(&self.log);
+        if self.live.load(Ordering::Relaxed) != ACTIVE {
+            return Err(OfferError::ClientClosed);
+        }
+        Ok(position)
+    }
+
+    /// Whether at least one subscriber is connected, as the driver last said (the log's
+    /// `is_connected` flag): one atomic load. False once the client lost its driver.
+    #[must_use]
+    pub fn is_connected(&self) -> bool {
+        use crate::log::memory::LogMemory as _;
+        self.live.load(Ordering::Relaxed) == ACTIVE && self.log.mem.is_connected()
+    }
+
+    /// The largest message `try_claim` accepts (one MTU less the frame header).
+    #[must_use]
+    pub fn max_payload_length(&self) -> usize {
+        self.log.max_payload
+    }
+
+    /// The largest message `offer` accepts: Aeron's maximum message length (an eighth of the
+    /// term, at most 16 MiB, fragmented across frames), or one frame's payload
+    /// ([`max_payload_length`](Self::max_payload_length)) where the MTU is larger, as Aeron
+    /// checks the maximum only for fragmented messages.
+    #[must_use]
+    pub fn max_message_length(&self) -> usize {
+        self.log.max_offer()
+    }
+
+    /// The term buffer length of this publication's log.
+    #[must_use]
+    pub fn term_length(&self) -> usize {
+        self.log.term_length as usize
+    }
+
+    /// This publication's session id.
+    #[must_use]
+    pub fn session_id(&self) -> i32 {
+        self.log.session_id
+    }
+
+    /// The channel this publication was added on.
+    #[must_use]
+    pub fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The stream id.
+    #[must_use]
+    pub fn stream_id(&self) -> i32 {
+        self.log.stream_id
     }
 
     /// Guarantees: on `Ok`, every page of this publication's log buffers (three terms and the
@@ -326,10 +410,8 @@ impl Publisher {
     /// mapping cannot be found, [`PrefaultError::Populate`] when the kernel cannot fault a page
     /// in (no memory, `/dev/shm` full).
     pub fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
-        self.log.prefault()
+        self.mapping.prefault()
     }
-
-    log_accessors!();
 
     /// Closes the publication: the driver is told at once.
     pub fn close(self) {}
@@ -339,11 +421,13 @@ impl Publisher {
 /// Dropping it without committing aborts it (the range becomes padding subscribers skip).
 #[must_use = "a claim must be committed, or it is aborted when dropped"]
 pub struct Claim<'a> {
-    /// The claimed frame: Aeron's 32-byte data header, then `len` bytes.
-    frame: *mut u8,
+    /// The publication's log: the claimed frame is `offset` in term `index`, its header
+    /// written with a negative length, ours alone until published.
+    log: &'a TermLog<RawLog>,
+    index: usize,
+    offset: i32,
     len: usize,
     done: bool,
-    _publisher: PhantomData<&'a mut ()>,
 }
 
 impl fmt::Debug for Claim<'_> {
@@ -353,26 +437,14 @@ impl fmt::Debug for Claim<'_> {
 }
 
 impl Claim<'_> {
-    /// # Safety
-    /// `frame` is a claimed frame of `DATA_HEADER_LEN + len` bytes in a mapped log, its header
-    /// written with a negative length, ours alone until its length is published, and mapped
-    /// for as long as the claim's lifetime (the publisher it borrows).
-    #[inline]
-    pub(crate) unsafe fn from_frame(frame: *mut u8, len: usize) -> Self {
-        Claim {
-            frame,
-            len,
-            done: false,
-            _publisher: PhantomData,
-        }
-    }
-
     /// The claimed bytes (not zeroed: they may hold an older message).
     #[inline]
     pub fn buffer_mut(&mut self) -> &mut [u8] {
-        // SAFETY: the claim owns `len` payload bytes after the header (see `from_frame`), and
-        // the returned slice borrows `&mut self`, so no other reference to them can exist.
-        unsafe { std::slice::from_raw_parts_mut(self.frame.add(DATA_HEADER_LEN), self.len) }
+        let frame = self.log.mem.frame(self.index, self.offset);
+        // SAFETY: the claim owns `len` payload bytes after the frame's header, inside the
+        // mapped term (the reservation checked it), until it publishes them; the slice borrows
+        // `&mut self`, so no other reference to them can exist.
+        unsafe { std::slice::from_raw_parts_mut(frame.add(DATA_HEADER_LEN), self.len) }
     }
 
     /// The claimed length.
@@ -392,16 +464,9 @@ impl Claim<'_> {
     /// checksum or a timestamp). Call it before [`commit`](Self::commit).
     #[inline]
     pub fn set_reserved_value(&mut self, value: i64) {
-        // SAFETY: the header is ours until published; the field is 8-byte aligned (frames are
-        // 32-byte aligned).
-        unsafe { (&raw mut (*self.frame.cast::<DataHeader>()).reserved_value).write(value) }
-    }
-
-    /// The frame length field, published with a release store.
-    #[inline]
-    fn frame_length(&self) -> &AtomicI32 {
-        // SAFETY: a frame start in the mapped log, 32-byte aligned, mapped while the claim lives.
-        unsafe { length_of(self.frame) }
+        use crate::log::memory::LogMemory as _;
+        // SAFETY: the claimed frame is ours until published.
+        unsafe { self.log.mem.write_reserved_value(self.index, self.offset, value) }
     }
 
     /// Publishes the written bytes (Aeron's `BufferClaim.commit`: a release store of the
@@ -409,126 +474,20 @@ impl Claim<'_> {
     #[inline]
     pub fn commit(mut self) {
         self.done = true;
-        self.frame_length()
-            .store((DATA_HEADER_LEN + self.len) as i32, Ordering::Release);
+        self.log.commit(self.index, self.offset, self.len);
     }
 
     /// Gives the range up; subscribers skip it (the frame becomes padding).
     pub fn abort(mut self) {
         self.done = true;
-        self.pad();
-    }
-
-    fn pad(&self) {
-        // SAFETY: as `set_reserved_value`: the type field (offset 6, 2 bytes) is ours until
-        // the length is published.
-        unsafe { (&raw mut (*self.frame.cast::<DataHeader>()).frame_type).write(HDR_TYPE_PAD) };
-        self.frame_length()
-            .store((DATA_HEADER_LEN + self.len) as i32, Ordering::Release);
+        self.log.abort(self.index, self.offset, self.len);
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.pad();
+            self.log.abort(self.index, self.offset, self.len);
         }
     }
 }
-
-/// What both publications offer (Aeron's `Publication`, the base of its concurrent and
-/// exclusive publications), so code that publishes is written once for either:
-/// [`Publisher`] (aeron-rs's publication, any number per stream, behind aeron-rs's lock) and
-/// [`ExclusivePublisher`](crate::ExclusivePublisher) (one thread's, writing the log itself).
-/// Each method is the type's own, documented there.
-pub trait Publication: Send {
-    /// See [`Publisher::offer`].
-    ///
-    /// # Errors
-    /// An [`OfferError`].
-    fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError>;
-    /// See [`Publisher::offer_with_reserved_value`].
-    ///
-    /// # Errors
-    /// An [`OfferError`].
-    fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError>;
-    /// See [`Publisher::try_claim`].
-    ///
-    /// # Errors
-    /// An [`OfferError`].
-    fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError>;
-    /// See [`Publisher::position`].
-    ///
-    /// # Errors
-    /// [`OfferError::ClientClosed`] once the client lost its driver.
-    fn position(&self) -> Result<i64, OfferError>;
-    /// See [`Publisher::is_connected`].
-    fn is_connected(&self) -> bool;
-    /// See [`Publisher::max_payload_length`].
-    fn max_payload_length(&self) -> usize;
-    /// See [`Publisher::max_message_length`].
-    fn max_message_length(&self) -> usize;
-    /// See [`Publisher::term_length`].
-    fn term_length(&self) -> usize;
-    /// See [`Publisher::session_id`].
-    fn session_id(&self) -> i32;
-    /// See [`Publisher::channel`].
-    fn channel(&self) -> &str;
-    /// See [`Publisher::stream_id`].
-    fn stream_id(&self) -> i32;
-    /// See [`Publisher::prefault`].
-    ///
-    /// # Errors
-    /// A [`PrefaultError`].
-    fn prefault(&self) -> Result<PrefaultStats, PrefaultError>;
-}
-
-/// Forwards every [`Publication`] method to the type's inherent one.
-macro_rules! forward_publication {
-    ($t:ty) => {
-        impl $crate::publication::Publication for $t {
-            #[inline]
-            fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
-                <$t>::offer(self, msg)
-            }
-            #[inline]
-            fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError> {
-                <$t>::offer_with_reserved_value(self, msg, reserved_value)
-            }
-            #[inline]
-            fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
-                <$t>::try_claim(self, len)
-            }
-            fn position(&self) -> Result<i64, OfferError> {
-                <$t>::position(self)
-            }
-            fn is_connected(&self) -> bool {
-                <$t>::is_connected(self)
-            }
-            fn max_payload_length(&self) -> usize {
-                <$t>::max_payload_length(self)
-            }
-            fn max_message_length(&self) -> usize {
-                <$t>::max_message_length(self)
-            }
-            fn term_length(&self) -> usize {
-                <$t>::term_length(self)
-            }
-            fn session_id(&self) -> i32 {
-                <$t>::session_id(self)
-            }
-            fn channel(&self) -> &str {
-                <$t>::channel(self)
-            }
-            fn stream_id(&self) -> i32 {
-                <$t>::stream_id(self)
-            }
-            fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
-                <$t>::prefault(self)
-            }
-        }
-    };
-}
-pub(crate) use forward_publication;
-
-forward_publication!(Publisher);

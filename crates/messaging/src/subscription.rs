@@ -44,13 +44,14 @@ use crossbeam_channel::Receiver;
 use crate::client::Client;
 use crate::conductor::Inner;
 use crate::error::{AddError, PollError, PrefaultError, SpawnError};
-use crate::frame::UNFRAGMENTED;
 use crate::idle::IdleStrategy;
 #[cfg(doc)]
 use crate::images::IMAGE_EVENT_CAPACITY;
 use crate::images::{ImageEvent, Images};
+use crate::log::frame::UNFRAGMENTED;
+use crate::log::term_reader::{Assembly, Frame, Step};
 use crate::prefault::{self, PrefaultStats};
-use crate::reader::{Assembly, Change, Frame, ReaderImage, Step};
+use crate::reader::{Change, ReaderImage};
 use crate::thread::{PinnedThread, ThreadBuilder};
 
 /// What a [`Subscriber::controlled_poll`] handler wants done after a message (Aeron's
@@ -417,7 +418,7 @@ impl Subscriber {
     }
 
     /// Whether at least one publisher's image is available and the client still has its
-    /// driver (as [`Publisher::is_connected`](crate::Publisher::is_connected)): two atomic
+    /// driver (as [`Publication::is_connected`](crate::Publication::is_connected)): two atomic
     /// loads, never the conductor's lock. False once the client lost its driver, whatever
     /// [`image_count`](Self::image_count) last said.
     #[must_use]

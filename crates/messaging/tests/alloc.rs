@@ -1,5 +1,5 @@
-//! Proves the hot path allocates nothing in steady state: `Publisher::offer`,
-//! `Publisher::try_claim` + `Claim::commit` and `Subscriber::poll` (with fragment reassembly),
+//! Proves the hot path allocates nothing in steady state: `Publication::offer`,
+//! `Publication::try_claim` + `Claim::commit` and `Subscriber::poll` (with fragment reassembly),
 //! through an embedded media driver over aeron:ipc, on one thread and on two.
 //!
 //! It lives alone in this test binary so its counting global allocator affects no other test.
@@ -19,7 +19,10 @@ use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use common::driver;
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publication, Subscriber};
+use messaging::{
+    Client, Concurrent, EmbeddedDriver, Exclusive, IdleStrategy, MessageHeader, OfferError, Publication,
+    PublicationKind, Subscriber,
+};
 
 struct Counting;
 
@@ -86,32 +89,42 @@ const SMALL: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Send {
-    /// `Publisher::offer` (copies; fragments messages longer than one frame).
+    /// `Publication::offer` (copies; fragments messages longer than one frame).
     Offer,
-    /// `Publisher::try_claim` + `Claim::commit` (zero-copy; one frame at most).
+    /// `Publication::try_claim` + `Claim::commit` (zero-copy; one frame at most).
     Claim,
 }
 
+/// Adds a publication of this kind.
+trait Add: PublicationKind {
+    fn add(client: &Client, stream_id: i32) -> Publication<Self>;
+}
+
+impl Add for Exclusive {
+    fn add(client: &Client, stream_id: i32) -> Publication<Self> {
+        client
+            .exclusive_publication("aeron:ipc", stream_id)
+            .expect("publication")
+    }
+}
+
+impl Add for Concurrent {
+    fn add(client: &Client, stream_id: i32) -> Publication<Self> {
+        client.publication("aeron:ipc", stream_id).expect("publication")
+    }
+}
+
 /// One publisher, one subscriber on their own stream of a driver with 64 KiB IPC terms.
-struct Stream {
+struct Stream<K: PublicationKind> {
     _client: Client,
-    /// The concurrent publication or the exclusive one.
-    publisher: Box<dyn Publication>,
+    publisher: Publication<K>,
     subscriber: Subscriber,
 }
 
-fn stream(driver: &EmbeddedDriver, stream_id: i32, exclusive: bool) -> Stream {
+fn stream<K: Add>(driver: &EmbeddedDriver, stream_id: i32) -> Stream<K> {
     let client = Client::connect(driver.dir()).expect("client connects");
     let subscriber = client.subscription("aeron:ipc", stream_id).expect("subscription");
-    let publisher: Box<dyn Publication> = if exclusive {
-        Box::new(
-            client
-                .exclusive_publication("aeron:ipc", stream_id)
-                .expect("publication"),
-        )
-    } else {
-        Box::new(client.publication("aeron:ipc", stream_id).expect("publication"))
-    };
+    let publisher = K::add(&client, stream_id);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !publisher.is_connected() || subscriber.image_count() == 0 {
         assert!(Instant::now() < deadline, "the subscriber never connected");
@@ -125,7 +138,7 @@ fn stream(driver: &EmbeddedDriver, stream_id: i32, exclusive: bool) -> Stream {
 }
 
 /// A message longer than one frame, so `offer` fragments it and `poll` reassembles it.
-fn fragmented_len(publisher: &dyn Publication) -> usize {
+fn fragmented_len<K: PublicationKind>(publisher: &Publication<K>) -> usize {
     let len = publisher.max_payload_length() * 2 + 100;
     assert!(len <= publisher.max_message_length(), "{len} does not fit one message");
     len
@@ -141,7 +154,12 @@ fn stamp(msg: &mut [u8], seq: u64) {
 
 /// One attempt to publish message `seq` of `scratch.len()` bytes.
 #[inline]
-fn try_send(publisher: &mut dyn Publication, how: Send, seq: u64, scratch: &mut [u8]) -> Result<(), OfferError> {
+fn try_send<K: PublicationKind>(
+    publisher: &mut Publication<K>,
+    how: Send,
+    seq: u64,
+    scratch: &mut [u8],
+) -> Result<(), OfferError> {
     match how {
         Send::Offer => {
             stamp(scratch, seq);
@@ -193,9 +211,9 @@ struct Counted {
     refused: u64,
 }
 
-/// Publisher and subscriber on the calling thread: send a burst until the log pushes back,
+/// ConcurrentPublication and subscriber on the calling thread: send a burst until the log pushes back,
 /// then poll what is there. Counts everything the thread does once the warm-up is through.
-fn one_thread(s: &mut Stream, how: Send, len: usize) -> Counted {
+fn one_thread<K: PublicationKind>(s: &mut Stream<K>, how: Send, len: usize) -> Counted {
     let mut scratch = vec![0_u8; len];
     let mut checker = Checker { len, next: 0 };
     let mut idle: IdleStrategy = "yield".parse().unwrap();
@@ -211,7 +229,7 @@ fn one_thread(s: &mut Stream, how: Send, len: usize) -> Counted {
         }
         let mut work = 0;
         while sent < total && work < 64 {
-            match try_send(s.publisher.as_mut(), how, sent, &mut scratch) {
+            match try_send(&mut s.publisher, how, sent, &mut scratch) {
                 Ok(()) => {
                     sent += 1;
                     work += 1;
@@ -244,7 +262,7 @@ fn one_thread(s: &mut Stream, how: Send, len: usize) -> Counted {
 
 /// The publisher on one thread, the subscriber on another, each idling with `backoff` when it
 /// cannot make progress; each counts its own thread once its warm-up is through.
-fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
+fn two_threads<K: PublicationKind>(s: &mut Stream<K>, how: Send, len: usize) -> Counted {
     let total = WARMUP + MEASURED;
     let Stream {
         publisher, subscriber, ..
@@ -262,7 +280,7 @@ fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
                     before = Some(allocated());
                     refused = 0;
                 }
-                match try_send(publisher.as_mut(), how, sent, &mut scratch) {
+                match try_send(publisher, how, sent, &mut scratch) {
                     Ok(()) => {
                         sent += 1;
                         idle.reset();
@@ -314,7 +332,7 @@ fn two_threads(s: &mut Stream, how: Send, len: usize) -> Counted {
 
 /// Runs `how` with 32 B messages and (for `offer`, which fragments) with messages of three
 /// frames, each on a fresh stream, and asserts nothing was allocated and nothing lost.
-fn assert_allocation_free(threads: &str, how: Send, run: fn(&mut Stream, Send, usize) -> Counted, exclusive: bool) {
+fn assert_allocation_free<K: Add>(threads: &str, how: Send, run: fn(&mut Stream<K>, Send, usize) -> Counted) {
     let d = driver();
     let mut stream_id = 10;
     let mut sizes = vec![SMALL];
@@ -323,17 +341,13 @@ fn assert_allocation_free(threads: &str, how: Send, run: fn(&mut Stream, Send, u
     }
     for size in sizes {
         stream_id += 1;
-        let mut s = stream(&d, stream_id, exclusive);
-        let len = if size == 0 {
-            fragmented_len(s.publisher.as_ref())
-        } else {
-            size
-        };
+        let mut s = stream::<K>(&d, stream_id);
+        let len = if size == 0 { fragmented_len(&s.publisher) } else { size };
         let started = Instant::now();
         let counted = run(&mut s, how, len);
         println!(
-            "{threads}, {how:?}{}, {len} B: {counted:?} in {:.2} s",
-            if exclusive { " (exclusive)" } else { "" },
+            "{threads}, {how:?} ({}), {len} B: {counted:?} in {:.2} s",
+            K::NAME,
             started.elapsed().as_secs_f64()
         );
         let total = WARMUP + MEASURED;
@@ -366,40 +380,40 @@ fn the_counter_counts_this_thread_only() {
 
 #[test]
 fn offer_and_poll_on_one_thread_allocate_nothing() {
-    assert_allocation_free("one thread", Send::Offer, one_thread, false);
+    assert_allocation_free::<Concurrent>("one thread", Send::Offer, one_thread);
 }
 
 #[test]
 fn exclusive_offer_and_poll_on_one_thread_allocate_nothing() {
-    assert_allocation_free("one thread", Send::Offer, one_thread, true);
+    assert_allocation_free::<Exclusive>("one thread", Send::Offer, one_thread);
 }
 
 #[test]
 fn try_claim_commit_and_poll_on_one_thread_allocate_nothing() {
-    assert_allocation_free("one thread", Send::Claim, one_thread, false);
+    assert_allocation_free::<Concurrent>("one thread", Send::Claim, one_thread);
 }
 
 #[test]
 fn exclusive_try_claim_commit_and_poll_on_one_thread_allocate_nothing() {
-    assert_allocation_free("one thread", Send::Claim, one_thread, true);
+    assert_allocation_free::<Exclusive>("one thread", Send::Claim, one_thread);
 }
 
 #[test]
 fn offer_and_poll_on_two_threads_allocate_nothing() {
-    assert_allocation_free("two threads", Send::Offer, two_threads, false);
+    assert_allocation_free::<Concurrent>("two threads", Send::Offer, two_threads);
 }
 
 #[test]
 fn exclusive_offer_and_poll_on_two_threads_allocate_nothing() {
-    assert_allocation_free("two threads", Send::Offer, two_threads, true);
+    assert_allocation_free::<Exclusive>("two threads", Send::Offer, two_threads);
 }
 
 #[test]
 fn try_claim_commit_and_poll_on_two_threads_allocate_nothing() {
-    assert_allocation_free("two threads", Send::Claim, two_threads, false);
+    assert_allocation_free::<Concurrent>("two threads", Send::Claim, two_threads);
 }
 
 #[test]
 fn exclusive_try_claim_commit_and_poll_on_two_threads_allocate_nothing() {
-    assert_allocation_free("two threads", Send::Claim, two_threads, true);
+    assert_allocation_free::<Exclusive>("two threads", Send::Claim, two_threads);
 }

@@ -11,7 +11,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publication, Subscriber};
+use messaging::{
+    Client, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError, Publication, PublicationKind, Subscriber,
+};
 
 /// A small, fast, seeded generator (xorshift64*): the same seed, the same sizes.
 struct Rng(u64);
@@ -35,7 +37,7 @@ fn message(seq: u64, len: usize) -> Vec<u8> {
 }
 
 /// Offers until accepted (retrying what is retryable); fails the test after 10 s.
-fn offer<P: Publication>(publ: &mut P, msg: &[u8], reserved: Option<i64>) -> u64 {
+fn offer<K: PublicationKind>(publ: &mut Publication<K>, msg: &[u8], reserved: Option<i64>) -> u64 {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -51,7 +53,7 @@ fn offer<P: Publication>(publ: &mut P, msg: &[u8], reserved: Option<i64>) -> u64
     }
 }
 
-fn wait_connected<P: Publication>(publ: &P, sub: &Subscriber) {
+fn wait_connected<K: PublicationKind>(publ: &Publication<K>, sub: &Subscriber) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !publ.is_connected() || sub.image_count() == 0 {
         assert!(Instant::now() < deadline, "never connected");
@@ -94,7 +96,12 @@ fn random_sizes_through_many_rotations_arrive_once_in_order_intact() {
     random_sizes(&|c: &Client, ch, st| c.publication(ch, st).unwrap(), udp, 8, 3_000);
 }
 
-fn random_sizes<P: Publication>(add: &dyn Fn(&Client, &str, i32) -> P, channel: &str, seed: u64, n: u64) {
+fn random_sizes<K: PublicationKind>(
+    add: &dyn Fn(&Client, &str, i32) -> Publication<K>,
+    channel: &str,
+    seed: u64,
+    n: u64,
+) {
     let d = EmbeddedDriver::builder()
         .private_dir()
         .ipc_term_length(64 << 10)
@@ -160,7 +167,7 @@ fn random_sizes<P: Publication>(add: &dyn Fn(&Client, &str, i32) -> P, channel: 
     assert!(rotations > 50, "{channel} seed {seed}: only {rotations} term rotations");
     println!(
         "{} on {channel}, seed {seed}: {n} messages, {rotations} term rotations",
-        std::any::type_name::<P>()
+        K::NAME
     );
 }
 

@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use messaging::{
-    Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, Publication, Subscriber,
+    Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, Publication, PublicationKind,
+    Subscriber,
 };
 
 /// The bytes every payload starts with: sequence (8), length (4), checksum of the rest (4).
@@ -84,13 +85,13 @@ type CGot = Arc<Mutex<Received>>;
 
 /// Sends a [`payload`] of each of `sizes` on `publ` (a few in flight at a time) while our `sub`
 /// and the C client's `c_sub` read them; both must get every one, once, in order, intact.
-fn exchange<P: Publication>(
-    publ: &mut P,
+fn exchange<K: PublicationKind>(
+    publ: &mut Publication<K>,
     sub: &mut Subscriber,
     c_sub: &rusteron_client::AeronSubscription,
     sizes: &[usize],
 ) {
-    let what = format!("{} on {}", std::any::type_name::<P>(), publ.channel());
+    let what = format!("{} on {}", K::NAME, publ.channel());
     let deadline = Instant::now() + Duration::from_secs(20);
     while !publ.is_connected() || sub.image_count() == 0 || !c_sub.is_connected() {
         assert!(Instant::now() < deadline, "{what}: never connected");
@@ -246,8 +247,8 @@ fn one_frame_longer_than_an_eighth_of_the_term_is_taken_as_aeron_takes_it() {
 
 /// Claims a whole frame's payload on `publ`, fills it with message `seq` and commits it; our
 /// `sub` and the C client's `c_sub` both read it intact.
-fn claim_one_frame<P: Publication>(
-    publ: &mut P,
+fn claim_one_frame<K: PublicationKind>(
+    publ: &mut Publication<K>,
     sub: &mut Subscriber,
     c_sub: &rusteron_client::AeronSubscription,
     seq: u64,
@@ -385,8 +386,8 @@ fn process_dir(tag: &str) -> PathBuf {
 /// Offers a [`payload`] of each of `sizes` on `publ` (retrying what is retryable, reading
 /// meanwhile) while our `sub` and the C client's `c_sub` read the stream, which may lose
 /// messages; reads on until nothing came for half a second. Returns what each received.
-fn lossy_exchange<P: Publication>(
-    publ: &mut P,
+fn lossy_exchange<K: PublicationKind>(
+    publ: &mut Publication<K>,
     sub: &mut Subscriber,
     c_sub: &rusteron_client::AeronSubscription,
     sizes: &[usize],
@@ -594,7 +595,7 @@ fn a_reassembled_message_s_header_is_the_c_client_s() {
 
 /// Publishes, through a claim on `publ`, a frame whose length field says `length` (what a
 /// process writing into the log without Aeron's rules could leave there).
-fn plant_frame_length<P: Publication>(publ: &mut P, length: i32) {
+fn plant_frame_length<K: PublicationKind>(publ: &mut Publication<K>, length: i32) {
     let mut claim = loop {
         match publ.try_claim(64) {
             Ok(c) => break c,

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use std::path::Path;
 
 use common::driver;
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, PrefaultError, Publication, Subscriber};
+use messaging::{
+    Client, EmbeddedDriver, IdleStrategy, MessageHeader, PrefaultError, Publication, PublicationKind, Subscriber,
+};
 
 /// 1 MiB: 256 pages of 4 KiB per term.
 const TERM: usize = 1 << 20;
@@ -85,11 +87,11 @@ fn run_exclusive(prefault: Prefault, connect: &dyn Fn(&Path) -> Client) -> Fault
     })
 }
 
-fn run_with<P: Publication>(
+fn run_with<K: PublicationKind>(
     prefault: Prefault,
     sparse: Option<bool>,
     connect: &dyn Fn(&Path) -> Client,
-    add: impl Fn(&Client) -> P,
+    add: impl Fn(&Client) -> Publication<K>,
 ) -> Faults {
     let mut builder = EmbeddedDriver::builder().private_dir().ipc_term_length(TERM);
     if let Some(sparse) = sparse {
@@ -148,7 +150,7 @@ fn run_with<P: Publication>(
 
 /// Sends message 0 (warming this thread's stack and code paths), then counts the faults
 /// taken sending `MESSAGES` more.
-fn publish<P: Publication>(publisher: &mut P) -> u64 {
+fn publish<K: PublicationKind>(publisher: &mut Publication<K>) -> u64 {
     let mut msg = [0_u8; PAYLOAD];
     let mut idle: IdleStrategy = "backoff".parse().unwrap();
     let started = Instant::now();

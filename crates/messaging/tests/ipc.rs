@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::driver;
 use messaging::{
-    Client, EmbeddedDriver, HandoffOptions, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
+    Client, ConcurrentPublication, EmbeddedDriver, HandoffOptions, IdleStrategy, MessageHeader, OfferError, Subscriber,
 };
 
-fn offer_retrying(p: &mut Publisher, msg: &[u8]) {
+fn offer_retrying(p: &mut ConcurrentPublication, msg: &[u8]) {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     loop {
@@ -40,7 +40,7 @@ fn receive(sub: &mut Subscriber, n: usize) -> Vec<Vec<u8>> {
     got
 }
 
-fn wait_connected(p: &Publisher) {
+fn wait_connected(p: &ConcurrentPublication) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !p.is_connected() {
         assert!(Instant::now() < deadline, "publisher never connected");

@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 
 use common::{driver, wait_until_connected};
 use messaging::{
-    Client, ControlledAction, HeaderValues, IdleStrategy, MessageHeader, OfferError, Publisher, Subscriber,
+    Client, ConcurrentPublication, ControlledAction, HeaderValues, IdleStrategy, MessageHeader, OfferError, Subscriber,
 };
 
 /// Aeron's frame alignment and data header length.
 const ALIGN: i64 = 32;
 const HEADER: i64 = 32;
 
-fn offer(publ: &mut Publisher, mut f: impl FnMut(&mut Publisher) -> Result<u64, OfferError>) {
+fn offer(publ: &mut ConcurrentPublication, mut f: impl FnMut(&mut ConcurrentPublication) -> Result<u64, OfferError>) {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {

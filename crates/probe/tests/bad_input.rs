@@ -298,7 +298,7 @@ fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything()
             p,
             &["--publication", "both"],
             "'--publication",
-            "use exclusive or shared",
+            "use exclusive or concurrent",
         ),
         case(
             p,

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{Client, DriverCounter, MessageHeader, Publisher, Subscriber};
+use aeron_latency::messaging::{Client, ConcurrentPublication, DriverCounter, MessageHeader, Subscriber};
 use common::{embedded_driver, wait_until};
 use latency_probe::measure::counters::diff;
 use latency_probe::measure::counters::POSITION_TYPE_IDS;
@@ -18,7 +18,7 @@ use latency_probe::render::counters::render;
 const MESSAGES: u32 = 1000;
 
 /// Offers `msg`, draining `sub` while back-pressured (one thread plays both sides).
-fn offer(p: &mut Publisher, sub: &mut Subscriber, got: &mut u32, msg: &[u8], deadline: Instant) {
+fn offer(p: &mut ConcurrentPublication, sub: &mut Subscriber, got: &mut u32, msg: &[u8], deadline: Instant) {
     loop {
         match p.offer(msg) {
             Ok(_) => return,

@@ -211,10 +211,15 @@ fn round_trip_mode_times_every_echo_on_pings_clock_and_relates_it_to_the_floor()
 }
 
 /// `--publication` picks the publication both ping and pong write with; either carries every
-/// round trip, and the report says which one did.
+/// round trip, and the report says which one did (`shared`, the flag's old name for the
+/// concurrent one, still works and is reported by Aeron's name).
 #[test]
 fn both_publications_carry_every_round_trip_and_the_report_names_the_one_used() {
-    for (publication, stream) in [("exclusive", "2111"), ("shared", "2121")] {
+    for (publication, named, stream) in [
+        ("exclusive", "exclusive", "2111"),
+        ("concurrent", "concurrent", "2121"),
+        ("shared", "concurrent", "2131"),
+    ] {
         let json = tmp_json(&format!("rtt-{publication}"));
         let out = run(
             "latency-probe",
@@ -245,7 +250,7 @@ fn both_publications_carry_every_round_trip_and_the_report_names_the_one_used() 
         );
         assert!(out.status.success(), "--publication {publication}: {}", stderr(&out));
         let r = read_json(&json);
-        assert_eq!(r["publisher"]["publication"], publication, "{r}");
+        assert_eq!(r["publisher"]["publication"], named, "{r}");
         assert_eq!(
             (r["sent"].as_u64(), r["received"].as_u64()),
             (Some(11_000), Some(11_000)),

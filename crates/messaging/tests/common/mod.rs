@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, Publisher, Subscriber};
+use messaging::{Client, ConcurrentPublication, EmbeddedDriver, IdleStrategy, MessageHeader, Subscriber};
 
 /// An embedded media driver of this test's own, in a private directory, with 64 KiB IPC terms.
 pub(crate) fn driver() -> EmbeddedDriver {
@@ -16,7 +16,7 @@ pub(crate) fn driver() -> EmbeddedDriver {
 }
 
 /// Waits until `publisher` is connected and `subscriber` has its image; fails the test after 10 s.
-pub(crate) fn wait_until_connected(publisher: &Publisher, subscriber: &Subscriber) {
+pub(crate) fn wait_until_connected(publisher: &ConcurrentPublication, subscriber: &Subscriber) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !publisher.is_connected() || subscriber.image_count() == 0 {
         assert!(Instant::now() < deadline, "the subscriber never connected");

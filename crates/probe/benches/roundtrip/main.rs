@@ -81,7 +81,7 @@ mod split;
 
 use std::path::PathBuf;
 
-use aeron_latency::messaging::{EmbeddedDriver, ExclusivePublisher, Publisher};
+use aeron_latency::messaging::{Concurrent, EmbeddedDriver, Exclusive};
 use criterion::Criterion;
 use hdrhistogram::Histogram;
 use latency_probe::measure::floor;
@@ -212,7 +212,7 @@ fn main() {
         "messaging",
         &plan,
         &mut rows,
-        || Ping::<Publisher>::start(dir, responder, 0, MSG_LEN),
+        || Ping::<Concurrent>::start(dir, responder, 0, MSG_LEN),
         Ping::finish,
     );
     round_trip_case(
@@ -221,7 +221,7 @@ fn main() {
         "messaging_exclusive",
         &plan,
         &mut rows,
-        || Ping::<ExclusivePublisher>::start(dir, responder, 100, MSG_LEN),
+        || Ping::<Exclusive>::start(dir, responder, 100, MSG_LEN),
         Ping::finish,
     );
     round_trip_case(
@@ -230,7 +230,7 @@ fn main() {
         "messaging_exclusive_64",
         &plan,
         &mut rows,
-        || Ping::<ExclusivePublisher>::start(dir, responder, 200, PROBE_MSG_LEN),
+        || Ping::<Exclusive>::start(dir, responder, 200, PROBE_MSG_LEN),
         Ping::finish,
     );
     round_trip_case(
@@ -268,7 +268,7 @@ fn main() {
             term,
             lagging,
         };
-        Box::new(move || Box::new(Flow::<Publisher>::start(dir, responder, index, v)) as Box<dyn Flowing>)
+        Box::new(move || Box::new(Flow::<Concurrent>::start(dir, responder, index, v)) as Box<dyn Flowing>)
             as Box<dyn Fn() -> Box<dyn Flowing>>
     };
     let ex = |index: usize, use_offer: bool| {
@@ -278,7 +278,7 @@ fn main() {
             term: Some(BIG_TERM),
             lagging: false,
         };
-        Box::new(move || Box::new(Flow::<ExclusivePublisher>::start(dir, responder, index, v)) as Box<dyn Flowing>)
+        Box::new(move || Box::new(Flow::<Exclusive>::start(dir, responder, index, v)) as Box<dyn Flowing>)
             as Box<dyn Fn() -> Box<dyn Flowing>>
     };
     let tp_rows = throughput_cases(

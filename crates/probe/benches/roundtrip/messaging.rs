@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aeron_latency::messaging::{
-    Client, ExclusivePublisher, MessageHeader, OfferError, PinnedThread, Publication, Publisher, Subscriber,
+    Client, Concurrent, Exclusive, MessageHeader, OfferError, PinnedThread, Publication, PublicationKind, Subscriber,
 };
 
 use crate::common::{
@@ -22,21 +22,21 @@ const OFFER_POLL_STREAM: i32 = 1004;
 /// Throughput variants use this stream id plus their index (a fresh log each).
 const THROUGHPUT_STREAM: i32 = 1010;
 
-/// Either of messaging's publications, so one case measures both: the concurrent one
-/// (`Publisher`, an atomic add per message) and the exclusive one.
-pub(crate) trait Pub: Publication + 'static {
+/// Either of messaging's publications, so one case measures both: the concurrent one (an
+/// atomic add per message) and the exclusive one.
+pub(crate) trait Pub: PublicationKind {
     /// Adds one on `channel` and `stream`.
-    fn add(client: &Client, channel: &str, stream: i32) -> Self;
+    fn add(client: &Client, channel: &str, stream: i32) -> Publication<Self>;
 }
 
-impl Pub for Publisher {
-    fn add(client: &Client, channel: &str, stream: i32) -> Self {
+impl Pub for Concurrent {
+    fn add(client: &Client, channel: &str, stream: i32) -> Publication<Self> {
         client.publication(channel, stream).expect("publication")
     }
 }
 
-impl Pub for ExclusivePublisher {
-    fn add(client: &Client, channel: &str, stream: i32) -> Self {
+impl Pub for Exclusive {
+    fn add(client: &Client, channel: &str, stream: i32) -> Publication<Self> {
         client
             .exclusive_publication(channel, stream)
             .expect("exclusive publication")
@@ -45,7 +45,7 @@ impl Pub for ExclusivePublisher {
 
 /// Publishes one message, retrying retryable failures; returns the retries it took.
 #[inline]
-pub(crate) fn publish<P: Pub>(publ: &mut P, msg: &[u8], use_offer: bool) -> Retries {
+pub(crate) fn publish<P: Pub>(publ: &mut Publication<P>, msg: &[u8], use_offer: bool) -> Retries {
     let mut retries = Retries::default();
     let stream = publ.stream_id();
     let mut outcome = |r: Result<(), OfferError>| {
@@ -82,8 +82,8 @@ struct PongReport {
     claim_retries: Retries,
 }
 
-pub(crate) struct Ping<P: Pub = Publisher> {
-    publ: P,
+pub(crate) struct Ping<P: Pub = Concurrent> {
+    publ: Publication<P>,
     /// The message: `seq` in its first 8 bytes, `len` bytes sent.
     msg: [u8; PROBE_MSG_LEN],
     len: usize,
@@ -202,7 +202,7 @@ impl<P: Pub> Drop for Ping<P> {
 // offer_poll: one thread offers and polls its own stream.
 
 pub(crate) struct OfferPoll {
-    publ: Publisher,
+    publ: Publication<Concurrent>,
     sub: Subscriber,
     seq: u64,
     retries: Retries,
@@ -270,8 +270,8 @@ pub(crate) struct Variant {
     pub(crate) lagging: bool,
 }
 
-pub(crate) struct Flow<P: Pub = Publisher> {
-    publ: P,
+pub(crate) struct Flow<P: Pub = Concurrent> {
+    publ: Publication<P>,
     use_offer: bool,
     sent: u64,
     retries: Retries,

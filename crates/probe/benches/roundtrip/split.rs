@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{ExclusivePublisher, MessageHeader, Publisher};
+use aeron_latency::messaging::{Concurrent, Exclusive, MessageHeader, Publication};
 use latency_probe::measure::histogram::new_latency_histogram;
 use latency_probe::measure::histogram::record_saturating;
 use latency_probe::sys::clock::now_ns;
@@ -80,7 +80,7 @@ pub(crate) struct SplitRow {
 
 pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRow> {
     // Messages per round: at most 3/4 of the publication window (half a term of frames).
-    let frame = Publisher::frame_length(MSG_LEN);
+    let frame = Publication::<Concurrent>::frame_length(MSG_LEN);
     let k_for = |term: usize| plan.split_messages.min((term / 2 / frame * 3 / 4) as u64);
     let small = 4 << 20;
     let mut rows = Vec::new();
@@ -95,9 +95,9 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
     ] {
         let k = k_for(term);
         let row = if exclusive {
-            split_messaging::<ExclusivePublisher>(at, dir, plan, name, use_offer, term, stream, k)
+            split_messaging::<Exclusive>(at, dir, plan, name, use_offer, term, stream, k)
         } else {
-            split_messaging::<Publisher>(at, dir, plan, name, use_offer, term, stream, k)
+            split_messaging::<Concurrent>(at, dir, plan, name, use_offer, term, stream, k)
         };
         rows.push(row);
     }

@@ -325,8 +325,8 @@ pub struct ModeArgs {
     #[arg(long = "pong-channel")]
     pub pong_channel: Option<String>,
     /// Publication the messages (and pong's echoes) are written with: exclusive (one thread's,
-    /// no atomic read-modify-write per message) or shared (Aeron's concurrent publication: any
-    /// number of writers, one atomic add on the tail per message)
+    /// no atomic read-modify-write per message) or concurrent (any number of writers, one
+    /// atomic add on the tail per message; `shared` is its old name)
     #[arg(long, default_value = "exclusive")]
     pub publication: crate::model::PublicationKind,
     /// Do not map in the log buffers before measuring: the hot threads take page faults on the

@@ -111,8 +111,10 @@ pub enum PublicationKind {
     #[default]
     Exclusive,
     /// `Client::publication`: Aeron's concurrent publication (any number of writers, one
-    /// atomic add on the tail per message).
-    Shared,
+    /// atomic add on the tail per message). Reports written before it had Aeron's name say
+    /// `shared`, which still reads.
+    #[serde(alias = "shared")]
+    Concurrent,
 }
 
 impl PublicationKind {
@@ -121,14 +123,14 @@ impl PublicationKind {
     pub fn as_str(self) -> &'static str {
         match self {
             PublicationKind::Exclusive => "exclusive",
-            PublicationKind::Shared => "shared",
+            PublicationKind::Concurrent => "concurrent",
         }
     }
 
     /// What reports written before the choice existed used.
     #[must_use]
     pub fn legacy() -> Self {
-        PublicationKind::Shared
+        PublicationKind::Concurrent
     }
 }
 
@@ -143,8 +145,28 @@ impl std::str::FromStr for PublicationKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "exclusive" => Ok(PublicationKind::Exclusive),
-            "shared" | "concurrent" => Ok(PublicationKind::Shared),
-            _ => Err(format!("'{s}' is not a publication; use exclusive or shared")),
+            // `shared`: this flag's value before it took Aeron's name.
+            "concurrent" | "shared" => Ok(PublicationKind::Concurrent),
+            _ => Err(format!("'{s}' is not a publication; use exclusive or concurrent")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PublicationKind;
+
+    #[test]
+    fn the_concurrent_publication_takes_aeron_s_name_and_old_reports_still_read() {
+        assert_eq!("concurrent".parse(), Ok(PublicationKind::Concurrent));
+        assert_eq!("shared".parse(), Ok(PublicationKind::Concurrent));
+        assert_eq!(PublicationKind::Concurrent.to_string(), "concurrent");
+        let old: PublicationKind = serde_json::from_str("\"shared\"").unwrap();
+        assert_eq!(old, PublicationKind::Concurrent);
+        assert_eq!(serde_json::to_string(&old).unwrap(), "\"concurrent\"");
+        assert!("bogus"
+            .parse::<PublicationKind>()
+            .unwrap_err()
+            .contains("exclusive or concurrent"));
     }
 }

@@ -14,10 +14,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
 use aeron_latency::messaging::{
-    Client, DriverLiveness, IdleStrategy, Publication, Publisher, Subscriber, ThreadBuilder,
+    Client, Concurrent, DriverLiveness, Exclusive, IdleStrategy, Publication, Subscriber, ThreadBuilder,
 };
 
-use crate::run::publication::AnyPublication;
+use crate::run::publication::Add;
 use aeron_latency::wire;
 
 use crate::measure::monitor::Monitor;
@@ -122,12 +122,20 @@ impl ReaderWatch {
 /// # Errors
 /// [`SetupError`] when the driver, publication, message size or core is unusable.
 pub fn run(cfg: &PubConfig) -> Result<PubRun, SetupError> {
+    match cfg.publication {
+        crate::model::PublicationKind::Exclusive => run_with::<Exclusive>(cfg),
+        crate::model::PublicationKind::Concurrent => run_with::<Concurrent>(cfg),
+    }
+}
+
+/// [`run`] with publication kind `K`: the hot loop is compiled for it.
+fn run_with<K: Add>(cfg: &PubConfig) -> Result<PubRun, SetupError> {
     let started_at = utc_timestamp(SystemTime::now());
     let (padding, measured) = check(cfg)?;
     let planned = cfg.warmup + measured;
     let monitor = Monitor::new(cfg.diagnostics).map_err(|e| SetupError(e.to_string()))?;
     let client = crate::run::connect(&cfg.dir, cfg.prefault)?;
-    let (publisher, pong) = open(&client, cfg)?;
+    let (publisher, pong) = open::<K>(&client, cfg)?;
     let live = client.liveness();
     if let Err(why) = await_subscriber(&publisher, pong.as_ref(), cfg, &live) {
         let mut r = failed_report(cfg, planned, started_at, why.to_string());
@@ -163,9 +171,8 @@ fn check(cfg: &PubConfig) -> Result<(usize, u64), SetupError> {
 }
 
 /// The publication, and in round-trip mode the subscription to pong's echoes.
-fn open(client: &Client, cfg: &PubConfig) -> Result<(AnyPublication, Option<Subscriber>), SetupError> {
-    let publisher = AnyPublication::add(client, cfg.publication, &cfg.channel, cfg.stream)
-        .map_err(|e| SetupError(e.to_string()))?;
+fn open<K: Add>(client: &Client, cfg: &PubConfig) -> Result<(Publication<K>, Option<Subscriber>), SetupError> {
+    let publisher = K::add(client, &cfg.channel, cfg.stream).map_err(|e| SetupError(e.to_string()))?;
     if cfg.msg_size > publisher.max_payload_length() {
         return Err(SetupError(format!(
             "--msg-size {} is larger than one frame ({} bytes, the most try_claim accepts); use a smaller size \
@@ -221,8 +228,8 @@ impl std::fmt::Display for NotReady<'_> {
 
 /// Waits for a subscriber (the hot thread starts only once one is connected), and in round-trip
 /// mode for pong's echo publication too.
-fn await_subscriber<'a>(
-    publisher: &AnyPublication,
+fn await_subscriber<'a, K: Add>(
+    publisher: &Publication<K>,
     pong: Option<&Subscriber>,
     cfg: &'a PubConfig,
     live: &DriverLiveness,
@@ -246,7 +253,7 @@ fn await_subscriber<'a>(
 
 /// Maps in every page of the logs before measuring (page tables are per process: this thread's
 /// work serves the hot one). Returns what it did, for the report.
-fn prefault(publisher: &AnyPublication, pong: Option<&Subscriber>, cfg: &PubConfig) -> Vec<String> {
+fn prefault<K: Add>(publisher: &Publication<K>, pong: Option<&Subscriber>, cfg: &PubConfig) -> Vec<String> {
     let mut prefaulted = Vec::new();
     if !cfg.prefault {
         return prefaulted;
@@ -274,9 +281,9 @@ struct Driven {
 
 /// Runs the hot loop on its pinned thread, samples the subscribers' positions meanwhile, and
 /// tells how many a subscriber that went away had read.
-fn drive(
+fn drive<K: Add>(
     client: Client,
-    mut publisher: AnyPublication,
+    mut publisher: Publication<K>,
     mut pong: Option<Subscriber>,
     mut monitor: Monitor,
     plan: Plan,
@@ -288,7 +295,7 @@ fn drive(
     let (session, term, frame) = (
         publisher.session_id(),
         publisher.term_length() as i64,
-        Publisher::frame_length(wire::encoded_len(plan.padding)) as i64,
+        Publication::<K>::frame_length(wire::encoded_len(plan.padding)) as i64,
     );
     let mut idle = cfg.idle.clone();
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);

@@ -9,9 +9,10 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use aeron_latency::messaging::{DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publication, Subscriber};
+use aeron_latency::messaging::{
+    DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publication, PublicationKind, Subscriber,
+};
 
-use crate::run::publication::AnyPublication;
 use aeron_latency::wire::{self, EncodeError, Kind, Sample};
 use hdrhistogram::Histogram;
 
@@ -232,9 +233,9 @@ impl Sent {
 
     /// After the last message (or the stop): the measured period ends, the end marker goes out
     /// unless nobody would read it, the diagnostics and ping's echoes are collected.
-    fn wrap_up<D: Diagnostics>(
+    fn wrap_up<K: PublicationKind, D: Diagnostics>(
         &mut self,
-        publisher: &mut AnyPublication,
+        publisher: &mut Publication<K>,
         plan: &Plan,
         mut diag: D,
         echo: Option<Echo<'_>>,
@@ -373,8 +374,8 @@ impl Diagnostics for On {
 pub(crate) type Echo<'a> = (&'a mut Subscriber, State);
 
 /// Sends the plan: warm-up and measured messages on schedule, then the end marker.
-pub(crate) fn hot_loop<D: Diagnostics>(
-    publisher: &mut AnyPublication,
+pub(crate) fn hot_loop<K: PublicationKind, D: Diagnostics>(
+    publisher: &mut Publication<K>,
     plan: &Plan,
     mut diag: D,
     idle: &mut IdleStrategy,
@@ -472,8 +473,8 @@ pub(crate) fn hot_loop<D: Diagnostics>(
 /// `now` (read again after each failed attempt) and commits. Returns the stamp.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-fn send<D: Diagnostics>(
-    publisher: &mut AnyPublication,
+fn send<K: PublicationKind, D: Diagnostics>(
+    publisher: &mut Publication<K>,
     plan: &Plan,
     diag: &mut D,
     idle: &mut IdleStrategy,
@@ -585,7 +586,7 @@ fn await_echo<D: Diagnostics>(
 }
 
 /// The end marker (seq = messages sent), retried for up to `--wait`. True when it went out.
-fn send_end_marker(publisher: &mut AnyPublication, plan: &Plan, sent: u64) -> bool {
+fn send_end_marker<K: PublicationKind>(publisher: &mut Publication<K>, plan: &Plan, sent: u64) -> bool {
     let end = Sample {
         seq: sent,
         intended_ns: now_ns(),

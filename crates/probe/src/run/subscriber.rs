@@ -11,6 +11,7 @@ use crate::analysis::jitter::Hiccup;
 use crate::measure::monitor::{Monitor, STALL_TICK_EVERY};
 use crate::model::Mode;
 use crate::model::Role;
+use crate::run::publication::Add;
 use crate::run::receive::EchoStats;
 use crate::run::receive::State;
 use crate::run::receive::SubOutcome;
@@ -18,7 +19,8 @@ use crate::run::Delivery;
 use crate::run::SetupError;
 use crate::sys::clock::now_ns;
 use aeron_latency::messaging::{
-    driver_pid, DriverLiveness, HandoffOptions, IdleStrategy, MessageHeader, Publication, Subscriber, ThreadBuilder,
+    driver_pid, AddError, Client, Concurrent, DriverLiveness, Exclusive, HandoffOptions, IdleStrategy, MessageHeader,
+    OfferError, PrefaultError, PrefaultStats, Publication, PublicationKind, Subscriber, ThreadBuilder,
 };
 use crossbeam_channel::RecvTimeoutError;
 use std::path::PathBuf;
@@ -65,9 +67,47 @@ pub struct SubConfig {
     pub explain: crate::model::Explain,
 }
 
+/// Pong's echo publication, of the kind `--publication` picked (one branch per echo).
+enum EchoPublication {
+    Exclusive(Publication<Exclusive>),
+    Concurrent(Publication<Concurrent>),
+}
+
+impl EchoPublication {
+    fn add(client: &Client, kind: crate::model::PublicationKind, channel: &str, stream: i32) -> Result<Self, AddError> {
+        Ok(match kind {
+            crate::model::PublicationKind::Exclusive => Self::Exclusive(Exclusive::add(client, channel, stream)?),
+            crate::model::PublicationKind::Concurrent => Self::Concurrent(Concurrent::add(client, channel, stream)?),
+        })
+    }
+
+    fn prefault(&self) -> Result<PrefaultStats, PrefaultError> {
+        match self {
+            Self::Exclusive(p) => p.prefault(),
+            Self::Concurrent(p) => p.prefault(),
+        }
+    }
+
+    /// One attempt to copy `bytes` in with a claim.
+    #[inline]
+    fn try_echo(&mut self, bytes: &[u8]) -> Result<(), OfferError> {
+        #[inline]
+        fn on<K: PublicationKind>(p: &mut Publication<K>, bytes: &[u8]) -> Result<(), OfferError> {
+            let mut claim = p.try_claim(bytes.len())?;
+            claim.buffer_mut().copy_from_slice(bytes);
+            claim.commit();
+            Ok(())
+        }
+        match self {
+            Self::Exclusive(p) => on(p, bytes),
+            Self::Concurrent(p) => on(p, bytes),
+        }
+    }
+}
+
 /// Pong's echo publication; [`Echo::send`] copies a message into it, retrying.
 struct Echo {
-    publisher: crate::run::publication::AnyPublication,
+    publisher: EchoPublication,
     stats: EchoStats,
     /// Failed claims by outcome (no allocation while measuring).
     retries: crate::model::OfferTally,
@@ -94,10 +134,8 @@ impl Echo {
         }
         let mut since: Option<Instant> = None;
         loop {
-            match self.publisher.try_claim(bytes.len()) {
-                Ok(mut claim) => {
-                    claim.buffer_mut().copy_from_slice(bytes);
-                    claim.commit();
+            match self.publisher.try_echo(bytes) {
+                Ok(()) => {
                     self.stats.echoed += 1;
                     return;
                 }
@@ -221,13 +259,8 @@ fn receive_inline(
     }
     let mut echo = match &cfg.echo {
         Some(path) => Some(Echo {
-            publisher: crate::run::publication::AnyPublication::add(
-                client,
-                cfg.publication,
-                &path.channel,
-                path.stream,
-            )
-            .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
+            publisher: EchoPublication::add(client, cfg.publication, &path.channel, path.stream)
+                .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
             stats: EchoStats {
                 stream: path.stream,
                 ..EchoStats::default()
