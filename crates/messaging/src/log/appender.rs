@@ -293,6 +293,11 @@ impl ExclusiveTail {
     #[cold]
     fn term_full<M: LogMemory>(&mut self, log: &TermLog<M>) -> OfferError {
         if self.term_begin_position + i64::from(log.term_length) >= log.max_possible_position {
+            // The stream's end. Aeron's C and Java clients leave their offset where it was, so
+            // a shorter message would still fit into the padding just published (and be lost
+            // to a reader already past it); stay at the end instead: every later offer is
+            // refused the same way.
+            self.term_offset = log.term_length;
             return OfferError::MaxPositionExceeded;
         }
         let next_term_id = self.term_id.wrapping_add(1);

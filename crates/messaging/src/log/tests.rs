@@ -269,16 +269,17 @@ fn the_end_of_the_term_id_space_is_max_position_exceeded() {
             TERM as usize / bench.log.framed(100),
             "the last term filled: concurrent {concurrent}"
         );
-        for _ in 0..3 {
+        // Shorter ones too: none may land in the padding that ends the stream.
+        for len in [100, 8, 0] {
             let again = if concurrent {
-                reserve_concurrent(&bench.log, limit, 100, bench.log.framed(100))
+                reserve_concurrent(&bench.log, limit, len, bench.log.framed(len))
             } else {
-                tail.reserve(&bench.log, limit, 100, bench.log.framed(100))
+                tail.reserve(&bench.log, limit, len, bench.log.framed(len))
             };
             assert_eq!(
                 again.err(),
                 Some(OfferError::MaxPositionExceeded),
-                "concurrent: {concurrent}"
+                "concurrent: {concurrent}, {len} bytes"
             );
         }
     }
