@@ -30,7 +30,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= wire_decode wire_round_trip report_json
 FUZZ_TOOLCHAIN ?= +nightly
 
-.PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean
+.PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean conformance loom miri
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -59,6 +59,32 @@ test: bootstrap
 	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
+
+# Conformance of messaging's log code (not part of `make test`; README "Conformance"): Aeron's
+# race and edge tests ported (tests/races.rs, tests/conformance.rs) RACE_ROUNDS times, the
+# log's stress test (writers and a reader pinned to one core) as many rounds, the loom models
+# and Miri. Each step fails unless its tests ran: nothing is reported as a pass by accident.
+RACE_ROUNDS ?= 100
+MIRI_TOOLCHAIN ?= nightly
+conformance: bootstrap loom miri
+	$(WITH_CMAKE) MESSAGING_RACE_ROUNDS=$(RACE_ROUNDS) scripts/expect-tests.sh 10 \
+		$(CARGO) test -p messaging --features embedded-driver --test races --test conformance
+	$(WITH_CMAKE) MESSAGING_STRESS_ROUNDS=$(RACE_ROUNDS) scripts/expect-tests.sh 2 \
+		$(CARGO) test -p messaging --features embedded-driver --lib one_core
+
+# The loom models of the log's protocol (src/log/model.rs), in a target dir of their own
+# (the cfg changes every dependency's build). LOOM_MAX_PREEMPTIONS bounds the search (2).
+loom: bootstrap
+	$(WITH_CMAKE) RUSTFLAGS="--cfg messaging_loom" CARGO_TARGET_DIR=target/loom scripts/expect-tests.sh 3 \
+		$(CARGO) test -p messaging --lib --release log::model
+
+# Miri over the appender and term reader tests on heap logs (src/log/tests.rs, src/reader.rs),
+# installing the nightly toolchain's miri and rust-src when missing.
+miri: bootstrap
+	@rustup component list --toolchain $(MIRI_TOOLCHAIN) --installed 2>/dev/null | grep -q '^miri' || \
+		rustup toolchain install $(MIRI_TOOLCHAIN) --profile minimal --component miri,rust-src
+	$(WITH_CMAKE) MIRIFLAGS="-Zmiri-disable-isolation" scripts/expect-tests.sh 10 \
+		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --lib -- log:: reader::
 
 bench: bootstrap
 	$(WITH_CMAKE) $(CARGO) bench --workspace

@@ -6,7 +6,8 @@
 //!   ([`ExclusivePublication`], [`ConcurrentPublication`]) and [`Subscriber::poll`] never
 //!   allocate in steady state, never log, never block, take no lock and make no syscall: they
 //!   write and read the logs themselves, as Aeron's C client does, through one appender and
-//!   one term reader. aeron-rs adds, tracks and removes publications and subscriptions, and finds and retires
+//!   one term reader whose lock-free protocol is model-checked (loom) and run under Miri
+//!   (`make conformance`). aeron-rs adds, tracks and removes publications and subscriptions, and finds and retires
 //!   images.
 //! - **Status reads are plain loads**: [`Publication::is_connected`], [`Publication::position`],
 //!   [`Subscriber::image_count`], [`Subscriber::is_connected`], [`Client::is_closed`] and the

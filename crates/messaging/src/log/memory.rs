@@ -3,8 +3,10 @@
 //! a header's plain fields, payload bytes) and with its memory ordering.
 //!
 //! [`RawLog`] is the implementation that ships: raw pointers into a mapped log file (or, in
-//! tests, a heap buffer laid out the same way), std atomics for what Aeron shares atomically,
-//! plain reads and writes for the rest.
+//! tests and under Miri, a heap buffer laid out the same way), std atomics for what Aeron
+//! shares atomically, plain reads and writes for the rest. The model checker runs the
+//! same appender and reader code over its own implementation (`log::model`, under
+//! `--cfg messaging_loom`), so the checked code is the shipped code.
 
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
@@ -151,6 +153,16 @@ impl RawLog {
         self.meta_i64(TERM_TAIL_COUNTERS_OFFSET + index * 8)
     }
 
+    /// Zeroes term `index`, as the driver cleans a term behind its subscribers.
+    ///
+    /// # Safety
+    /// No one reads or writes the term meanwhile (the publication limit keeps writers out).
+    #[cfg(test)]
+    pub(crate) unsafe fn clean(&self, index: usize) {
+        // SAFETY: the term lies inside the log; the caller's promise covers the rest.
+        unsafe { std::ptr::write_bytes(self.frame(index, 0), 0, self.term_length as usize) }
+    }
+
     /// The length field of the frame at `frame` as an atomic.
     ///
     /// # Safety
@@ -293,7 +305,8 @@ impl LogMemory for RawLog {
     }
 }
 
-/// A log on the heap, laid out as a mapped one (three terms, then the metadata), for tests. Every access goes through one base pointer, so the [`RawLog`]s it
+/// A log on the heap, laid out as a mapped one (three terms, then the metadata), for tests
+/// and Miri. Every access goes through one base pointer, so the [`RawLog`]s it
 /// hands out stay valid (under Stacked Borrows too) while it lives.
 #[cfg(test)]
 pub(crate) struct HeapLog {

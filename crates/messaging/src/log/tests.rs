@@ -348,3 +348,126 @@ fn a_gap_inside_a_fragmented_message_drops_it() {
     let bytes: Vec<Vec<u8>> = got.into_iter().map(|(b, _, _)| b).collect();
     assert_eq!(bytes, [message(2, 10)]);
 }
+
+/// Rounds of [`writers_and_a_reader_on_one_core`]: `MESSAGING_STRESS_ROUNDS`, else 3 (`make
+/// conformance` runs 100).
+fn stress_rounds() -> usize {
+    std::env::var("MESSAGING_STRESS_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(miri) { 1 } else { 3 })
+}
+
+/// Writers and a reader on real threads all pinned to core 0, so the scheduler preempts each at
+/// arbitrary points of the protocol; the reader plays the driver too (it cleans each term it
+/// has left and moves the publication limit). `exclusive`: one exclusive writer; else three
+/// concurrent ones racing for the tail and the rotations. Every message arrives once, whole,
+/// each writer's in order, through hundreds of rotations.
+fn writers_and_a_reader_on_one_core(exclusive: bool, per_writer: u64) {
+    use std::sync::atomic::AtomicI64;
+    let writers: u8 = if exclusive { 1 } else { 3 };
+    let heap = HeapLog::new(TERM, INITIAL_TERM_ID);
+    let raw = heap.raw();
+    let reader_position = AtomicI64::new(0);
+    let pin = || {
+        let _ = core_affinity::set_for_current(core_affinity::CoreId { id: 0 });
+    };
+    // Writer w's message i: [w, i (8 bytes), filler], 9 to 400 bytes.
+    let msg = |w: u8, i: u64| {
+        let mut m = vec![w.wrapping_add(i as u8); 9 + (i as usize * 37 + usize::from(w) * 101) % 392];
+        m[0] = w;
+        m[1..9].copy_from_slice(&i.to_le_bytes());
+        m
+    };
+    std::thread::scope(|s| {
+        for w in 0..writers {
+            let (reader_position, msg) = (&reader_position, &msg);
+            s.spawn(move || {
+                pin();
+                let log = TermLog::new(raw, INITIAL_TERM_ID, 42, 1001, MAX_PAYLOAD);
+                let mut tail = ExclusiveTail::new(&log);
+                for i in 0..per_writer {
+                    let m = msg(w, i);
+                    loop {
+                        let limit = reader_position.load(Ordering::Acquire) + i64::from(TERM / 2);
+                        let framed = log.framed(m.len());
+                        let r = if exclusive {
+                            tail.reserve(&log, limit, m.len(), framed)
+                        } else {
+                            reserve_concurrent(&log, limit, m.len(), framed)
+                        };
+                        match r {
+                            Ok(r) if m.len() <= MAX_PAYLOAD => {
+                                log.write_unfragmented(r.index, r.offset, r.term_id, &m, None);
+                                break;
+                            }
+                            Ok(r) => {
+                                log.write_fragmented(r.index, r.offset, r.term_id, &m, None);
+                                break;
+                            }
+                            Err(e) if e.is_retryable() => std::thread::yield_now(),
+                            Err(e) => panic!("writer {w}, message {i}: {e}"),
+                        }
+                    }
+                }
+            });
+        }
+        pin();
+        let mut reader = TermReader::new(raw, INITIAL_TERM_ID, 0);
+        let mut next = vec![0u64; usize::from(writers)];
+        let mut cleaned_to = 0i64;
+        while next.iter().sum::<u64>() < u64::from(writers) * per_writer {
+            let mut deliver = |bytes: &[u8], _: &Frame<'_>| {
+                let w = usize::from(bytes[0]);
+                let i = u64::from_le_bytes(bytes[1..9].try_into().unwrap());
+                assert_eq!(i, next[w], "writer {w}: lost, repeated or out of order");
+                assert!(
+                    bytes == msg(w as u8, i).as_slice(),
+                    "writer {w}'s message {i} corrupted"
+                );
+                next[w] += 1;
+                Step::Continue
+            };
+            let n = reader
+                .read(
+                    16,
+                    &mut |assembly, bytes, frame| {
+                        if frame.flags() & UNFRAGMENTED == UNFRAGMENTED {
+                            deliver(bytes, frame)
+                        } else {
+                            assembly.fragment(bytes, frame, &mut deliver)
+                        }
+                    },
+                    &mut |_| {},
+                )
+                .expect("no malformed frame");
+            while cleaned_to + i64::from(TERM) <= reader.position {
+                // SAFETY: the reader has left this term and the limit keeps every writer out
+                // of it until the reader's position moves on (published below).
+                unsafe { raw.clean(((cleaned_to >> TERM.trailing_zeros()) % 3) as usize) };
+                cleaned_to += i64::from(TERM);
+            }
+            reader_position.store(reader.position, Ordering::Release);
+            if n == 0 {
+                std::thread::yield_now();
+            }
+        }
+        let rotations = reader.position / i64::from(TERM);
+        assert!(rotations > 20 || cfg!(miri), "only {rotations} rotations");
+    });
+    drop(heap);
+}
+
+#[test]
+fn concurrent_writers_and_a_reader_pinned_to_one_core() {
+    for _ in 0..stress_rounds() {
+        writers_and_a_reader_on_one_core(false, if cfg!(miri) { 30 } else { 3_000 });
+    }
+}
+
+#[test]
+fn an_exclusive_writer_and_a_reader_pinned_to_one_core() {
+    for _ in 0..stress_rounds() {
+        writers_and_a_reader_on_one_core(true, if cfg!(miri) { 60 } else { 6_000 });
+    }
+}
