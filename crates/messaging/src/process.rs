@@ -78,9 +78,20 @@ fn classify(proc: &Path, initial: bool, pid: i64, started_ms: i64) -> DriverProc
     let Ok(pid) = u32::try_from(pid) else {
         return DriverProcessState::Unseen;
     };
-    if pid == 0 || !initial || nested_namespace_has(proc, pid) {
+    if pid == 0 || !initial {
         return DriverProcessState::Unseen;
     }
+    let seen = seen_here(proc, pid, started_ms);
+    // A dead verdict only counts if no process of a nested namespace is that pid there (the
+    // driver in a container): a scan of every process, made only on this rare path.
+    if seen.is_dead() && nested_namespace_has(proc, pid) {
+        return DriverProcessState::Unseen;
+    }
+    seen
+}
+
+/// What this namespace's `/proc` says of `pid` against the driver's start time.
+fn seen_here(proc: &Path, pid: u32, started_ms: i64) -> DriverProcessState {
     let Ok(stat) = std::fs::read_to_string(proc.join(pid.to_string()).join("stat")) else {
         return if proc.join("self").exists() {
             DriverProcessState::Gone
