@@ -27,7 +27,7 @@ REQUIRE_JAVA ?= $(shell java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-
 # (fuzz/fuzz_targets/*.rs), and the toolchain cargo-fuzz needs (libFuzzer and ASan need nightly).
 # E.g. make fuzz FUZZ_SECONDS=60 FUZZ_TARGETS=wire_decode
 FUZZ_SECONDS ?= 600
-FUZZ_TARGETS ?= wire_decode wire_round_trip report_json
+FUZZ_TARGETS ?= wire_decode wire_round_trip report_json term_reader
 FUZZ_TOOLCHAIN ?= +nightly
 
 .PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean conformance loom miri

@@ -29,8 +29,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     let decode = wire_samples(&root.join("wire_decode"))?;
     let round_trip = round_trip_inputs(&root.join("wire_round_trip"))?;
     let reports = reports(&root.join("report_json"))?;
+    let logs = logs(&root.join("term_reader"))?;
     println!(
-        "seed corpus in {}: wire_decode {decode}, wire_round_trip {round_trip}, report_json {reports} files",
+        "seed corpus in {}: wire_decode {decode}, wire_round_trip {round_trip}, report_json {reports}, \
+         term_reader {logs} files",
         root.display()
     );
     Ok(())
@@ -65,6 +67,26 @@ fn wire_samples(dir: &Path) -> Result<usize, Box<dyn Error>> {
         count += 1;
     }
     Ok(count)
+}
+
+/// Logs for `term_reader`, written by messaging's own appender: small and large messages,
+/// fragments, padding at each term's end and the rotations; behind a head of 9 bytes (the
+/// fragment limit and the controlled-poll actions the handler answers with).
+fn logs(dir: &Path) -> Result<usize, Box<dyn Error>> {
+    let message = |seq: usize, len: usize| -> Vec<u8> { (0..len).map(|i| (seq * 31 + i * 7) as u8).collect() };
+    let shapes: [(&str, Vec<usize>, [u8; 9]); 4] = [
+        ("seed-whole", vec![40; 60], [10, 0, 0, 0, 0, 0, 0, 0, 0]),
+        ("seed-fragmented", vec![90, 97, 200, 128, 5, 300], [16, 0, 2, 0, 1, 0, 0, 3, 0]),
+        ("seed-mixed", (0..80).map(|i| (i * 37) % 129).collect(), [1, 3, 0, 2, 0, 1, 0, 0, 0]),
+        ("seed-empty-and-max", vec![0, 128, 0, 128, 0, 1], [4, 0, 0, 0, 0, 0, 0, 0, 0]),
+    ];
+    for (name, sizes, head) in &shapes {
+        let messages: Vec<Vec<u8>> = sizes.iter().enumerate().map(|(i, &n)| message(i, n)).collect();
+        let mut input = head.to_vec();
+        input.extend(messaging::fuzzing::write_log(&messages));
+        write(dir, name, &input)?;
+    }
+    Ok(shapes.len())
 }
 
 fn round_trip_inputs(dir: &Path) -> Result<usize, Box<dyn Error>> {

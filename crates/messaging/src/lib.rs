@@ -78,6 +78,9 @@ mod conductor;
 mod driver;
 mod driver_option;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod idle;
 mod images;
 mod log;

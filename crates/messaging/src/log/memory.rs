@@ -3,14 +3,14 @@
 //! a header's plain fields, payload bytes) and with its memory ordering.
 //!
 //! [`RawLog`] is the implementation that ships: raw pointers into a mapped log file (or, in
-//! tests and under Miri, a heap buffer laid out the same way), std atomics for what Aeron
-//! shares atomically, plain reads and writes for the rest. The model checker runs the
+//! tests, Miri and the fuzz target, a heap buffer laid out the same way), std atomics for what
+//! Aeron shares atomically, plain reads and writes for the rest. The model checker runs the
 //! same appender and reader code over its own implementation (`log::model`, under
 //! `--cfg messaging_loom`), so the checked code is the shipped code.
 
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 use super::descriptor::LOG_META_DATA_LENGTH;
 use super::descriptor::{
     LOG_ACTIVE_TERM_COUNT_OFFSET, LOG_IS_CONNECTED_OFFSET, PARTITION_COUNT, TERM_TAIL_COUNTERS_OFFSET,
@@ -305,17 +305,17 @@ impl LogMemory for RawLog {
     }
 }
 
-/// A log on the heap, laid out as a mapped one (three terms, then the metadata), for tests
-/// and Miri. Every access goes through one base pointer, so the [`RawLog`]s it
+/// A log on the heap, laid out as a mapped one (three terms, then the metadata), for tests,
+/// Miri and the fuzz target. Every access goes through one base pointer, so the [`RawLog`]s it
 /// hands out stay valid (under Stacked Borrows too) while it lives.
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) struct HeapLog {
     base: *mut u64,
     words: usize,
     term_length: i32,
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 impl HeapLog {
     /// Zeroed terms of `term_length` bytes (a power of two, at least 64) and metadata whose
     /// tails start the stream at `initial_term_id`, as a driver initialises a new log (term
@@ -371,7 +371,7 @@ impl HeapLog {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 impl Drop for HeapLog {
     fn drop(&mut self) {
         // SAFETY: `base` came from `Box::into_raw` of a boxed slice of `words` u64s.
