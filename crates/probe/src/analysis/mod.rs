@@ -7,6 +7,7 @@ pub mod bands;
 pub mod doctor;
 pub mod jitter;
 pub mod lineup;
+pub mod paired;
 pub mod runs;
 pub mod tuning;
 pub mod verdict;
