@@ -284,3 +284,50 @@ fn rtt_pong_refuses_the_ping_stream_as_its_echo_stream() {
     );
     assert_eq!(e.lines().count(), 1, "one line: {e}");
 }
+
+/// `--plant-delay-ns` makes the publisher commit each message that long after its send stamp:
+/// every measured message's latency, from the intended and from the actual send time, is at
+/// least the planted delay, every message still arrives, and the report names it as planted.
+#[test]
+fn a_planted_publisher_delay_is_in_both_latency_columns_and_named_in_the_report() {
+    let json = tmp_json("plant-delay");
+    let out = run(
+        "latency-probe",
+        &[
+            "--duration",
+            "0.5",
+            "--rate",
+            "2000",
+            "--warmup",
+            "100",
+            "--msg-size",
+            "64",
+            "--idle",
+            "yield",
+            "--term-length",
+            "65536",
+            "--stream",
+            "2141",
+            "--floor",
+            "0",
+            "--plant-delay-ns",
+            "50000",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = read_json(&json);
+    assert_eq!((r["sent"].as_u64(), r["lost"].as_u64()), (Some(1_100), Some(0)), "{r}");
+    assert_eq!(r["publisher"]["plant_delay_ns"], 50_000);
+    for column in ["latency_ns", "latency_actual_ns"] {
+        let min = r[column]["min"].as_f64().unwrap();
+        assert!(min >= 50_000.0, "{column} min {min} ns: the planted 50 us is missing");
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("planted: the publisher busy-waits 50.00 µs"), "{text}");
+    // A delay past a second is a typo, refused before anything starts.
+    let bad = run("latency-pub", &["--plant-delay-ns", "2000000000"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--plant-delay-ns 2000000000: at most"), "{}", stderr(&bad));
+}

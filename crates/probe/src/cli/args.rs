@@ -277,6 +277,7 @@ pub fn pub_config(
         prefault: true,
         explain: crate::model::Explain::default(),
         keep_lags: false,
+        plant_delay_ns: 0,
     }
 }
 
@@ -307,6 +308,33 @@ pub fn sub_config(
         plant_helper: false,
         prefault: true,
         explain: crate::model::Explain::default(),
+    }
+}
+
+/// A planted slowdown of the publisher (latency-pub, latency-probe): a known truth for
+/// checking that a comparison finds a change (`ab`'s calibration).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct PlantArgs {
+    /// Planted: the publisher busy-waits this many ns per message between its actual-send
+    /// stamp and the commit, so latency from both the intended and the actual send time grows
+    /// by it; named as planted in the report (0: off)
+    #[arg(long = "plant-delay-ns", default_value_t = 0, value_name = "NS")]
+    pub plant_delay_ns: u64,
+}
+
+impl PlantArgs {
+    /// At most a second: a planted delay longer than that is a typo.
+    ///
+    /// # Errors
+    /// [`UsageError`] naming the flag.
+    pub fn validate(&self) -> Result<(), UsageError> {
+        if self.plant_delay_ns > 1_000_000_000 {
+            return Err(UsageError::new(format!(
+                "--plant-delay-ns {}: at most 1000000000 (1 s); it is a planted per-message delay",
+                self.plant_delay_ns
+            )));
+        }
+        Ok(())
     }
 }
 

@@ -165,6 +165,9 @@ pub struct Args {
     /// latency-sub's delivery and planted jitter.
     #[command(flatten)]
     pub delivery: DeliveryArgs,
+    /// latency-pub's planted delay.
+    #[command(flatten)]
+    pub plant: crate::cli::args::PlantArgs,
     /// Jitter diagnostics.
     #[command(flatten)]
     pub diagnostics: DiagnosticsArgs,
@@ -228,6 +231,7 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
         return Err(UsageError::new(format!("--runs {}: give 1 to 1000 runs", a.runs)));
     }
     a.run.validate()?;
+    a.plant.validate()?;
     seconds("--wait", a.wait)?;
     // latency-sub gets a --timeout covering the whole run and both waits: keep it in range.
     if a.run.seconds() + 2.0 * a.wait + 30.0 > MAX_SECONDS {
@@ -307,6 +311,7 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
             floor,
             bin_dir: bin_dir(),
             send_lags: false,
+            plant_delay_ns: a.plant.plant_delay_ns,
         },
     })
 }

@@ -54,6 +54,9 @@ pub struct Args {
     /// archive stages from the actual send time with it)
     #[arg(long = "send-lags", value_name = "FILE")]
     pub send_lags: Option<std::path::PathBuf>,
+    /// A planted delay.
+    #[command(flatten)]
+    pub plant: crate::cli::args::PlantArgs,
 }
 
 /// The publisher's summary (one-way mode): what it sent, at what rate, and what publishing
@@ -106,6 +109,7 @@ pub fn summary(r: &PubReport) -> String {
 /// or lost echoes, or the JSON could not be written ([`EXIT_INCOMPLETE`](super::EXIT_INCOMPLETE)).
 pub fn publish(a: &Args) -> Result<(), Failure> {
     a.run.validate()?;
+    a.plant.validate()?;
     let wait = seconds("--wait", a.wait)?;
     check_core("--core", a.core)?;
     a.stream.validate()?;
@@ -123,6 +127,7 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     cfg.pong = pong;
     cfg.publication = a.mode.publication;
     cfg.keep_lags = a.send_lags.is_some();
+    cfg.plant_delay_ns = a.plant.plant_delay_ns;
     let run = publisher::run(&cfg).map_err(Failure::setup)?;
     let r = &run.report;
     // Written before the report, which is still emitted when this fails (then exit 1).

@@ -157,6 +157,7 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
             floor: Duration::ZERO,
             bin_dir: crate::run::process::bin_dir(),
             send_lags: true,
+            plant_delay_ns: 0,
         },
         syncs: a.sync.clone(),
         replicate: a.replicate,

@@ -232,6 +232,14 @@ pub fn render_text(r: &Report) -> String {
             if p.end_marker_sent { "sent" } else { "NOT sent" },
             format_ns(p.max_lag_ns),
         );
+        if p.plant_delay_ns > 0 {
+            let _ = writeln!(
+                o,
+                "planted: the publisher busy-waits {} per message between its send stamp and the commit \
+                 (--plant-delay-ns): both latency columns carry it",
+                format_ns(p.plant_delay_ns)
+            );
+        }
     }
 
     if !r.notes.is_empty() {

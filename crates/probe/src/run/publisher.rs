@@ -68,6 +68,8 @@ pub struct PubConfig {
     pub explain: crate::model::Explain,
     /// Keep each measured message's send lag ([`PubRun::lags`], `--send-lags`).
     pub keep_lags: bool,
+    /// Planted delay per message, ns (`--plant-delay-ns`; 0: none).
+    pub plant_delay_ns: u64,
 }
 
 /// How many whole messages of `frame` bytes fit between stream positions `start` and `pos`
@@ -152,6 +154,7 @@ fn run_with<K: Add>(cfg: &PubConfig) -> Result<PubRun, SetupError> {
         publisher_id: cfg.publisher_id,
         live: live.clone(),
         keep_lags: cfg.keep_lags,
+        plant_delay_ns: cfg.plant_delay_ns,
     };
     let driven = drive(client, publisher, pong, monitor, plan, cfg)?;
     Ok(assemble(cfg, driven, &live, planned, started_at, prefaulted))
@@ -459,6 +462,7 @@ fn assemble(
             driver_lost: r.stop.as_ref().is_some_and(crate::run::send::Stop::driver_lost),
             publication: cfg.publication,
             max_lag_ns: r.max_lag_ns,
+            plant_delay_ns: cfg.plant_delay_ns,
             publish_cost_ns: Stats::from_histogram(&r.cost),
             publish_cost_histogram: (!r.cost.is_empty()).then(|| crate::model::encode(&r.cost)),
             offer_returned_ns: Stats::from_histogram(&r.returned),
@@ -548,6 +552,7 @@ fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: Stri
         driver_lost: false,
         publication: cfg.publication,
         max_lag_ns: 0,
+        plant_delay_ns: cfg.plant_delay_ns,
         publish_cost_ns: Stats::default(),
         publish_cost_histogram: None,
         offer_returned_ns: Stats::default(),

@@ -151,6 +151,9 @@ pub struct Plan {
     pub live: DriverLiveness,
     /// Keep each measured message's send lag ([`Sent::lags`]).
     pub keep_lags: bool,
+    /// Planted: busy-wait this long per message between the actual-send stamp and the commit
+    /// (`--plant-delay-ns`; 0: nothing planted).
+    pub plant_delay_ns: u64,
 }
 
 impl Plan {
@@ -498,6 +501,9 @@ fn send<K: PublicationKind, D: Diagnostics>(
                     claim.abort();
                     return Err(Stop::Encode { seq: i, error });
                 }
+                if plan.plant_delay_ns > 0 {
+                    planted_delay(now, plan.plant_delay_ns);
+                }
                 claim.commit();
                 outcomes.count(OfferOutcome::Ok);
                 return Ok(now);
@@ -531,6 +537,16 @@ fn send<K: PublicationKind, D: Diagnostics>(
         if idle.sleeps() {
             diag.restart();
         }
+    }
+}
+
+/// The planted delay: spins on the clock until `ns` after `from` (the actual-send stamp), so
+/// the message is committed that much later than it says it was sent.
+#[cold]
+fn planted_delay(from: i64, ns: u64) {
+    let until = from.saturating_add(i64::try_from(ns).unwrap_or(i64::MAX));
+    while now_ns() < until {
+        std::hint::spin_loop();
     }
 }
 

@@ -67,6 +67,8 @@ pub struct Trial {
     pub bin_dir: PathBuf,
     /// Have latency-pub log each measured message's send lag ([`Measured::send_lags`]).
     pub send_lags: bool,
+    /// latency-pub's planted delay per message, ns (`--plant-delay-ns`; 0: none).
+    pub plant_delay_ns: u64,
 }
 
 impl Trial {
@@ -272,6 +274,9 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
     let pub_lags = tmp.join("pub.lags");
     if t.send_lags {
         common.extend(["--send-lags".into(), s(&pub_lags.display())]);
+    }
+    if t.plant_delay_ns > 0 {
+        common.extend(["--plant-delay-ns".into(), s(&t.plant_delay_ns)]);
     }
     Children {
         sub_args,
@@ -524,6 +529,7 @@ mod tests {
             floor: Duration::ZERO,
             bin_dir: PathBuf::from("/nonexistent"),
             send_lags: false,
+            plant_delay_ns: 0,
         }
     }
 
