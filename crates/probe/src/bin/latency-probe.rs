@@ -4,7 +4,8 @@
 //! experiment, the sweep and the comparison are in [`latency_probe::run`].
 
 use latency_probe::cli;
-use latency_probe::cli::probe::{self, Cli, Cmd};
+use latency_probe::cli::command::{Cli, Cmd};
+use latency_probe::cli::probe;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

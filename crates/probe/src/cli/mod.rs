@@ -18,6 +18,7 @@
 //! - [`tune`], the tuning calculators `latency-probe nak` and `latency-probe buffers`
 
 pub mod args;
+pub mod command;
 pub mod error;
 pub mod exit;
 pub mod probe;

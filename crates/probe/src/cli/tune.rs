@@ -602,8 +602,7 @@ pub fn nak(a: &NakArgs) -> Result<(), Failure> {
 
 /// The p50 round trip of a 1 s `latency-probe --mode rtt` run on `channel` (embedded driver).
 fn measure_rtt(channel: &str) -> Result<u64, Failure> {
-    use clap::Parser;
-    let cli = super::probe::Cli::try_parse_from([
+    let args = super::probe::parse_experiment([
         "latency-probe",
         "--mode",
         "rtt",
@@ -627,7 +626,7 @@ fn measure_rtt(channel: &str) -> Result<u64, Failure> {
         "backoff",
     ])
     .map_err(|e| Failure::setup(format!("--channel {channel}: {}", e.kind())))?;
-    let x = super::probe::check(&cli.args)?;
+    let x = super::probe::check(&args)?;
     let out = crate::run::experiment::run(&x).map_err(Failure::setup)?;
     if !out.ok || out.report.latency_actual_ns.count == 0 {
         return Err(Failure::incomplete(format!(
