@@ -329,5 +329,9 @@ fn a_planted_publisher_delay_is_in_both_latency_columns_and_named_in_the_report(
     // A delay past a second is a typo, refused before anything starts.
     let bad = run("latency-pub", &["--plant-delay-ns", "2000000000"]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("--plant-delay-ns 2000000000: at most"), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("--plant-delay-ns 2000000000: at most"),
+        "{}",
+        stderr(&bad)
+    );
 }
