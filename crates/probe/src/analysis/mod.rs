@@ -3,6 +3,7 @@
 //!
 //! Names only the model and units.
 
+pub mod ab;
 pub mod bands;
 pub mod doctor;
 pub mod jitter;

@@ -13,6 +13,7 @@ fn main() -> ExitCode {
     // failure is one line, exit 2.
     let args: Cli = cli::parse_args(probe::PROGRAM);
     match &args.cmd {
+        Some(Cmd::Ab(a)) => cli::finish(cli::ab::AB, cli::ab::ab(a)),
         Some(Cmd::Compare(c)) => cli::finish(probe::COMPARE, probe::compare(c)),
         Some(Cmd::Sweep(s)) => cli::finish(probe::SWEEP, probe::sweep(s)),
         Some(Cmd::Nak(n)) => cli::finish(cli::tune::NAK, cli::tune::nak(n)),

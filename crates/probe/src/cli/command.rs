@@ -24,6 +24,10 @@ pub struct Cli {
 /// latency-probe's subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Cmd {
+    /// Did my change help? Arms A and B (their own flags, binaries or commands around them) run
+    /// alternately in short rounds (ABBA), each with the floor beside it; per percentile the
+    /// paired change B vs A with its interval and a verdict: better, worse, no change
+    Ab(super::ab::AbArgs),
     /// Compare two JSON reports per percentile, and say whether each change exceeds the
     /// run-to-run variation recorded in them (measure both with --runs N)
     Compare(super::probe::CompareArgs),

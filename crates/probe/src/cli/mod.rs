@@ -17,6 +17,7 @@
 //! - [`probe`], [`publisher`], [`subscriber`], each program's flags and its entry
 //! - [`tune`], the tuning calculators `latency-probe nak` and `latency-probe buffers`
 
+pub mod ab;
 pub mod args;
 pub mod command;
 pub mod error;

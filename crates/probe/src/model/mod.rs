@@ -2,6 +2,7 @@
 //! derives, and the small pure helpers that belong to the data (percentile lookups, the floor
 //! ratios). Every other layer may name it; it names only units.
 
+mod ab;
 mod accounting;
 mod counters;
 mod diagnosis;
@@ -18,6 +19,7 @@ mod stages;
 mod stats;
 mod tuning;
 
+pub use ab::*;
 pub use accounting::*;
 pub use counters::*;
 pub use diagnosis::*;

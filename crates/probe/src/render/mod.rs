@@ -10,6 +10,7 @@
 //!
 //! Names only the model and units (numbers are formatted in [`crate::units`]).
 
+pub mod ab;
 pub mod counters;
 pub mod csv;
 pub mod files;

@@ -10,6 +10,7 @@
 //! These take plain values and return typed errors; the exit codes are the CLI's.
 //! Names `report`, `measure`, `sys`, `render`, the model and units; nothing below names it.
 
+pub mod ab;
 pub mod archive;
 pub mod compare;
 pub mod doctor;

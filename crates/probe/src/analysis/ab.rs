@@ -1,0 +1,152 @@
+//! `ab`'s conclusions from its rounds: which rounds count (both arms' floors in one regime,
+//! neither moving during its run), and per figure the paired change with its interval and
+//! verdict ([`super::paired`]).
+
+use crate::analysis::paired::{paired_change, Verdict};
+use crate::model::{value, AbPercentile, AbRound, Floor, Stats, AB_PERCENTILES};
+use crate::units::format_ns;
+
+/// Floors further apart than this are in different regimes. On the 2-core VM this was built
+/// on the two regimes sit about 3x apart (~130 ns and ~450 ns, the vCPUs on near or far
+/// cores), while short floor measurements within one regime spread up to ~1.6x.
+pub const REGIME_FACTOR: f64 = 2.0;
+
+/// Why a round's pair cannot be compared, if it cannot: the two arms ran on floors in
+/// different regimes (the hypervisor moved the vCPUs between near and far cores, and B would be
+/// called slower for A's luck). A floor that moved during one arm's run while the pair's
+/// floors still agree is kept (and counted in a note): on this kind of machine that happens
+/// in most rounds, and the other arm's run saw the same mix.
+#[must_use]
+pub fn set_aside(a: Option<&Floor>, b: Option<&Floor>) -> Option<String> {
+    match (a, b) {
+        (Some(a), Some(b)) if apart(a.combined_ns.p50, b.combined_ns.p50) => Some(format!(
+            "the arms ran on different floors (A {}, B {}: over 2x apart)",
+            format_ns(a.combined_ns.p50),
+            format_ns(b.combined_ns.p50)
+        )),
+        _ => None,
+    }
+}
+
+fn apart(a: u64, b: u64) -> bool {
+    let (lo, hi) = (a.min(b).max(1) as f64, a.max(b) as f64);
+    hi / lo > REGIME_FACTOR
+}
+
+/// A figure of a run's latency, ns (the mean as it is, percentiles as recorded).
+fn figure(s: &Stats, name: &str) -> f64 {
+    if name == "mean" {
+        s.mean
+    } else {
+        value(s, name) as f64
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Per figure of [`AB_PERCENTILES`]: the medians, the paired change over the rounds counted
+/// (those not set aside) and its verdict at `confidence`.
+#[must_use]
+pub fn judge(rounds: &[AbRound], confidence: f64) -> Vec<AbPercentile> {
+    let counted: Vec<&AbRound> = rounds.iter().filter(|r| r.set_aside.is_none()).collect();
+    AB_PERCENTILES
+        .iter()
+        .map(|&p| {
+            let a: Vec<f64> = counted.iter().map(|r| figure(&r.a, p)).collect();
+            let b: Vec<f64> = counted.iter().map(|r| figure(&r.b, p)).collect();
+            let c = paired_change(&a, &b, confidence);
+            let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
+            AbPercentile {
+                percentile: p.to_owned(),
+                a_ns: median(a),
+                b_ns: median(b),
+                change: c.change,
+                ci_low: bounded.then_some(c.ci_low),
+                ci_high: bounded.then_some(c.ci_high),
+                b_better_rounds: c.b_better_rounds as u32,
+                rounds: c.rounds as u32,
+                verdict: c.verdict.name().to_owned(),
+                resolvable: match c.verdict {
+                    Verdict::NoChange { resolvable } => Some(resolvable),
+                    _ => None,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Whether every figure is decided (better, worse, or no change within `resolve`): `ab` may
+/// stop early.
+#[must_use]
+pub fn decided(percentiles: &[AbPercentile], resolve: f64) -> bool {
+    percentiles.iter().all(|p| match p.verdict.as_str() {
+        "better" | "worse" => true,
+        "no change" => p.resolvable.is_some_and(|r| r <= resolve),
+        _ => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(p50: u64) -> Stats {
+        Stats {
+            count: 1000,
+            min: p50 / 2,
+            mean: p50 as f64 * 1.1,
+            p50,
+            p90: p50 * 2,
+            p95: p50 * 3,
+            p99: p50 * 4,
+            p999: p50 * 8,
+            p9999: p50 * 16,
+            max: p50 * 32,
+        }
+    }
+
+    fn round(i: u32, a: u64, b: u64, set_aside: Option<&str>) -> AbRound {
+        AbRound {
+            round: i,
+            order: if i % 2 == 1 { "AB" } else { "BA" }.into(),
+            a: stats(a),
+            b: stats(b),
+            a_floor_ns: Some(120),
+            b_floor_ns: Some(125),
+            set_aside: set_aside.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn rounds_set_aside_are_not_counted_and_a_constant_slowdown_is_worse() {
+        let mut rounds: Vec<AbRound> = (1..=10)
+            .map(|i| round(i, 1000 + u64::from(i) * 10, 1200 + u64::from(i) * 12, None))
+            .collect();
+        // A round whose B ran on far cores: set aside, so it cannot make B look slower.
+        rounds.push(round(11, 1000, 5000, Some("different floors")));
+        let p = judge(&rounds, 0.99);
+        let p50 = &p[0];
+        assert_eq!(
+            (p50.percentile.as_str(), p50.verdict.as_str(), p50.rounds),
+            ("p50", "worse", 10)
+        );
+        assert!((p50.change - 0.2).abs() < 1e-9, "{p50:?}");
+        assert_eq!(p50.b_better_rounds, 0);
+        assert!(decided(&p, 0.05));
+    }
+
+    #[test]
+    fn too_few_rounds_are_undecided() {
+        let rounds: Vec<AbRound> = (1..=4).map(|i| round(i, 1000, 1000, None)).collect();
+        let p = judge(&rounds, 0.99);
+        assert!(p.iter().all(|p| p.verdict == "cannot tell" && p.ci_low.is_none()));
+        assert!(!decided(&p, 0.05));
+    }
+}

@@ -1,0 +1,258 @@
+//! `latency-probe ab`: did my change help? Two arms measured in alternating rounds (ABBA), each
+//! round with the floor beside it, and per percentile the paired change B vs A with its
+//! interval and a verdict ([`crate::run::ab`], [`crate::analysis::ab`]).
+
+use std::path::PathBuf;
+
+use super::args::OutputArgs;
+use super::{Failure, UsageError};
+use crate::model::{AbColumn, AbFile};
+use crate::run::ab::Ab;
+
+/// The program name in messages.
+pub const AB: &str = "latency-probe ab";
+
+/// Flags `ab` sets itself on every arm run.
+const OWN_FLAGS: [&str; 4] = ["--duration", "--json", "--quiet", "--runs"];
+
+/// `latency-probe ab`.
+#[derive(Debug, clap::Args)]
+pub struct AbArgs {
+    /// Arm A's own latency-probe flags, as one string (e.g. '--idle yield'); empty: the common
+    /// flags alone
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    pub a: String,
+    /// Arm B's own flags (e.g. '--idle spin', '--driver-opt aeron.mtu.length=4096')
+    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    pub b: String,
+    /// Run arm A with the latency-probe in DIR (with its latency-pub and latency-sub), e.g. a
+    /// build of the previous commit [default: this one's]
+    #[arg(long = "a-bin", value_name = "DIR")]
+    pub a_bin: Option<PathBuf>,
+    /// The same for arm B
+    #[arg(long = "b-bin", value_name = "DIR")]
+    pub b_bin: Option<PathBuf>,
+    /// A command (sh -c) run before each run of arm A: apply a sysctl, an IRQ affinity, ...
+    #[arg(long = "a-before", value_name = "CMD")]
+    pub a_before: Option<String>,
+    /// A command run after each run of arm A: undo what --a-before did
+    #[arg(long = "a-after", value_name = "CMD")]
+    pub a_after: Option<String>,
+    /// A command run before each run of arm B
+    #[arg(long = "b-before", value_name = "CMD")]
+    pub b_before: Option<String>,
+    /// A command run after each run of arm B
+    #[arg(long = "b-after", value_name = "CMD")]
+    pub b_after: Option<String>,
+    /// Rounds that count; each runs A and B once, in ABBA order (AB, BA, AB, ...). A round whose
+    /// arms ran on floors in different regimes is set aside and run again (at most --rounds
+    /// times). At 99% confidence an interval needs at least 8 rounds
+    #[arg(long, default_value_t = 10)]
+    pub rounds: u32,
+    /// Measured seconds per arm and round: short, so most rounds see one floor regime
+    #[arg(long, default_value_t = 2.0)]
+    pub duration: f64,
+    /// The latency judged: intended (from the intended send time: what a user of the stream
+    /// sees) or actual (from the actual send time: what the transport adds)
+    #[arg(long, default_value = "intended")]
+    pub column: AbColumn,
+    /// Confidence of the intervals, 0.5 to 0.9999
+    #[arg(long, default_value_t = 0.99)]
+    pub confidence: f64,
+    /// Exit 1 when a figure's verdict is this (worse: a CI gate that fails on a slowdown)
+    #[arg(long = "fail-on", value_name = "VERDICT", value_parser = ["worse"])]
+    pub fail_on: Option<String>,
+    /// Keep every arm run's report (round-NNN-A.json, round-NNN-B.json) in this directory
+    #[arg(long = "keep", value_name = "DIR")]
+    pub keep: Option<PathBuf>,
+    /// `--json`, `--quiet`.
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// latency-probe flags for both arms, after --, e.g. -- --mode rtt --rate 100000 --msg-size 64
+    #[arg(last = true, allow_hyphen_values = true)]
+    pub probe_args: Vec<String>,
+}
+
+/// Splits an arm's flag string on white space, keeping what is quoted ('...' or "...") whole.
+fn split_flags(s: &str) -> Result<Vec<String>, String> {
+    let (mut out, mut cur, mut quote, mut started) = (Vec::new(), String::new(), None, false);
+    for c in s.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                started = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if started {
+                    out.push(std::mem::take(&mut cur));
+                    started = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                started = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(format!("an unclosed quote in '{s}'"));
+    }
+    if started {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// The latency-probe of `dir`, or this executable.
+fn probe_in(flag: &str, dir: Option<&PathBuf>) -> Result<PathBuf, UsageError> {
+    match dir {
+        Some(d) => {
+            let p = d.join("latency-probe");
+            if p.is_file() {
+                Ok(p)
+            } else {
+                Err(UsageError::new(format!(
+                    "{flag} {}: no latency-probe there; give the directory of a build (e.g. target/release)",
+                    d.display()
+                )))
+            }
+        }
+        None => std::env::current_exe().map_err(|e| UsageError::new(format!("this executable: {e}"))),
+    }
+}
+
+/// Checks one arm's full command line as latency-probe would, before anything starts; returns
+/// the estimated wall time of one of its runs, seconds.
+fn check_arm(name: &str, common: &[String], own: &[String], duration: f64) -> Result<f64, UsageError> {
+    if let Some(f) = own.iter().chain(common).find(|f| OWN_FLAGS.contains(&f.as_str())) {
+        return Err(UsageError::new(format!(
+            "arm {name}: {f} is set by ab itself (--duration per round, --json and --quiet per run, no --runs); \
+             remove it"
+        )));
+    }
+    let mut argv = vec!["latency-probe".to_owned()];
+    argv.extend(common.iter().cloned());
+    argv.extend(own.iter().cloned());
+    argv.extend(["--duration".to_owned(), duration.to_string()]);
+    let args = super::probe::parse_experiment(&argv).map_err(|e| {
+        let text = e.render().to_string();
+        let first = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("bad flags")
+            .trim();
+        UsageError::new(format!(
+            "arm {name}: {}",
+            first.strip_prefix("error: ").unwrap_or(first)
+        ))
+    })?;
+    super::probe::check(&args).map_err(|e| UsageError::new(format!("arm {name}: {e}")))?;
+    let a = &args;
+    Ok(a.run.seconds() + 2.0 * a.floor + 1.5)
+}
+
+/// `ab`'s flags, checked, as the comparison to run.
+///
+/// # Errors
+/// The first bad flag, in one line naming it (or the arm) and the fix.
+pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
+    if !(2..=1000).contains(&a.rounds) {
+        return Err(UsageError::new(format!("--rounds {}: give 2 to 1000 rounds", a.rounds)));
+    }
+    super::validate::seconds("--duration", a.duration)?;
+    if !(0.5..=0.9999).contains(&a.confidence) {
+        return Err(UsageError::new(format!(
+            "--confidence {}: give a confidence from 0.5 to 0.9999 (0.99: 99%)",
+            a.confidence
+        )));
+    }
+    a.out.validate()?;
+    let a_flags = split_flags(&a.a).map_err(|e| UsageError::new(format!("--a: {e}")))?;
+    let b_flags = split_flags(&a.b).map_err(|e| UsageError::new(format!("--b: {e}")))?;
+    let run_a = check_arm("A", &a.probe_args, &a_flags, a.duration)?;
+    let run_b = check_arm("B", &a.probe_args, &b_flags, a.duration)?;
+    let work_dir = match &a.keep {
+        Some(d) => {
+            std::fs::create_dir_all(d).map_err(|e| UsageError::new(format!("--keep {}: {e}", d.display())))?;
+            d.clone()
+        }
+        None => std::env::temp_dir().join(format!("latency-probe-ab-{}", std::process::id())),
+    };
+    Ok(Ab {
+        probe_a: probe_in("--a-bin", a.a_bin.as_ref())?,
+        probe_b: probe_in("--b-bin", a.b_bin.as_ref())?,
+        a_flags,
+        b_flags,
+        common: a.probe_args.clone(),
+        a_around: (a.a_before.clone(), a.a_after.clone()),
+        b_around: (a.b_before.clone(), a.b_after.clone()),
+        rounds: a.rounds,
+        duration_s: a.duration,
+        column: a.column,
+        confidence: a.confidence,
+        work_dir,
+        run_estimate_s: run_a.max(run_b),
+    })
+}
+
+/// `latency-probe ab`: checks every flag (both arms' command lines included), says how long it
+/// will take, runs the rounds, prints and writes the comparison.
+///
+/// # Errors
+/// Bad input ([`EXIT_SETUP`](super::EXIT_SETUP)); an arm failed or lost a message, or the JSON
+/// could not be written ([`EXIT_INCOMPLETE`](super::EXIT_INCOMPLETE)); `--fail-on worse` and a
+/// figure got worse (exit 1, said in one line).
+pub fn ab(a: &AbArgs) -> Result<(), Failure> {
+    let x = check(a)?;
+    std::fs::create_dir_all(&x.work_dir).map_err(|e| Failure::setup(format!("{}: {e}", x.work_dir.display())))?;
+    eprintln!(
+        "{AB}: {} rounds of A and B (ABBA), {} s each arm per round: about {:.0} s",
+        x.rounds,
+        x.duration_s,
+        x.expected_s()
+    );
+    let report = crate::run::ab::run(&x, &mut |r| eprintln!("{}", crate::render::ab::round_line(r)));
+    if a.keep.is_none() {
+        let _ = std::fs::remove_dir_all(&x.work_dir);
+    }
+    let text = crate::render::ab::render(&report);
+    let worse: Vec<String> = report
+        .percentiles
+        .iter()
+        .filter(|p| p.verdict == "worse")
+        .map(|p| p.percentile.clone())
+        .collect();
+    let (complete, reason) = (report.complete, report.incomplete_reason.clone());
+    a.out.emit(&text, &AbFile { ab: report })?;
+    if !complete {
+        return Err(Failure::incomplete(
+            reason.unwrap_or_else(|| "not every round ran".into()),
+        ));
+    }
+    if a.fail_on.as_deref() == Some("worse") && !worse.is_empty() {
+        return Err(Failure::incomplete(format!(
+            "--fail-on worse: B is worse than A at {}",
+            worse.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_flags;
+
+    #[test]
+    fn arm_flags_split_like_a_shell_keeps_quotes() {
+        assert_eq!(split_flags("--idle yield").unwrap(), ["--idle", "yield"]);
+        assert_eq!(
+            split_flags("  --driver-opt 'aeron.mtu.length=4096'  --x \"a b\" ").unwrap(),
+            ["--driver-opt", "aeron.mtu.length=4096", "--x", "a b"]
+        );
+        assert_eq!(split_flags("").unwrap(), Vec::<String>::new());
+        assert_eq!(split_flags("''").unwrap(), [""]);
+        assert!(split_flags("--a 'open").unwrap_err().contains("unclosed quote"));
+    }
+}

@@ -1,0 +1,128 @@
+//! `latency-probe ab`'s report: arms A and B measured in alternating rounds (ABBA), each run
+//! with the floor beside it, and the paired change B vs A per percentile. JSON: `ab.percentiles[]`
+//! and `ab.rounds[]`, with every round's figures, so anyone can recompute the intervals.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::Stats;
+
+/// The figures `ab` judges: the percentiles of latency and its mean, by their JSON names.
+pub const AB_PERCENTILES: [&str; 6] = ["p50", "p90", "p99", "p999", "max", "mean"];
+
+/// The file `ab --json` writes: `{"ab": {...}}`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct AbFile {
+    /// The comparison.
+    pub ab: AbReport,
+}
+
+/// Which latency column the verdict judges.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbColumn {
+    /// From the intended send time: what a user of the stream sees (the default).
+    #[default]
+    Intended,
+    /// From the actual send time: what the transport adds.
+    Actual,
+}
+
+impl AbColumn {
+    /// The flag value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AbColumn::Intended => "intended",
+            AbColumn::Actual => "actual",
+        }
+    }
+}
+
+impl std::str::FromStr for AbColumn {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "intended" => Ok(AbColumn::Intended),
+            "actual" => Ok(AbColumn::Actual),
+            _ => Err(format!("'{s}' is not a column; use intended or actual")),
+        }
+    }
+}
+
+/// The comparison.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct AbReport {
+    /// Arm A: its flags (and binaries, when they differ).
+    pub a: String,
+    /// Arm B.
+    pub b: String,
+    /// The column judged.
+    pub column: AbColumn,
+    /// The intervals' confidence (0.99: 99%).
+    pub confidence: f64,
+    /// Rounds planned.
+    pub rounds_planned: u32,
+    /// Per figure: A, B, the paired change and the verdict.
+    pub percentiles: Vec<AbPercentile>,
+    /// Every round's figures and floors.
+    pub rounds: Vec<AbRound>,
+    /// Whether every planned round ran and no arm lost a message or failed.
+    pub complete: bool,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete_reason: Option<String>,
+    /// What the reader should know: rounds set aside and why, planted causes.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One figure's paired change.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct AbPercentile {
+    /// The figure: `p50`, `p90`, `p99`, `p999`, `max` or `mean`.
+    pub percentile: String,
+    /// A's median over the rounds counted, ns.
+    pub a_ns: f64,
+    /// B's, ns.
+    pub b_ns: f64,
+    /// The estimated change B vs A, a fraction (0.05: B 5% higher).
+    pub change: f64,
+    /// The interval's low end, a fraction (absent when there is none: too few rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_low: Option<f64>,
+    /// Its high end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_high: Option<f64>,
+    /// Rounds in which B's figure was below A's.
+    pub b_better_rounds: u32,
+    /// Rounds counted.
+    pub rounds: u32,
+    /// `better`, `worse`, `no change` or `cannot tell`.
+    pub verdict: String,
+    /// With `no change`: the change, either way, the run could have resolved (a fraction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolvable: Option<f64>,
+}
+
+/// One round: A and B measured one after the other (in `order`), each with its floor.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct AbRound {
+    /// 1-based.
+    pub round: u32,
+    /// `AB` or `BA`.
+    pub order: String,
+    /// A's latency in the judged column, ns.
+    pub a: Stats,
+    /// B's.
+    pub b: Stats,
+    /// A's floor p50 (before and after its run merged), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a_floor_ns: Option<u64>,
+    /// B's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub b_floor_ns: Option<u64>,
+    /// Why this round is not counted (its floors were in different regimes, or one moved
+    /// during its run); absent when counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_aside: Option<String>,
+}

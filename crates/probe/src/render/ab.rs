@@ -1,0 +1,86 @@
+//! `latency-probe ab` as text: one line per round as it runs, then the table of paired changes.
+
+use std::fmt::Write as _;
+
+use crate::model::{AbPercentile, AbReport, AbRound};
+use crate::units::format_ns;
+
+/// A round as it finishes: both arms' p50 and p99, their floors, and whether it counts.
+#[must_use]
+pub fn round_line(r: &AbRound) -> String {
+    let floor = |f: Option<u64>| f.map_or_else(|| "-".to_owned(), format_ns);
+    format!(
+        "ab: round {} ({}): A p50 {} p99 {} (floor {}), B p50 {} p99 {} (floor {}){}",
+        r.round,
+        r.order,
+        format_ns(r.a.p50),
+        format_ns(r.a.p99),
+        floor(r.a_floor_ns),
+        format_ns(r.b.p50),
+        format_ns(r.b.p99),
+        floor(r.b_floor_ns),
+        r.set_aside
+            .as_ref()
+            .map(|why| format!("; set aside: {why}"))
+            .unwrap_or_default()
+    )
+}
+
+fn pct(f: f64) -> String {
+    format!("{:+.1}%", 100.0 * f)
+}
+
+fn row(p: &AbPercentile) -> String {
+    let interval = match (p.ci_low, p.ci_high) {
+        (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
+        _ => "-".to_owned(),
+    };
+    let verdict = match p.resolvable {
+        Some(r) => format!("no change (would see {:.1}%)", 100.0 * r),
+        None => p.verdict.clone(),
+    };
+    format!(
+        "{:<6} {:>10} {:>10} {:>8} {:>18} {:>7} {}",
+        p.percentile,
+        format_ns(p.a_ns.round() as u64),
+        format_ns(p.b_ns.round() as u64),
+        pct(p.change),
+        interval,
+        format!("{}/{}", p.b_better_rounds, p.rounds),
+        verdict
+    )
+}
+
+/// The comparison: the arms, the column judged, the table, the notes.
+#[must_use]
+pub fn render(r: &AbReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "A: {}", r.a);
+    let _ = writeln!(o, "B: {}", r.b);
+    let counted = r.rounds.iter().filter(|x| x.set_aside.is_none()).count();
+    let _ = writeln!(
+        o,
+        "{} rounds run (ABBA), {} counted of {} planned; latency from the {} send time; B vs A, Hodges-Lehmann \
+         change with its {:.0}% signed-rank interval over the per-round ratios",
+        r.rounds.len(),
+        counted,
+        r.rounds_planned,
+        r.column.as_str(),
+        100.0 * r.confidence
+    );
+    let _ = writeln!(
+        o,
+        "{:<6} {:>10} {:>10} {:>8} {:>18} {:>7} verdict",
+        "", "A", "B", "change", "interval", "B<A"
+    );
+    for p in &r.percentiles {
+        let _ = writeln!(o, "{}", row(p));
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    if let Some(why) = &r.incomplete_reason {
+        let _ = writeln!(o, "INCOMPLETE: {why}");
+    }
+    o
+}

@@ -1,0 +1,276 @@
+//! `latency-probe ab`: arms A and B run alternately in short rounds, ABBA (round 1 A then B,
+//! round 2 B then A, ...), so a drift of the machine's speed lands on both arms alike. Each arm
+//! run is one `latency-probe` run (its own embedded driver, started fresh each run, and its
+//! floor measured right before and after it) with the common flags, the arm's flags and the
+//! round's `--duration`; its report gives the round's figures. The paired change per figure
+//! comes from [`crate::analysis::ab`].
+//!
+//! Drivers: a fresh embedded driver per arm run, as a plain `latency-probe` run has. An arm
+//! may change driver settings (`--driver-opt`), which only a fresh driver takes; and a driver
+//! kept idle across rounds would still be a shared, warm resource for one arm and not the
+//! other. The start costs about a second per run, outside the measured phase.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::model::{AbColumn, AbReport, AbRound, Report};
+
+/// What `ab` runs, as plain values (the flags, checked).
+#[derive(Debug, Clone)]
+pub struct Ab {
+    /// The `latency-probe` that runs arm A (this executable, or `--a-bin DIR`'s).
+    pub probe_a: PathBuf,
+    /// The one that runs arm B.
+    pub probe_b: PathBuf,
+    /// Arm A's own flags.
+    pub a_flags: Vec<String>,
+    /// Arm B's.
+    pub b_flags: Vec<String>,
+    /// Flags for both arms (after `--`).
+    pub common: Vec<String>,
+    /// A command run (by `sh -c`) before each arm run of A, and one after it.
+    pub a_around: (Option<String>, Option<String>),
+    /// The same for B.
+    pub b_around: (Option<String>, Option<String>),
+    /// Rounds.
+    pub rounds: u32,
+    /// Measured seconds per arm and round.
+    pub duration_s: f64,
+    /// The column judged.
+    pub column: AbColumn,
+    /// The intervals' confidence.
+    pub confidence: f64,
+    /// Where the arm runs' reports go (kept: `--out DIR`, else a temporary directory).
+    pub work_dir: PathBuf,
+    /// Each arm run's wall time as estimated up front, seconds (for the expected duration).
+    pub run_estimate_s: f64,
+}
+
+/// Which arm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    /// A.
+    A,
+    /// B.
+    B,
+}
+
+impl fmt::Display for Arm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Arm::A => "A",
+            Arm::B => "B",
+        })
+    }
+}
+
+/// Why an arm run gave no usable report: the experiment ends there.
+#[derive(Debug)]
+pub struct ArmFailed {
+    /// Which arm.
+    pub arm: Arm,
+    /// In which round.
+    pub round: u32,
+    /// What happened.
+    pub why: String,
+}
+
+impl fmt::Display for ArmFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "arm {} failed in round {}: {}", self.arm, self.round, self.why)
+    }
+}
+
+impl Ab {
+    /// The expected wall time, seconds.
+    #[must_use]
+    pub fn expected_s(&self) -> f64 {
+        2.0 * f64::from(self.rounds) * self.run_estimate_s
+    }
+
+    fn arm(&self, arm: Arm) -> (&Path, &[String], &(Option<String>, Option<String>)) {
+        match arm {
+            Arm::A => (&self.probe_a, &self.a_flags, &self.a_around),
+            Arm::B => (&self.probe_b, &self.b_flags, &self.b_around),
+        }
+    }
+
+    /// One arm run: the commands around it, `latency-probe` with the common and the arm's
+    /// flags; its report, or why there is none (or why it does not count: a message lost).
+    fn run_arm(&self, arm: Arm, round: u32) -> Result<Report, ArmFailed> {
+        let failed = |why: String| ArmFailed { arm, round, why };
+        let (probe, flags, (before, after)) = self.arm(arm);
+        if let Some(cmd) = before {
+            shell(cmd).map_err(|e| failed(format!("its command before ({cmd}) failed: {e}")))?;
+        }
+        let json = self.work_dir.join(format!("round-{round:03}-{arm}.json"));
+        let out = Command::new(probe)
+            .args(&self.common)
+            .args(flags)
+            .args(["--duration", &self.duration_s.to_string(), "--quiet", "--json"])
+            .arg(&json)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .map_err(|e| failed(format!("{} did not start: {e}", probe.display())));
+        if let Some(cmd) = after {
+            shell(cmd).map_err(|e| failed(format!("its command after ({cmd}) failed: {e}")))?;
+        }
+        let out = out?;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let last_line = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let report: Report = std::fs::read_to_string(&json)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .ok_or_else(|| {
+                failed(format!(
+                    "latency-probe wrote no report (exit {:?}): {last_line}",
+                    out.status.code()
+                ))
+            })?;
+        if !out.status.success() || !report.complete || report.lost > 0 {
+            return Err(failed(format!(
+                "latency-probe exit {:?}, {} lost{}: {}",
+                out.status.code(),
+                report.lost,
+                if report.complete { "" } else { ", incomplete" },
+                report.incomplete_reason.as_deref().unwrap_or(last_line)
+            )));
+        }
+        Ok(report)
+    }
+
+    /// The column this comparison judges, from a run's report.
+    fn column_of<'r>(&self, r: &'r Report) -> &'r crate::model::Stats {
+        match self.column {
+            AbColumn::Intended => &r.latency_ns,
+            AbColumn::Actual => &r.latency_actual_ns,
+        }
+    }
+}
+
+/// Runs `cmd` with `sh -c`; its failure in one line.
+fn shell(cmd: &str) -> Result<(), String> {
+    let status = Command::new("sh")
+        .args(["-c", cmd])
+        .status()
+        .map_err(|e| e.to_string())?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("exit {:?}", status.code()))
+    }
+}
+
+/// Runs the rounds (ABBA), telling `progress` after each, until `rounds` pairs count: a round
+/// whose arms ran on floors in different regimes is set aside and run again, at most `rounds`
+/// times in all. Returns the report, complete or ended at the first arm that
+/// failed or lost a message (what was measured is kept).
+pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbReport {
+    let mut rounds: Vec<AbRound> = Vec::new();
+    let mut incomplete_reason = None;
+    let (mut moved, mut redo_left) = (0, ab.rounds);
+    let mut round = 0;
+    while (rounds.iter().filter(|r| r.set_aside.is_none()).count() as u32) < ab.rounds {
+        round += 1;
+        let order = if round % 2 == 1 {
+            [Arm::A, Arm::B]
+        } else {
+            [Arm::B, Arm::A]
+        };
+        let mut reports: [Option<Report>; 2] = [None, None];
+        for arm in order {
+            match ab.run_arm(arm, round) {
+                Ok(r) => reports[usize::from(arm == Arm::B)] = Some(r),
+                Err(e) => {
+                    incomplete_reason = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        let [Some(a), Some(b)] = reports else { break };
+        moved += [&a, &b]
+            .iter()
+            .filter(|r| r.floor.as_ref().is_some_and(|f| f.moved))
+            .count();
+        let r = AbRound {
+            round,
+            order: format!("{}{}", order[0], order[1]),
+            a: *ab.column_of(&a),
+            b: *ab.column_of(&b),
+            a_floor_ns: a.floor.as_ref().map(|f| f.combined_ns.p50),
+            b_floor_ns: b.floor.as_ref().map(|f| f.combined_ns.p50),
+            set_aside: crate::analysis::ab::set_aside(a.floor.as_ref(), b.floor.as_ref()),
+        };
+        progress(&r);
+        let aside = r.set_aside.is_some();
+        rounds.push(r);
+        if aside {
+            if redo_left == 0 {
+                break;
+            }
+            redo_left -= 1;
+        }
+    }
+    let counted = rounds.iter().filter(|r| r.set_aside.is_none()).count();
+    if incomplete_reason.is_none() && counted < ab.rounds as usize {
+        incomplete_reason = Some(format!(
+            "only {counted} of {} rounds count: the rest ran on floors in different regimes, more often than the \
+             {} re-runs allowed; use shorter --duration, or a quieter machine",
+            ab.rounds, ab.rounds
+        ));
+    }
+    let percentiles = crate::analysis::ab::judge(&rounds, ab.confidence);
+    AbReport {
+        a: describe(&ab.probe_a, &ab.probe_b, &ab.a_flags, true),
+        b: describe(&ab.probe_a, &ab.probe_b, &ab.b_flags, false),
+        column: ab.column,
+        confidence: ab.confidence,
+        rounds_planned: ab.rounds,
+        percentiles,
+        complete: incomplete_reason.is_none(),
+        incomplete_reason,
+        notes: notes(&rounds, moved),
+        rounds,
+    }
+}
+
+/// Rounds set aside and why; runs whose floor moved but were kept.
+fn notes(rounds: &[AbRound], moved: usize) -> Vec<String> {
+    let set_aside: Vec<String> = rounds
+        .iter()
+        .filter_map(|r| r.set_aside.as_ref().map(|why| format!("round {}: {why}", r.round)))
+        .collect();
+    let mut notes = Vec::new();
+    if !set_aside.is_empty() {
+        notes.push(format!(
+            "{} of {} rounds set aside (not counted) and run again: {}",
+            set_aside.len(),
+            rounds.len(),
+            set_aside.join("; ")
+        ));
+    }
+    if moved > 0 {
+        notes.push(format!(
+            "{moved} of {} arm runs saw their floor move during the run (before vs after over 1.5x); kept where \
+             both arms' floors agreed",
+            2 * rounds.len()
+        ));
+    }
+    notes
+}
+
+/// An arm in words: its flags, and its binary when the arms' differ.
+fn describe(probe_a: &Path, probe_b: &Path, flags: &[String], is_a: bool) -> String {
+    let mut s = if flags.is_empty() {
+        "(no flags of its own)".to_owned()
+    } else {
+        flags.join(" ")
+    };
+    if probe_a != probe_b {
+        let bin = if is_a { probe_a } else { probe_b };
+        s.push_str(&format!(" [{}]", bin.display()));
+    }
+    s
+}

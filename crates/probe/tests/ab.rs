@@ -1,0 +1,124 @@
+//! `latency-probe ab` as a user runs it, against known truths: two identical arms (A/A) give
+//! no change at p50 and p99; a planted slowdown of B (`--plant-delay-ns`, 20 µs on a path of
+//! about 1-2 µs) is found worse at p50, with the right sign. The two experiments run one after
+//! the other in one test (each runs two hot threads); the A/A at 99.9% confidence, so that a
+//! false alarm fails this test about once in 500 runs, not once in 50.
+
+mod common;
+
+use common::{read_json, run, stderr, tmp_json};
+
+/// `latency-probe ab` with `extra` flags and the common probe flags after `--`: its output
+/// and its JSON.
+fn ab(tag: &str, extra: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let json = tmp_json(tag);
+    let mut args = vec!["ab", "--duration", "0.3", "--json", json.to_str().unwrap()];
+    args.extend(extra);
+    args.extend([
+        "--",
+        "--rate",
+        "10000",
+        "--msg-size",
+        "64",
+        "--idle",
+        "yield",
+        "--term-length",
+        "65536",
+        "--floor",
+        "0.1",
+        "--warmup",
+        "1000",
+        "--stream",
+        "3100",
+    ]);
+    let out = run("latency-probe", &args);
+    let json = read_json(&json);
+    (out, json)
+}
+
+/// The verdict of `percentile` in an `ab` report.
+fn verdict<'v>(r: &'v serde_json::Value, percentile: &str) -> &'v serde_json::Value {
+    r["ab"]["percentiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["percentile"] == percentile)
+        .unwrap_or_else(|| panic!("no {percentile} in {r}"))
+}
+
+#[test]
+fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
+    let (out, aa) = ab(
+        "ab-aa",
+        &["--rounds", "11", "--confidence", "0.999", "--fail-on", "worse"],
+    );
+    assert!(out.status.success(), "A/A: {}", stderr(&out));
+    for p in ["p50", "p99"] {
+        let v = verdict(&aa, p);
+        assert_eq!(v["verdict"], "no change", "A/A {p}: {v}");
+        assert_eq!(v["rounds"], 11, "{v}");
+        assert!(
+            v["ci_low"].as_f64().unwrap() <= 0.0 && v["ci_high"].as_f64().unwrap() >= 0.0,
+            "{v}"
+        );
+    }
+    let rounds = aa["ab"]["rounds"].as_array().unwrap();
+    let counted = rounds.iter().filter(|r| r.get("set_aside").is_none()).count();
+    assert_eq!(counted, 11, "every counted round is in the JSON with its floors");
+    assert!(rounds
+        .iter()
+        .all(|r| r["a"]["count"].as_u64() == Some(3_000) && r["b"]["count"].as_u64() == Some(3_000)));
+
+    let (out, planted) = ab(
+        "ab-planted",
+        &["--rounds", "8", "--b", "--plant-delay-ns 20000", "--fail-on", "worse"],
+    );
+    let v = verdict(&planted, "p50");
+    assert_eq!(v["verdict"], "worse", "planted +20 us at p50: {v}");
+    assert!(
+        v["change"].as_f64().unwrap() > 1.0 && v["ci_low"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert_eq!(v["b_better_rounds"], 0, "{v}");
+    assert_eq!(planted["ab"]["b"], "--plant-delay-ns 20000");
+    // --fail-on worse: the report is written, then exit 1 naming what got worse.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--fail-on worse: B is worse than A at p50"),
+        "{}",
+        stderr(&out)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("B: --plant-delay-ns 20000") && text.contains("worse"),
+        "{text}"
+    );
+}
+
+/// Bad input is refused before anything runs, in one line naming the arm or the flag.
+#[test]
+fn bad_arms_and_flags_are_refused_before_anything_runs() {
+    for (args, says) in [
+        (vec!["ab", "--a", "--idle bogus"], "arm A: "),
+        (
+            vec!["ab", "--b", "--duration 3"],
+            "arm B: --duration is set by ab itself",
+        ),
+        (vec!["ab", "--rounds", "1"], "--rounds 1: give 2 to 1000 rounds"),
+        (vec!["ab", "--confidence", "1.5"], "--confidence 1.5"),
+        (vec!["ab", "--a", "--idle 'yield"], "--a: an unclosed quote"),
+        (
+            vec!["ab", "--a-bin", "/nonexistent"],
+            "--a-bin /nonexistent: no latency-probe there",
+        ),
+        (
+            vec!["ab", "--", "--json", "x.json"],
+            "arm A: --json is set by ab itself",
+        ),
+    ] {
+        let out = run("latency-probe", &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+}
