@@ -253,7 +253,19 @@ impl<'a> Lineup<'a> {
                     if overlap == 0 || !counts(overlap) {
                         continue;
                     }
-                    let (key, what) = if steal >= len && steal > 0 {
+                    let (key, what) = if faulting > 0 && overlap <= faulting {
+                        // A stall at most twice its faults' measured time is those faults running
+                        // slow (a first touch costs 2x more with cold caches or a busy allocator),
+                        // not a second cause beside them.
+                        (
+                            "page-faults",
+                            format!(
+                                "with {} page faults in it (slower than the {} each measured here)",
+                                thousands(faulting / self.ctx.fault_cost_ns),
+                                format_ns(self.ctx.fault_cost_ns)
+                            ),
+                        )
+                    } else if steal >= len && steal > 0 {
                         // Steal comes in 10 ms ticks per group: this is co-occurrence, said so.
                         (
                             "steal",

@@ -756,6 +756,7 @@ mod tests {
             read_cost: Default::default(),
             reads: vec![],
             notes: vec![],
+            fault_cost_ns: None,
         }
     }
 

@@ -302,6 +302,15 @@ impl Monitor {
     /// measured period.
     #[must_use]
     pub fn finish(mut self) -> JitterSide {
+        // Measured first, while this thread's perf events are still on: its faults fall after
+        // the last boundary, so the line-up below leaves them out.
+        let me = crate::sys::thread::current_tid();
+        let fault_cost_ns = self
+            .threads
+            .iter()
+            .any(|w| w.tid == me && w.reader.has_fault_sampler())
+            .then(crate::sys::thread::fault_cost_ns)
+            .flatten();
         let n = self.threads.len();
         let slots: Vec<usize> = (0..=GROUPS).filter(|s| self.times[*s].is_some()).collect();
         let (first, last) = (slots.first().copied(), slots.last().copied());
@@ -368,6 +377,7 @@ impl Monitor {
             read_cost: self.cost,
             reads: self.reads,
             notes: self.notes,
+            fault_cost_ns,
         }
     }
 }

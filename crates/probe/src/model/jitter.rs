@@ -422,6 +422,11 @@ pub struct JitterSide {
     pub reads: Vec<(i64, u64)>,
     /// Threads that could not be watched, and why.
     pub notes: Vec<String>,
+    /// What one first-touch page fault cost on this side's hot thread, measured right after the
+    /// run with its perf events still on (perf writes a sample per fault, which the run's own
+    /// faults paid too), ns; absent without perf's fault sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault_cost_ns: Option<u64>,
 }
 
 /// The name of process `pid` among the watched threads: its hot thread's name (`latency-sub`,

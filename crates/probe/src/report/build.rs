@@ -45,7 +45,15 @@ pub fn attach(
         hot_path_lock: sub.hot_path_lock,
         tail_threshold_ns: report.latency_ns.p999.max(1),
         cores: aeron_latency::messaging::available_cores().len(),
-        fault_cost_ns: crate::sys::thread::fault_cost_ns().unwrap_or(0),
+        // The hot threads' own measurement (with perf's per-fault cost in it) where there is
+        // one, else this process's, without perf.
+        fault_cost_ns: [Some(&sub.side), publ.map(|p| &p.side)]
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.fault_cost_ns)
+            .max()
+            .or_else(crate::sys::thread::fault_cost_ns)
+            .unwrap_or(0),
         explain,
         edges: (l.count > 0).then_some([l.p50, l.p90, l.p99, l.p999, l.max]),
     };
