@@ -315,9 +315,10 @@ pub fn sub_config(
 /// checking that a comparison finds a change (`ab`'s calibration).
 #[derive(Debug, Clone, Copy, Args)]
 pub struct PlantArgs {
-    /// Planted: the publisher busy-waits this many ns per message between its actual-send
-    /// stamp and the commit, so latency from both the intended and the actual send time grows
-    /// by it; named as planted in the report (0: off)
+    /// Planted: the publisher busy-waits this many ns per message (from when the wait starts,
+    /// on top of the claim and the encoding) between its actual-send stamp and the commit, so
+    /// latency from both the intended and the actual send time grows by it; named as planted
+    /// in the report (0: off)
     #[arg(long = "plant-delay-ns", default_value_t = 0, value_name = "NS")]
     pub plant_delay_ns: u64,
 }

@@ -502,7 +502,10 @@ fn send<K: PublicationKind, D: Diagnostics>(
                     return Err(Stop::Encode { seq: i, error });
                 }
                 if plan.plant_delay_ns > 0 {
-                    planted_delay(now, plan.plant_delay_ns);
+                    // From now, not from the send stamp: the claim and the encoding already
+                    // took about 100 ns, and a wait ending at stamp + delay would add only what
+                    // exceeds them (a planted +100 ns added nothing).
+                    planted_delay(now_ns(), plan.plant_delay_ns);
                 }
                 claim.commit();
                 outcomes.count(OfferOutcome::Ok);
@@ -540,8 +543,8 @@ fn send<K: PublicationKind, D: Diagnostics>(
     }
 }
 
-/// The planted delay: spins on the clock until `ns` after `from` (the actual-send stamp), so
-/// the message is committed that much later than it says it was sent.
+/// The planted delay: spins on the clock until `ns` after `from` (read just before), so
+/// the message is committed that much later than it would have been.
 #[cold]
 fn planted_delay(from: i64, ns: u64) {
     let until = from.saturating_add(i64::try_from(ns).unwrap_or(i64::MAX));
