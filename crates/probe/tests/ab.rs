@@ -69,9 +69,20 @@ fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
         .iter()
         .all(|r| r["a"]["count"].as_u64() == Some(3_000) && r["b"]["count"].as_u64() == Some(3_000)));
 
+    let dir = std::env::temp_dir().join(format!("ab-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     let (out, planted) = ab(
         "ab-planted",
-        &["--rounds", "8", "--b", "--plant-delay-ns 20000", "--fail-on", "worse"],
+        &[
+            "--rounds",
+            "8",
+            "--b",
+            "--plant-delay-ns 20000",
+            "--fail-on",
+            "worse",
+            "--out",
+            dir.to_str().unwrap(),
+        ],
     );
     let v = verdict(&planted, "p50");
     assert_eq!(v["verdict"], "worse", "planted +20 us at p50: {v}");
@@ -88,6 +99,20 @@ fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
         "{}",
         stderr(&out)
     );
+    // --out: each arm's counted rounds merged and as an interval log, one interval per round.
+    for arm in ["A", "B"] {
+        let hgrm = std::fs::read_to_string(dir.join(format!("{arm}.hgrm"))).unwrap();
+        let total = format!("Total count    = {:>12}]", 8 * 3_000);
+        assert!(hgrm.contains(&total), "{arm}.hgrm: {total} missing:\n{hgrm}");
+        let hlog = std::fs::read_to_string(dir.join(format!("{arm}.hlog"))).unwrap();
+        let intervals = hlog.lines().filter(|l| !l.starts_with('#') && !l.starts_with('"')).count();
+        assert_eq!(intervals, 8, "{hlog}");
+    }
+    let svg = std::fs::read_to_string(dir.join("spectrum.svg")).unwrap();
+    assert!(svg.contains("B vs A p50 +") && svg.contains("worse"), "the legend carries the change");
+    let json = read_json(&dir.join("ab.json"));
+    assert_eq!(json["ab"]["percentiles"], planted["ab"]["percentiles"]);
+    let _ = std::fs::remove_dir_all(&dir);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("B: --plant-delay-ns 20000") && text.contains("worse"),

@@ -93,6 +93,68 @@ pub fn decided(percentiles: &[AbPercentile], resolve: f64) -> bool {
     })
 }
 
+/// The share of the false-alarm budget (1 - confidence) spent at the interim look; the rest
+/// is the final look's. Small, as O'Brien and Fleming's boundaries are: the final look keeps
+/// nearly all its power, and only a large change stops a run early.
+pub const INTERIM_ALPHA_SHARE: f64 = 0.1;
+
+/// When `ab` looks at its rounds, and at what confidence, so that stopping early costs no
+/// false alarms: with an interim look the false-alarm budget `alpha = 1 - confidence` is split
+/// ([`INTERIM_ALPHA_SHARE`] at the interim look, the rest at the last), and by the union bound
+/// the chance of any false verdict over both looks stays within `alpha`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Looks {
+    /// The interim look: after this many counted rounds, at this confidence.
+    pub interim: Option<(u32, f64)>,
+    /// The confidence of the last look's intervals.
+    pub last: f64,
+}
+
+impl Looks {
+    /// The looks for `rounds` rounds at `confidence`: an interim look at half the rounds (or
+    /// later, where fewer rounds cannot give an interval at its confidence), when `early_stop`
+    /// and there is room for one before the last round.
+    #[must_use]
+    pub fn new(rounds: u32, confidence: f64, early_stop: bool) -> Self {
+        let alpha = 1.0 - confidence;
+        let interim_alpha = INTERIM_ALPHA_SHARE * alpha;
+        let at = (rounds / 2).max(crate::analysis::paired::min_rounds(interim_alpha) as u32);
+        if early_stop && at < rounds {
+            Looks {
+                interim: Some((at, 1.0 - interim_alpha)),
+                last: 1.0 - (alpha - interim_alpha),
+            }
+        } else {
+            Looks {
+                interim: None,
+                last: confidence,
+            }
+        }
+    }
+
+    /// What the report says of the looks.
+    #[must_use]
+    pub fn note(&self, stopped_early: bool, counted: usize, resolve: f64) -> Option<String> {
+        let (at, c) = self.interim?;
+        let pct = |c: f64| format!("{:.2}%", 100.0 * c);
+        Some(if stopped_early {
+            format!(
+                "stopped early after {counted} rounds: at the interim look ({}) every figure was better, worse, \
+                 or no change within {:.0}%",
+                pct(c),
+                100.0 * resolve
+            )
+        } else {
+            format!(
+                "an interim look after {at} rounds ({}) did not decide every figure; the intervals are at {} so \
+                 that both looks together keep the false-alarm rate within the --confidence asked",
+                pct(c),
+                pct(self.last)
+            )
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +202,24 @@ mod tests {
         assert!((p50.change - 0.2).abs() < 1e-9, "{p50:?}");
         assert_eq!(p50.b_better_rounds, 0);
         assert!(decided(&p, 0.05));
+    }
+
+    #[test]
+    fn the_looks_spend_the_false_alarm_budget_once() {
+        let l = Looks::new(20, 0.99, true);
+        let (at, interim) = l.interim.unwrap();
+        // Half of 20 rounds cannot give a 99.9% interval (11 rounds at least).
+        assert_eq!(at, 11);
+        assert!(
+            (interim - 0.999).abs() < 1e-12 && (l.last - 0.991).abs() < 1e-12,
+            "{l:?}"
+        );
+        assert!(((1.0 - interim) + (1.0 - l.last) - 0.01).abs() < 1e-12);
+        assert_eq!(Looks::new(40, 0.99, true).interim.unwrap().0, 20);
+        // No room for a look, or none asked: the last look has the whole budget.
+        for l in [Looks::new(10, 0.99, true), Looks::new(20, 0.99, false)] {
+            assert_eq!((l.interim, l.last), (None, 0.99));
+        }
     }
 
     #[test]

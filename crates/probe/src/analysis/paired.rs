@@ -169,7 +169,8 @@ fn critical_rank(n: usize, alpha: f64) -> Option<usize> {
 }
 
 /// The fewest rounds that give an interval at all at `alpha`: `2 / 2^n <= alpha`.
-fn min_rounds(alpha: f64) -> usize {
+#[must_use]
+pub fn min_rounds(alpha: f64) -> usize {
     (1..64i32)
         .find(|&n| 2.0 / 2f64.powi(n) <= alpha)
         .map_or(64, |n| n as usize)

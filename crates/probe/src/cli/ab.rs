@@ -65,6 +65,20 @@ pub struct AbArgs {
     /// Keep every arm run's report (round-NNN-A.json, round-NNN-B.json) in this directory
     #[arg(long = "keep", value_name = "DIR")]
     pub keep: Option<PathBuf>,
+    /// Write each arm's counted rounds merged (A.hgrm, B.hgrm), as interval logs (A.hlog,
+    /// B.hlog: one interval per round), both spectra with the paired changes (spectrum.svg) and
+    /// ab.json into DIR
+    #[arg(long = "out", value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+    /// Run every round planned: no interim look. By default ab looks once at half the rounds
+    /// and stops there when every figure is decided, spending a tenth of the false-alarm budget
+    /// on that look
+    #[arg(long = "no-early-stop")]
+    pub no_early_stop: bool,
+    /// For stopping early, a no change is decided when its interval rules out a change this
+    /// large either way (a fraction: 0.05 is 5%)
+    #[arg(long, default_value_t = 0.05)]
+    pub resolve: f64,
     /// `--json`, `--quiet`.
     #[command(flatten)]
     pub out: OutputArgs,
@@ -168,6 +182,12 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
             a.confidence
         )));
     }
+    if !(a.resolve > 0.0 && a.resolve < 10.0) {
+        return Err(UsageError::new(format!(
+            "--resolve {}: give the change a no change must rule out as a fraction above 0 (0.05: 5%)",
+            a.resolve
+        )));
+    }
     a.out.validate()?;
     let a_flags = split_flags(&a.a).map_err(|e| UsageError::new(format!("--a: {e}")))?;
     let b_flags = split_flags(&a.b).map_err(|e| UsageError::new(format!("--b: {e}")))?;
@@ -194,6 +214,8 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
         confidence: a.confidence,
         work_dir,
         run_estimate_s: run_a.max(run_b),
+        early_stop: !a.no_early_stop,
+        resolve: a.resolve,
     })
 }
 
@@ -208,15 +230,29 @@ pub fn ab(a: &AbArgs) -> Result<(), Failure> {
     let x = check(a)?;
     std::fs::create_dir_all(&x.work_dir).map_err(|e| Failure::setup(format!("{}: {e}", x.work_dir.display())))?;
     eprintln!(
-        "{AB}: {} rounds of A and B (ABBA), {} s each arm per round: about {:.0} s",
+        "{AB}: {} rounds of A and B (ABBA), {} s each arm per round: about {:.0} s{}",
         x.rounds,
         x.duration_s,
-        x.expected_s()
+        x.expected_s(),
+        match crate::analysis::ab::Looks::new(x.rounds, x.confidence, x.early_stop).interim {
+            Some((at, _)) => format!(
+                ", or about {:.0} s if every figure is decided after {at}",
+                x.expected_s() * f64::from(at) / f64::from(x.rounds)
+            ),
+            None => String::new(),
+        }
     );
-    let report = crate::run::ab::run(&x, &mut |r| eprintln!("{}", crate::render::ab::round_line(r)));
+    let outcome = crate::run::ab::run(&x, &mut |r| eprintln!("{}", crate::render::ab::round_line(r)));
     if a.keep.is_none() {
         let _ = std::fs::remove_dir_all(&x.work_dir);
     }
+    let report = outcome.report;
+    // Written before the verdict is acted on: nothing measured is lost to a failed gate, and a
+    // directory that cannot be written still leaves the JSON and the text.
+    let out_dir = a
+        .out_dir
+        .as_ref()
+        .map(|dir| crate::render::ab_out::write_ab_dir(&report, &outcome.histograms, dir));
     let text = crate::render::ab::render(&report);
     let worse: Vec<String> = report
         .percentiles
@@ -226,6 +262,9 @@ pub fn ab(a: &AbArgs) -> Result<(), Failure> {
         .collect();
     let (complete, reason) = (report.complete, report.incomplete_reason.clone());
     a.out.emit(&text, &AbFile { ab: report })?;
+    if let Some(Err(e)) = out_dir {
+        return Err(Failure::incomplete(e.to_string()));
+    }
     if !complete {
         return Err(Failure::incomplete(
             reason.unwrap_or_else(|| "not every round ran".into()),

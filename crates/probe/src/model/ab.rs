@@ -58,8 +58,16 @@ pub struct AbReport {
     pub b: String,
     /// The column judged.
     pub column: AbColumn,
-    /// The intervals' confidence (0.99: 99%).
+    /// The confidence asked (`--confidence`, 0.99: 99%): the chance that no figure gets a false
+    /// verdict, over every look taken.
     pub confidence: f64,
+    /// The confidence of the intervals reported: `confidence` when `ab` looked once; with an
+    /// interim look, that look's or the last one's (each spends part of the budget).
+    #[serde(default)]
+    pub interval_confidence: f64,
+    /// Whether the run stopped at the interim look, every figure decided.
+    #[serde(default)]
+    pub stopped_early: bool,
     /// Rounds planned.
     pub rounds_planned: u32,
     /// Per figure: A, B, the paired change and the verdict.

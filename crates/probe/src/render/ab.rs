@@ -26,6 +26,12 @@ pub fn round_line(r: &AbRound) -> String {
     )
 }
 
+/// 99, 99.9, 99.1: as many decimals as the figure needs.
+fn format_confidence(c: f64) -> String {
+    let s = format!("{:.3}", 100.0 * c);
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 fn pct(f: f64) -> String {
     format!("{:+.1}%", 100.0 * f)
 }
@@ -61,12 +67,12 @@ pub fn render(r: &AbReport) -> String {
     let _ = writeln!(
         o,
         "{} rounds run (ABBA), {} counted of {} planned; latency from the {} send time; B vs A, Hodges-Lehmann \
-         change with its {:.0}% signed-rank interval over the per-round ratios",
+         change with its {}% signed-rank interval over the per-round ratios",
         r.rounds.len(),
         counted,
         r.rounds_planned,
         r.column.as_str(),
-        100.0 * r.confidence
+        format_confidence(r.interval_confidence)
     );
     let _ = writeln!(
         o,

@@ -11,6 +11,7 @@
 //! Names only the model and units (numbers are formatted in [`crate::units`]).
 
 pub mod ab;
+pub mod ab_out;
 pub mod counters;
 pub mod csv;
 pub mod files;

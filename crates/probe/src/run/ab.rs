@@ -14,7 +14,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::model::{AbColumn, AbReport, AbRound, Report};
+use crate::analysis::ab::Looks;
+use crate::model::{AbColumn, AbReport, AbRound, Histograms, Report};
 
 /// What `ab` runs, as plain values (the flags, checked).
 #[derive(Debug, Clone)]
@@ -45,6 +46,11 @@ pub struct Ab {
     pub work_dir: PathBuf,
     /// Each arm run's wall time as estimated up front, seconds (for the expected duration).
     pub run_estimate_s: f64,
+    /// Whether to look once at half the rounds and stop there when every figure is decided.
+    pub early_stop: bool,
+    /// A `no change` counts as decided when its interval rules out changes this large (a
+    /// fraction).
+    pub resolve: f64,
 }
 
 /// Which arm.
@@ -163,46 +169,82 @@ fn shell(cmd: &str) -> Result<(), String> {
     }
 }
 
+/// What `ab` ran: the comparison, and every round's histograms of each arm (for `--out`).
+#[derive(Debug)]
+pub struct AbOutcome {
+    /// The comparison.
+    pub report: AbReport,
+    /// Per round run, in order: A's and B's histograms (absent where a report had none).
+    pub histograms: Vec<RoundHistograms>,
+}
+
+/// One round's histograms.
+#[derive(Debug)]
+pub struct RoundHistograms {
+    /// The round (1-based).
+    pub round: u32,
+    /// A's.
+    pub a: Option<Histograms>,
+    /// B's.
+    pub b: Option<Histograms>,
+}
+
+/// One round, both arms in `order`: the round's figures, and both reports (A's, B's).
+fn run_round(ab: &Ab, round: u32) -> Result<(AbRound, Report, Report), ArmFailed> {
+    let order = if round % 2 == 1 {
+        [Arm::A, Arm::B]
+    } else {
+        [Arm::B, Arm::A]
+    };
+    let first = ab.run_arm(order[0], round)?;
+    let second = ab.run_arm(order[1], round)?;
+    let (a, b) = if order[0] == Arm::A {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let r = AbRound {
+        round,
+        order: format!("{}{}", order[0], order[1]),
+        a: *ab.column_of(&a),
+        b: *ab.column_of(&b),
+        a_floor_ns: a.floor.as_ref().map(|f| f.combined_ns.p50),
+        b_floor_ns: b.floor.as_ref().map(|f| f.combined_ns.p50),
+        set_aside: crate::analysis::ab::set_aside(a.floor.as_ref(), b.floor.as_ref()),
+    };
+    Ok((r, a, b))
+}
+
 /// Runs the rounds (ABBA), telling `progress` after each, until `rounds` pairs count: a round
 /// whose arms ran on floors in different regimes is set aside and run again, at most `rounds`
-/// times in all. Returns the report, complete or ended at the first arm that
-/// failed or lost a message (what was measured is kept).
-pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbReport {
+/// times in all. With an interim look ([`Looks`]) it stops there when every figure is decided.
+/// Returns the report, complete or ended at the first arm that failed or lost a message (what
+/// was measured is kept).
+pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
+    let looks = Looks::new(ab.rounds, ab.confidence, ab.early_stop);
     let mut rounds: Vec<AbRound> = Vec::new();
-    let mut incomplete_reason = None;
-    let (mut moved, mut redo_left) = (0, ab.rounds);
-    let mut round = 0;
-    while (rounds.iter().filter(|r| r.set_aside.is_none()).count() as u32) < ab.rounds {
+    let mut histograms = Vec::new();
+    let (mut incomplete_reason, mut early) = (None, None);
+    let (mut moved, mut redo_left, mut round) = (0, ab.rounds, 0);
+    let counted = |rounds: &[AbRound]| rounds.iter().filter(|r| r.set_aside.is_none()).count() as u32;
+    while counted(&rounds) < ab.rounds {
         round += 1;
-        let order = if round % 2 == 1 {
-            [Arm::A, Arm::B]
-        } else {
-            [Arm::B, Arm::A]
-        };
-        let mut reports: [Option<Report>; 2] = [None, None];
-        for arm in order {
-            match ab.run_arm(arm, round) {
-                Ok(r) => reports[usize::from(arm == Arm::B)] = Some(r),
-                Err(e) => {
-                    incomplete_reason = Some(e.to_string());
-                    break;
-                }
+        let (r, a, b) = match run_round(ab, round) {
+            Ok(x) => x,
+            Err(e) => {
+                incomplete_reason = Some(e.to_string());
+                break;
             }
-        }
-        let [Some(a), Some(b)] = reports else { break };
+        };
         moved += [&a, &b]
             .iter()
             .filter(|r| r.floor.as_ref().is_some_and(|f| f.moved))
             .count();
-        let r = AbRound {
+        histograms.push(RoundHistograms {
             round,
-            order: format!("{}{}", order[0], order[1]),
-            a: *ab.column_of(&a),
-            b: *ab.column_of(&b),
-            a_floor_ns: a.floor.as_ref().map(|f| f.combined_ns.p50),
-            b_floor_ns: b.floor.as_ref().map(|f| f.combined_ns.p50),
-            set_aside: crate::analysis::ab::set_aside(a.floor.as_ref(), b.floor.as_ref()),
-        };
+            a: a.histograms,
+            b: b.histograms,
+        });
         progress(&r);
         let aside = r.set_aside.is_some();
         rounds.push(r);
@@ -211,29 +253,44 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbReport {
                 break;
             }
             redo_left -= 1;
+        } else if let Some((at, confidence)) = looks.interim {
+            if counted(&rounds) == at {
+                let p = crate::analysis::ab::judge(&rounds, confidence);
+                if crate::analysis::ab::decided(&p, ab.resolve) {
+                    early = Some((p, confidence));
+                    break;
+                }
+            }
         }
     }
-    let counted = rounds.iter().filter(|r| r.set_aside.is_none()).count();
-    if incomplete_reason.is_none() && counted < ab.rounds as usize {
+    let n = counted(&rounds) as usize;
+    if incomplete_reason.is_none() && early.is_none() && n < ab.rounds as usize {
         incomplete_reason = Some(format!(
-            "only {counted} of {} rounds count: the rest ran on floors in different regimes, more often than the \
+            "only {n} of {} rounds count: the rest ran on floors in different regimes, more often than the \
              {} re-runs allowed; use shorter --duration, or a quieter machine",
             ab.rounds, ab.rounds
         ));
     }
-    let percentiles = crate::analysis::ab::judge(&rounds, ab.confidence);
-    AbReport {
+    let stopped_early = early.is_some();
+    let (percentiles, interval_confidence) =
+        early.unwrap_or_else(|| (crate::analysis::ab::judge(&rounds, looks.last), looks.last));
+    let mut notes = notes(&rounds, moved);
+    notes.extend(looks.note(stopped_early, n, ab.resolve));
+    let report = AbReport {
         a: describe(&ab.probe_a, &ab.probe_b, &ab.a_flags, true),
         b: describe(&ab.probe_a, &ab.probe_b, &ab.b_flags, false),
         column: ab.column,
         confidence: ab.confidence,
+        interval_confidence,
+        stopped_early,
         rounds_planned: ab.rounds,
         percentiles,
         complete: incomplete_reason.is_none(),
         incomplete_reason,
-        notes: notes(&rounds, moved),
+        notes,
         rounds,
-    }
+    };
+    AbOutcome { report, histograms }
 }
 
 /// Rounds set aside and why; runs whose floor moved but were kept.
