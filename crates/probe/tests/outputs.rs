@@ -228,8 +228,10 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     ]);
     assert!(c.status.success(), "{}", stderr(&c));
     let t = String::from_utf8_lossy(&c.stdout);
-    assert!(t.contains("p99.9") && t.contains("noise"), "{t}");
-    assert!(t.contains("within the noise") || t.contains("beyond the noise"), "{t}");
+    // One run against two (the first of fewer than three is counted): too few for a verdict,
+    // and the text says what would support one.
+    assert!(t.contains("p99.9") && t.contains("interval"), "{t}");
+    assert!(t.contains("cannot tell") && t.contains("latency-probe ab"), "{t}");
     let bad = run_probe(&[
         "compare",
         dir.join("groups.csv").to_str().unwrap(),

@@ -11,4 +11,5 @@ pub mod lineup;
 pub mod paired;
 pub mod runs;
 pub mod tuning;
+pub mod unpaired;
 pub mod verdict;

@@ -30,6 +30,21 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// What an interval of the change (fractions, `lo <= hi`) says: worse when it lies wholly
+    /// above zero, better wholly below, else no change within its farther end.
+    #[must_use]
+    pub fn of_interval(lo: f64, hi: f64) -> Verdict {
+        if lo > 0.0 {
+            Verdict::Worse
+        } else if hi < 0.0 {
+            Verdict::Better
+        } else {
+            Verdict::NoChange {
+                resolvable: (-lo).max(hi),
+            }
+        }
+    }
+
     /// The verdict's name in reports: `better`, `worse`, `no change`, `cannot tell`.
     #[must_use]
     pub fn name(&self) -> &'static str {
@@ -81,16 +96,7 @@ pub fn paired_change(a: &[f64], b: &[f64], confidence: f64) -> PairedChange {
         Some(c) if c >= 1 => {
             let m = walsh.len();
             let (lo, hi) = (walsh[c - 1].exp_m1(), walsh[m - c].exp_m1());
-            let verdict = if lo > 0.0 {
-                Verdict::Worse
-            } else if hi < 0.0 {
-                Verdict::Better
-            } else {
-                Verdict::NoChange {
-                    resolvable: (-lo).max(hi),
-                }
-            };
-            (lo, hi, verdict)
+            (lo, hi, Verdict::of_interval(lo, hi))
         }
         _ => (
             f64::NEG_INFINITY,

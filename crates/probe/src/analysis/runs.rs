@@ -1,11 +1,16 @@
 //! Run-to-run variation of repeated runs (JLBH's figure) and the comparison of two reports.
 
+use crate::analysis::ab::REGIME_FACTOR;
+use crate::analysis::paired::Verdict;
+use crate::analysis::unpaired::{min_runs_each, shift_change};
 use crate::model::label;
 use crate::model::value;
 use crate::model::Change;
+use crate::model::Comparison;
 use crate::model::Report;
 use crate::model::RunPoint;
 use crate::model::RunsSummary;
+use crate::model::Stats;
 use crate::model::Variation;
 use crate::model::PERCENTILES;
 use crate::units::format_ns;
@@ -133,41 +138,84 @@ impl RunsSummary {
     }
 }
 
-/// `compare A B`: per percentile, the change from A to B and whether it beats the noise.
+/// The runs a report carries for a comparison: its counted runs (complete, the first of three
+/// or more left out), or the report itself when it has no runs (`--runs 1`, older versions).
+fn runs_of(r: &Report) -> Vec<(Stats, Option<u64>)> {
+    match &r.runs {
+        Some(s) => s.runs[usize::from(s.first_run_skipped)..]
+            .iter()
+            .filter(|p| p.complete)
+            .map(|p| (p.latency_ns, p.floor_p50_ns))
+            .collect(),
+        None => vec![(r.latency_ns, r.floor.as_ref().map(|f| f.combined_ns.p50))],
+    }
+}
+
+/// `compare A B`: per percentile, the change B vs A over the two files' runs, with its
+/// interval at `confidence` and a verdict ([`shift_change`]). Runs on a floor more than
+/// [`REGIME_FACTOR`] above the lowest floor of either file are left out (the machine was in
+/// another regime), and said so.
 #[must_use]
-pub fn compare(a: &Report, b: &Report) -> Vec<Change> {
-    let runs = |r: &Report, p: &str| -> Option<Variation> {
-        r.runs
-            .as_ref()
-            .and_then(|s| s.variation.iter().find(|v| v.percentile == p))
-            .cloned()
+pub fn compare(a: &Report, b: &Report, confidence: f64) -> Comparison {
+    let (all_a, all_b) = (runs_of(a), runs_of(b));
+    let lowest = all_a.iter().chain(&all_b).filter_map(|r| r.1).min();
+    let near = |r: &&(Stats, Option<u64>)| match (r.1, lowest) {
+        (Some(f), Some(lo)) => f as f64 <= REGIME_FACTOR * lo.max(1) as f64,
+        _ => true,
     };
-    let noise = |r: &Report, p: &str| runs(r, p).map(|v| v.spread_pct);
-    // The median of the counted runs when there are runs, else the report's own value.
-    let typical = |r: &Report, p: &str| runs(r, p).map_or_else(|| value(&r.latency_ns, p), |v| v.median_ns);
-    PERCENTILES
+    let (ra, rb): (Vec<_>, Vec<_>) = (all_a.iter().filter(near).collect(), all_b.iter().filter(near).collect());
+    let mut notes = Vec::new();
+    for (name, all, kept) in [("A", &all_a, &ra), ("B", &all_b, &rb)] {
+        if kept.len() < all.len() {
+            notes.push(format!(
+                "{} of {name}'s {} runs left out: their floor was over {REGIME_FACTOR}x the lowest ({}), another \
+                 regime of the machine, not the change",
+                all.len() - kept.len(),
+                all.len(),
+                format_ns(lowest.unwrap_or(0))
+            ));
+        }
+    }
+    let changes = PERCENTILES
         .iter()
         .map(|p| {
-            let (av, bv) = (typical(a, p), typical(b, p));
-            let change_pct = if av > 0 {
-                100.0 * (bv as f64 - av as f64) / av as f64
-            } else {
-                0.0
-            };
-            let noise_pct = match (noise(a, p), noise(b, p)) {
-                (Some(x), Some(y)) => Some(x.max(y)),
-                (x, y) => x.or(y),
-            };
+            let va: Vec<f64> = ra.iter().map(|r| value(&r.0, p) as f64).collect();
+            let vb: Vec<f64> = rb.iter().map(|r| value(&r.0, p) as f64).collect();
+            let c = shift_change(&va, &vb, confidence);
+            let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
             Change {
                 percentile: (*p).to_owned(),
-                a_ns: av,
-                b_ns: bv,
-                change_pct,
-                noise_pct,
-                beyond_noise: noise_pct.map(|n| change_pct.abs() > n),
+                a_ns: median(&va),
+                b_ns: median(&vb),
+                change_pct: 100.0 * c.change,
+                ci_low_pct: bounded.then_some(100.0 * c.ci_low),
+                ci_high_pct: bounded.then_some(100.0 * c.ci_high),
+                verdict: c.verdict.name().to_owned(),
+                resolvable_pct: match c.verdict {
+                    Verdict::NoChange { resolvable } => Some(100.0 * resolvable),
+                    _ => None,
+                },
             }
         })
-        .collect()
+        .collect();
+    Comparison {
+        confidence,
+        runs_a: ra.len() as u32,
+        runs_b: rb.len() as u32,
+        runs_needed: min_runs_each(1.0 - confidence) as u32,
+        changes,
+        notes,
+    }
+}
+
+fn median(v: &[f64]) -> u64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => 0,
+        n if n % 2 == 1 => s[n / 2] as u64,
+        n => ((s[n / 2 - 1] + s[n / 2]) / 2.0).round() as u64,
+    }
 }
 
 #[cfg(test)]
@@ -231,54 +279,86 @@ mod tests {
         assert_eq!(two.variation[0].max_ns, 5000);
     }
 
+    /// A report whose runs have these p50s (p99 = 2 x p50) and floors.
+    fn with_runs(p50s: &[u64], floors: &[u64]) -> Report {
+        let mut r: Report = serde_json::from_str(include_str!("../../tests/data/report-minimal.json")).unwrap();
+        let reps: Vec<Report> = p50s
+            .iter()
+            .map(|p50| {
+                let mut x = r.clone();
+                x.latency_ns = stats(*p50, 2 * p50);
+                x
+            })
+            .collect();
+        let mut runs = RunsSummary::from_reports(&reps);
+        for (run, floor) in runs.runs.iter_mut().zip(floors) {
+            run.floor_p50_ns = Some(*floor);
+        }
+        r.runs = Some(runs);
+        r
+    }
+
     #[test]
-    fn compare_calls_a_change_real_only_beyond_the_recorded_noise() {
-        let mk = |p50, p99, runs: Option<Vec<(u64, u64)>>| {
-            let mut r: Report = serde_json::from_str(include_str!("../../tests/data/report-minimal.json")).unwrap();
-            r.latency_ns = stats(p50, p99);
-            r.runs = runs.map(|rs| {
-                let reps: Vec<Report> = rs
-                    .iter()
-                    .map(|(a, b)| {
-                        let mut x = r.clone();
-                        x.latency_ns = stats(*a, *b);
-                        x
-                    })
-                    .collect();
-                RunsSummary::from_reports(&reps)
-            });
-            r
-        };
-        // Counted runs (the first of three is left out): A p50 1000, 1100 (spread 10%), p99
-        // 2000, 2100 (5%); B p50 1050, 1060, p99 3000, 3050. Medians (the upper of two): A p50
-        // 1100, p99 2100; B p50 1060, p99 3050.
-        let a = mk(1000, 2000, Some(vec![(9999, 9999), (1000, 2000), (1100, 2100)]));
-        let b = mk(1050, 3000, Some(vec![(9999, 9999), (1050, 3000), (1060, 3050)]));
-        let c = compare(&a, &b);
-        let p50 = c.iter().find(|x| x.percentile == "p50").unwrap();
-        assert_eq!((p50.a_ns, p50.b_ns), (1100, 1060), "medians of the counted runs");
-        assert_eq!(p50.beyond_noise, Some(false), "-3.6% inside A's 10% spread: {p50:?}");
-        let p99 = c.iter().find(|x| x.percentile == "p99").unwrap();
-        assert_eq!(p99.beyond_noise, Some(true), "{p99:?}");
-        assert!((p99.change_pct - 100.0 * 950.0 / 2100.0).abs() < 1e-9);
-        assert!((p99.noise_pct.unwrap() - 5.0).abs() < 1e-9);
-        // A value inside A's own range is never a change (JLBH's 6.25% would call +8% one).
-        let inside = mk(1080, 2000, Some(vec![(9999, 9999), (1080, 2000), (1080, 2000)]));
-        let lo = mk(1000, 2000, Some(vec![(9999, 9999), (1000, 2000), (1100, 2000)]));
-        let p50 = compare(&lo, &inside)
-            .into_iter()
-            .find(|x| x.percentile == "p50")
-            .unwrap();
-        assert_eq!(p50.beyond_noise, Some(false), "{p50:?}");
+    fn compare_judges_the_runs_with_an_interval_and_says_when_it_cannot_tell() {
+        // Seven runs each (the first left out: six compared), B 20% slower: worse.
+        let a = with_runs(&[9999, 1000, 1010, 990, 1005, 995, 1002], &[130; 7]);
+        let b = with_runs(&[9999, 1200, 1212, 1188, 1206, 1194, 1202], &[130; 7]);
+        let c = compare(&a, &b, 0.99);
+        assert_eq!((c.runs_a, c.runs_b), (6, 6));
+        let p50 = &c.changes[0];
+        assert_eq!(
+            (p50.percentile.as_str(), p50.verdict.as_str()),
+            ("p50", "worse"),
+            "{p50:?}"
+        );
+        assert!(
+            (p50.change_pct - 20.0).abs() < 1.0 && p50.ci_low_pct.unwrap() > 10.0,
+            "{p50:?}"
+        );
+        assert_eq!((p50.a_ns, p50.b_ns), (1001, 1201), "medians of the compared runs");
         let t = render_compare("a.json", "b.json", &a, &b, &c);
         assert!(
-            t.contains("WORSE, beyond the noise") && t.contains("within the noise"),
+            t.contains("worse") && t.contains("false alarms: if nothing changed"),
+            "{t}"
+        );
+        assert!(!t.contains("cannot tell"), "{t}");
+
+        // Same runs on both sides: no change, and the interval holds zero.
+        let same = compare(&a, &a, 0.99);
+        assert!(same.changes.iter().all(|x| x.verdict == "no change"), "{same:?}");
+
+        // The issue's A/A: --runs 3 each (two compared) cannot support a verdict at 99%.
+        let a3 = with_runs(&[9999, 1000, 1100], &[130; 3]);
+        let b3 = with_runs(&[9999, 2000, 2300], &[130; 3]);
+        let c3 = compare(&a3, &b3, 0.99);
+        assert!(c3
+            .changes
+            .iter()
+            .all(|x| x.verdict == "cannot tell" && x.ci_low_pct.is_none()));
+        let t = render_compare("a", "b", &a3, &b3, &c3);
+        assert!(
+            t.contains("needs 5 counted runs in each file (--runs 6") && t.contains("latency-probe ab"),
             "{t}"
         );
 
-        let bare = compare(&mk(1000, 2000, None), &mk(900, 2000, None));
-        assert!(bare.iter().all(|x| x.beyond_noise.is_none()));
-        let t = render_compare("a", "b", &mk(1000, 2000, None), &mk(900, 2000, None), &bare);
-        assert!(t.contains("--runs 5"), "{t}");
+        // Old reports without runs: one run each, cannot tell.
+        let bare: Report = serde_json::from_str(include_str!("../../tests/data/report-minimal.json")).unwrap();
+        let c1 = compare(&bare, &bare, 0.99);
+        assert_eq!((c1.runs_a, c1.runs_b), (1, 1));
+        assert!(c1.changes.iter().all(|x| x.verdict == "cannot tell"));
+    }
+
+    #[test]
+    fn compare_leaves_out_runs_on_another_floor_regime() {
+        // B's last two runs ran on far cores (floor 440 ns against 130): left out, said so.
+        let a = with_runs(&[9999, 1000, 1010, 990, 1005, 995, 1002], &[130; 7]);
+        let b = with_runs(
+            &[9999, 1000, 1010, 990, 1005, 2400, 2500],
+            &[130, 130, 130, 130, 130, 440, 440],
+        );
+        let c = compare(&a, &b, 0.99);
+        assert_eq!((c.runs_a, c.runs_b), (6, 4));
+        assert!(c.notes[0].starts_with("2 of B's 6 runs left out"), "{:?}", c.notes);
+        assert_eq!(c.changes[0].verdict, "no change", "{:?}", c.changes[0]);
     }
 }

@@ -51,6 +51,9 @@ pub struct CompareArgs {
     pub a: PathBuf,
     /// The report after
     pub b: PathBuf,
+    /// Confidence of the intervals, 0.5 to 0.9999 (each file then needs more runs for one)
+    #[arg(long, default_value_t = 0.99)]
+    pub confidence: f64,
 }
 
 /// `latency-probe sweep`.
@@ -331,7 +334,13 @@ fn check_driver(a: &Args, pong: Option<&crate::run::PongPath>) -> Result<DriverC
 /// # Errors
 /// A file cannot be read or is no report ([`EXIT_SETUP`](super::EXIT_SETUP)).
 pub fn compare(c: &CompareArgs) -> Result<(), Failure> {
-    let text = crate::run::compare::compare(&c.a, &c.b).map_err(Failure::setup)?;
+    if !(0.5..=0.9999).contains(&c.confidence) {
+        return Err(Failure::setup(format!(
+            "--confidence {}: give a confidence from 0.5 to 0.9999 (0.99: 99%)",
+            c.confidence
+        )));
+    }
+    let text = crate::run::compare::compare(&c.a, &c.b, c.confidence).map_err(Failure::setup)?;
     print!("{text}");
     Ok(())
 }

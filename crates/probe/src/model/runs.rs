@@ -99,14 +99,35 @@ pub struct RunsSummary {
 pub struct Change {
     /// JSON name.
     pub percentile: String,
-    /// In A, ns.
+    /// A's median over the runs compared, ns.
     pub a_ns: u64,
-    /// In B, ns.
+    /// B's, ns.
     pub b_ns: u64,
-    /// `100 * (b - a) / a`.
+    /// The estimated change B vs A, percent (the Hodges-Lehmann shift of the runs' log values).
     pub change_pct: f64,
-    /// The run-to-run spread it is judged against (the larger of A's and B's), percent.
-    pub noise_pct: Option<f64>,
-    /// `Some(true)` when |change| exceeds the noise, `None` when no variation was recorded.
-    pub beyond_noise: Option<bool>,
+    /// The interval's low end, percent (absent with too few runs for one).
+    pub ci_low_pct: Option<f64>,
+    /// Its high end, percent.
+    pub ci_high_pct: Option<f64>,
+    /// `better`, `worse`, `no change` or `cannot tell`.
+    pub verdict: String,
+    /// With `no change`: the change either way the runs could have resolved, percent.
+    pub resolvable_pct: Option<f64>,
+}
+
+/// `compare A B`: per percentile, the change and its verdict, and what the reader must know.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The intervals' confidence (0.99: 99%).
+    pub confidence: f64,
+    /// A's runs compared (its counted runs, less any on another floor regime).
+    pub runs_a: u32,
+    /// B's.
+    pub runs_b: u32,
+    /// With `cannot tell`: the runs each file needs for an interval at this confidence.
+    pub runs_needed: u32,
+    /// Per percentile.
+    pub changes: Vec<Change>,
+    /// Runs left out and why.
+    pub notes: Vec<String>,
 }

@@ -1,55 +1,76 @@
 //! `--runs` and `compare` as text.
 
 use crate::model::label;
-use crate::model::Change;
+use crate::model::Comparison;
 use crate::model::Report;
 use crate::units::format_ns;
 
-/// The comparison as text, with a verdict line.
+/// The comparison as text: the files, the table, what its verdicts can and cannot say.
 #[must_use]
-pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, changes: &[Change]) -> String {
+pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, c: &Comparison) -> String {
+    let conf = 100.0 * c.confidence;
     let mut s = format!(
-        "compare (latency from the intended send time, the median of each file's runs when it has runs; B vs A; \
-         noise = the larger run-to-run spread, (max - min) / min, recorded in the two files)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}{})\n  B: {b_name} ({} {}, {:.0} msg/s, {} B, {}{})\n",
+        "compare (latency from the intended send time; B vs A over each file's runs: Hodges-Lehmann change with \
+         its {conf:.0}% rank-sum interval)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}, {} runs compared)\n  B: \
+         {b_name} ({} {}, {:.0} msg/s, {} B, {}, {} runs compared)\n",
         a.mode.as_str(),
         a.tool.name,
         a.rate_target,
         a.msg_size,
         a.started_at,
-        a.runs.as_ref().map_or_else(String::new, |r| format!(", {} runs", r.runs.len())),
+        c.runs_a,
         b.mode.as_str(),
         b.tool.name,
         b.rate_target,
         b.msg_size,
         b.started_at,
-        b.runs.as_ref().map_or_else(String::new, |r| format!(", {} runs", r.runs.len())),
+        c.runs_b,
     );
     s.push_str(&format!(
-        "{:>8}{:>12}{:>12}{:>10}{:>10}  verdict\n",
-        "", "A", "B", "change", "noise"
+        "{:>8}{:>12}{:>12}{:>10}{:>20}  verdict\n",
+        "", "A", "B", "change", "interval"
     ));
-    for c in changes {
-        let verdict = match c.beyond_noise {
-            Some(true) if c.change_pct < 0.0 => "better, beyond the noise",
-            Some(true) => "WORSE, beyond the noise",
-            Some(false) => "within the noise",
-            None => "unknown: no run-to-run variation recorded",
+    let pct = |x: f64| format!("{x:+.1}%");
+    for x in &c.changes {
+        let interval = match (x.ci_low_pct, x.ci_high_pct) {
+            (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
+            _ => "-".to_owned(),
+        };
+        let verdict = match x.resolvable_pct {
+            Some(r) => format!("no change (would see {r:.1}%)"),
+            None => x.verdict.clone(),
         };
         s.push_str(&format!(
-            "{:>8}{:>12}{:>12}{:>9.1}%{:>10}  {verdict}\n",
-            label(&c.percentile),
-            format_ns(c.a_ns),
-            format_ns(c.b_ns),
-            c.change_pct,
-            c.noise_pct.map_or_else(|| "-".to_owned(), |n| format!("{n:.1}%")),
+            "{:>8}{:>12}{:>12}{:>10}{:>20}  {verdict}\n",
+            label(&x.percentile),
+            format_ns(x.a_ns),
+            format_ns(x.b_ns),
+            pct(x.change_pct),
+            interval,
         ));
     }
-    if changes.iter().all(|c| c.beyond_noise.is_none()) {
-        s.push_str(
-            "neither file records run-to-run variation: measure both with latency-probe --runs 5 (or more) to tell a \
-             change from noise\n",
-        );
+    for n in &c.notes {
+        s.push_str(&format!("note: {n}\n"));
     }
+    if c.changes.iter().any(|x| x.verdict == "cannot tell") {
+        s.push_str(&format!(
+            "cannot tell: {} and {} runs give no {conf:.0}% interval; it needs {} counted runs in each file \
+             (--runs {} with the first left out), and for a decision latency-probe ab, which interleaves A and B\n",
+            c.runs_a,
+            c.runs_b,
+            c.runs_needed,
+            c.runs_needed + 1
+        ));
+    }
+    let alpha = 100.0 - conf;
+    s.push_str(&format!(
+        "false alarms: if nothing changed, a figure is called better or worse in at most {alpha:.0}% of \
+         comparisons, and some one of the {} figures in at most {:.0}%, provided each file's runs are independent \
+         draws of the same machine; runs measured at different times are not (the floor's regime, other load), so \
+         act on a verdict from latency-probe ab, not from two files measured apart\n",
+        c.changes.len(),
+        alpha * c.changes.len() as f64
+    ));
     if b.mode != a.mode || b.msg_size != a.msg_size || (b.rate_target - a.rate_target).abs() > 0.01 * a.rate_target {
         s.push_str(
             "warning: A and B were measured differently (mode, rate or message size differ): the change mixes the \

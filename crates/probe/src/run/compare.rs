@@ -1,5 +1,5 @@
-//! `latency-probe compare A B`: two kept JSON reports, per percentile, against the run-to-run
-//! variation recorded in them.
+//! `latency-probe compare A B`: two kept JSON reports, per percentile, the change over the runs
+//! recorded in them with its interval ([`crate::analysis::runs::compare`]).
 
 use crate::model::Report;
 use std::fmt;
@@ -69,9 +69,9 @@ pub fn read_report(path: &Path) -> Result<Report, CompareError> {
 ///
 /// # Errors
 /// A file cannot be read or is no report.
-pub fn compare(a: &Path, b: &Path) -> Result<String, CompareError> {
+pub fn compare(a: &Path, b: &Path, confidence: f64) -> Result<String, CompareError> {
     let (ra, rb) = (read_report(a)?, read_report(b)?);
-    let changes = crate::analysis::runs::compare(&ra, &rb);
+    let changes = crate::analysis::runs::compare(&ra, &rb, confidence);
     Ok(crate::render::runs::render_compare(
         &a.display().to_string(),
         &b.display().to_string(),
@@ -89,13 +89,13 @@ mod tests {
 
     #[test]
     fn a_kept_report_compares_with_itself() {
-        let text = compare(Path::new(KEPT), Path::new(KEPT)).unwrap();
+        let text = compare(Path::new(KEPT), Path::new(KEPT), 0.99).unwrap();
         assert!(text.contains("report-full.json"), "{text}");
     }
 
     #[test]
     fn a_missing_or_foreign_file_is_one_line_naming_it_and_the_fix() {
-        let e = compare(Path::new("/nonexistent/a.json"), Path::new(KEPT)).unwrap_err();
+        let e = compare(Path::new("/nonexistent/a.json"), Path::new(KEPT), 0.99).unwrap_err();
         let line = e.to_string();
         assert!(
             line.starts_with("could not read /nonexistent/a.json: ")
@@ -103,7 +103,9 @@ mod tests {
             "{line}"
         );
         let not_json = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-        let line = compare(Path::new(KEPT), Path::new(not_json)).unwrap_err().to_string();
+        let line = compare(Path::new(KEPT), Path::new(not_json), 0.99)
+            .unwrap_err()
+            .to_string();
         assert!(
             line.starts_with(&format!(
                 "{not_json} is not a latency-probe or latency-sub JSON report ("
