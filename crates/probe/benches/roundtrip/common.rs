@@ -86,6 +86,10 @@ pub(crate) struct Plan {
     pub(crate) batches: usize,
     pub(crate) split_messages: u64,
     pub(crate) split_rounds: usize,
+    /// The paired rounds (`paired.rs`): how many count, and each case's operations per round.
+    pub(crate) paired_rounds: usize,
+    pub(crate) paired_warmup: u64,
+    pub(crate) paired_ops: u64,
 }
 
 impl Plan {
@@ -100,6 +104,9 @@ impl Plan {
                 batches: 5,
                 split_messages: 200_000,
                 split_rounds: 5,
+                paired_rounds: 16,
+                paired_warmup: 5_000,
+                paired_ops: 30_000,
             },
             Mode::Test | Mode::List => Plan {
                 floor_each: Duration::from_millis(20),
@@ -110,6 +117,9 @@ impl Plan {
                 batches: 1,
                 split_messages: 1_000,
                 split_rounds: 1,
+                paired_rounds: 2,
+                paired_warmup: 50,
+                paired_ops: 200,
             },
         }
     }
@@ -327,11 +337,16 @@ fn time_batch(case: &mut impl Op, iters: u64, batches: &mut Batches) -> Duration
 
 /// The summary's fixed-count run: every operation timed on its own, like the floor's.
 fn percentiles(case: &mut impl Op, plan: &Plan) -> Histogram<u64> {
-    for _ in 0..plan.warmup_ops {
+    percentiles_of(case, plan.warmup_ops, plan.measured_ops)
+}
+
+/// `warmup` operations, then `measured` ones each timed on its own.
+pub(crate) fn percentiles_of(case: &mut impl Op, warmup: u64, measured: u64) -> Histogram<u64> {
+    for _ in 0..warmup {
         case.op();
     }
     let mut h = new_latency_histogram();
-    for _ in 0..plan.measured_ops {
+    for _ in 0..measured {
         let t0 = now_ns();
         case.op();
         let t1 = now_ns();

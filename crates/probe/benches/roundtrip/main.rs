@@ -76,6 +76,7 @@
 mod c_client;
 mod common;
 mod messaging;
+mod paired;
 mod raw;
 mod split;
 
@@ -364,6 +365,10 @@ fn main() {
         ],
     );
 
+    // The peers again, interleaved in short rounds: the comparison the summary judges.
+    let paired =
+        (mode == Mode::Bench || std::env::var_os("BENCH_PAIRED").is_some()).then(|| paired::run(dir, &at, &plan));
+
     at.hot();
     let split = split_rows(&at, dir, &plan);
     let mutex_ns = mutex_cost(plan.split_messages * 50);
@@ -394,6 +399,9 @@ fn main() {
         settings,
         doctor,
     });
+    if let Some(p) = &paired {
+        paired::print(p);
+    }
 }
 
 struct Summary {
