@@ -105,11 +105,17 @@ fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
         let total = format!("Total count    = {:>12}]", 8 * 3_000);
         assert!(hgrm.contains(&total), "{arm}.hgrm: {total} missing:\n{hgrm}");
         let hlog = std::fs::read_to_string(dir.join(format!("{arm}.hlog"))).unwrap();
-        let intervals = hlog.lines().filter(|l| !l.starts_with('#') && !l.starts_with('"')).count();
+        let intervals = hlog
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with('"'))
+            .count();
         assert_eq!(intervals, 8, "{hlog}");
     }
     let svg = std::fs::read_to_string(dir.join("spectrum.svg")).unwrap();
-    assert!(svg.contains("B vs A p50 +") && svg.contains("worse"), "the legend carries the change");
+    assert!(
+        svg.contains("B vs A p50 +") && svg.contains("worse"),
+        "the legend carries the change"
+    );
     let json = read_json(&dir.join("ab.json"));
     assert_eq!(json["ab"]["percentiles"], planted["ab"]["percentiles"]);
     let _ = std::fs::remove_dir_all(&dir);
