@@ -30,7 +30,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= wire_decode wire_round_trip report_json term_reader
 FUZZ_TOOLCHAIN ?= +nightly
 
-.PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean conformance loom miri
+.PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean conformance loom miri calibrate
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -55,6 +55,13 @@ jitter-overhead: build
 soak: build
 	$(WITH_CMAKE) $(CARGO) run --release -p messaging --features embedded-driver --example soak -- $(MESSAGING_SOAK_ARGS)
 	scripts/soak.py $(SOAK_ARGS)
+
+# Calibration of `latency-probe ab` (not part of `make test`; README "Did my change help?"):
+# 20 A/A and 20 A/B experiments (B with a planted +100 ns per message), alternating, each
+# within 2 minutes; prints the false-alarm and detection rates and writes results/calibrate.json.
+# E.g. make calibrate CALIBRATE_ARGS="--experiments 5 --plant-ns 200"
+calibrate: build
+	scripts/calibrate.py $(CALIBRATE_ARGS)
 
 test: bootstrap
 	$(CARGO) fmt --all -- --check
