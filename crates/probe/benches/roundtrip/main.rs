@@ -30,7 +30,11 @@
 //!   runs ahead instead of writing the very cache line the subscriber is polling;
 //! - each side's cost alone (publish ns/msg, then poll ns/msg, on one thread, no cross-core
 //!   transfer), for messaging and the C client, the cost of an uncontended `std::sync::Mutex`
-//!   `try_lock` + unlock, and of the timing itself (two clock readings).
+//!   `try_lock` + unlock, and of the timing itself (two clock readings);
+//! - the paired rounds (`cargo bench` only, or `BENCH_PAIRED=1`): raw, messaging exclusive and
+//!   concurrent, and the C client again, interleaved in short rounds with the floor around each
+//!   (a round whose floor moved is re-run, at most 3), each client's p50 / p99 / p99.9 as a
+//!   ratio to the C client and to the floor of the same rounds, with intervals (`paired.rs`).
 //!
 //! # Timing model
 //!
@@ -70,8 +74,9 @@
 //!
 //! Files: `raw` (`raw`, `crossbeam`), `messaging` (`messaging`, `offer_poll`, its throughput
 //! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
-//! the timing itself), `common` (what they share, and the harness that runs a case with the floor
-//! around it); this file: the run, in order, and the summary.
+//! the timing itself), `paired` (the interleaved rounds), `common` (what they share, and the
+//! harness that runs a case with the floor around it); this file: the run, in order, and the
+//! summary.
 
 mod c_client;
 mod common;

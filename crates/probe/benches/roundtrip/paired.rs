@@ -57,27 +57,27 @@ impl Op for Box<dyn Started> {
     }
 }
 
-/// Case `i` of [`CASES`], started on fresh streams for `round`.
-fn start(i: usize, dir: &Path, at: &Placement, round: usize) -> Box<dyn Started> {
-    let offset = 10_000 + 100 * round as i32;
+/// Case `i` of [`CASES`], started on streams no earlier round or other case used (`run` is
+/// the round's number among all rounds run, re-runs included; under 1,000).
+fn start(i: usize, dir: &Path, at: &Placement, run: usize) -> Box<dyn Started> {
+    // messaging: 1002/1003 + offset, the C client: 2002/2003 + offset; ranges 10,000 apart.
+    let offset = 10_000 * (1 + i as i32) + 10 * run as i32;
     let r = at.responder;
     match i {
         0 => Box::new(Case(Raw::start(r), |_| String::new())),
-        1 => Box::new(Case(
-            Ping::<Exclusive>::start(dir, r, offset + 10, MSG_LEN),
-            Ping::finish,
-        )),
+        1 => Box::new(Case(Ping::<Exclusive>::start(dir, r, offset, MSG_LEN), Ping::finish)),
         2 => Box::new(Case(Ping::<Concurrent>::start(dir, r, offset, MSG_LEN), Ping::finish)),
         _ => Box::new(Case(CPing::start(dir, r, offset, MSG_LEN), CPing::finish)),
     }
 }
 
-/// One round: every case once, in an order rotated by `round`; each case's figures.
-fn round(dir: &Path, at: &Placement, plan: &Plan, round: usize) -> [Stats; 4] {
+/// One round: every case once, in an order rotated by `rotation` (the counted rounds so far,
+/// so re-runs keep the order balanced); each case's figures.
+fn round(dir: &Path, at: &Placement, plan: &Plan, rotation: usize, run: usize) -> [Stats; 4] {
     let mut out = [Stats::default(); 4];
     for k in 0..CASES.len() {
-        let i = (k + round) % CASES.len();
-        let mut case = at.unpinned(|| start(i, dir, at, round));
+        let i = (k + rotation) % CASES.len();
+        let mut case = at.unpinned(|| start(i, dir, at, run));
         at.hot();
         let h = percentiles_of(&mut case, plan.paired_warmup, plan.paired_ops);
         case.finish();
@@ -113,7 +113,7 @@ pub(crate) fn run(dir: &Path, at: &Placement, plan: &Plan) -> Paired {
     while p.rounds.len() < plan.paired_rounds {
         n += 1;
         let before = floor_p50();
-        let figures = round(dir, at, plan, n);
+        let figures = round(dir, at, plan, p.rounds.len(), n);
         let after = floor_p50();
         if regime_moved(before, after) {
             if p.reruns.len() < MAX_RERUNS {
