@@ -137,7 +137,13 @@ impl Looks {
     pub fn note(&self, stopped_early: bool, counted: usize, resolve: f64) -> Option<String> {
         let (at, c) = self.interim?;
         let pct = |c: f64| format!("{:.2}%", 100.0 * c);
-        Some(if stopped_early {
+        Some(if counted < at as usize {
+            format!(
+                "the run ended before its interim look after {at} rounds; the intervals are at {} all the same \
+                 (the budget was split when the run began)",
+                pct(self.last)
+            )
+        } else if stopped_early {
             format!(
                 "stopped early after {counted} rounds: at the interim look ({}) every figure was better, worse, \
                  or no change within {:.0}%",

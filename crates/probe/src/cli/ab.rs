@@ -71,8 +71,8 @@ pub struct AbArgs {
     #[arg(long = "out", value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
     /// Run every round planned: no interim look. By default ab looks once at half the rounds
-    /// and stops there when every figure is decided, spending a tenth of the false-alarm budget
-    /// on that look
+    /// (at 99%: from 12 rounds, at round 11 or half, whichever is later) and stops there when
+    /// every figure is decided, spending a tenth of the false-alarm budget on that look
     #[arg(long = "no-early-stop")]
     pub no_early_stop: bool,
     /// For stopping early, a no change is decided when its interval rules out a change this
@@ -262,13 +262,14 @@ pub fn ab(a: &AbArgs) -> Result<(), Failure> {
         .collect();
     let (complete, reason) = (report.complete, report.incomplete_reason.clone());
     a.out.emit(&text, &AbFile { ab: report })?;
-    if let Some(Err(e)) = out_dir {
-        return Err(Failure::incomplete(e.to_string()));
-    }
+    // The experiment's own failure first: it is the cause a --out error may follow from.
     if !complete {
         return Err(Failure::incomplete(
             reason.unwrap_or_else(|| "not every round ran".into()),
         ));
+    }
+    if let Some(Err(e)) = out_dir {
+        return Err(Failure::incomplete(e.to_string()));
     }
     if a.fail_on.as_deref() == Some("worse") && !worse.is_empty() {
         return Err(Failure::incomplete(format!(

@@ -58,8 +58,9 @@ pub struct AbReport {
     pub b: String,
     /// The column judged.
     pub column: AbColumn,
-    /// The confidence asked (`--confidence`, 0.99: 99%): the chance that no figure gets a false
-    /// verdict, over every look taken.
+    /// The confidence asked (`--confidence`, 0.99: 99%): per figure, the chance that it gets no
+    /// false verdict over every look taken (over six figures, some one may: up to 6 times the
+    /// rest).
     pub confidence: f64,
     /// The confidence of the intervals reported: `confidence` when `ab` looked once; with an
     /// interim look, that look's or the last one's (each spends part of the budget).

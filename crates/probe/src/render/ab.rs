@@ -27,7 +27,8 @@ pub fn round_line(r: &AbRound) -> String {
 }
 
 /// 99, 99.9, 99.1: as many decimals as the figure needs.
-fn format_confidence(c: f64) -> String {
+#[must_use]
+pub fn format_confidence(c: f64) -> String {
     let s = format!("{:.3}", 100.0 * c);
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
@@ -72,7 +73,12 @@ pub fn render(r: &AbReport) -> String {
         counted,
         r.rounds_planned,
         r.column.as_str(),
-        format_confidence(r.interval_confidence)
+        // A report without the field (read back from an early version): the confidence asked.
+        format_confidence(if r.interval_confidence > 0.0 {
+            r.interval_confidence
+        } else {
+            r.confidence
+        })
     );
     let _ = writeln!(
         o,

@@ -55,13 +55,14 @@ pub fn write_ab_dir(report: &AbReport, rounds: &[RoundHistograms], dir: &Path) -
     let counted = |n: u32| report.rounds.iter().any(|r| r.round == n && r.set_aside.is_none());
     let (mut a, mut b): (ArmRounds, ArmRounds) = (Vec::new(), Vec::new());
     for r in rounds.iter().filter(|r| counted(r.round)) {
-        for (side, arm) in [(&r.a, &mut a), (&r.b, &mut b)] {
+        for (side, arm, file) in [(&r.a, &mut a, "A.hlog"), (&r.b, &mut b, "B.hlog")] {
             if let Some(h) = side {
-                arm.push(column(h, report.column).map_err(|e| io(&dir.join("A.hlog"), &e))?);
+                arm.push(column(h, report.column).map_err(|e| io(&dir.join(file), &e))?);
             }
         }
     }
-    let base = a.iter().chain(&b).map(|x| x.0).fold(f64::INFINITY, f64::min);
+    // The experiment's first measured send (none counted: the logs are empty, based at 0).
+    let base = a.iter().chain(&b).map(|x| x.0).reduce(f64::min).unwrap_or(0.0);
     let mut merged = Vec::new();
     for (name, arm) in [("A", &a), ("B", &b)] {
         let mut all = new_latency_histogram();
