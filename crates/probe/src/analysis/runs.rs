@@ -142,8 +142,10 @@ impl RunsSummary {
 /// or more left out), or the report itself when it has no runs (`--runs 1`, older versions).
 fn runs_of(r: &Report) -> Vec<(Stats, Option<u64>)> {
     match &r.runs {
-        Some(s) => s.runs[usize::from(s.first_run_skipped)..]
+        Some(s) => s
+            .runs
             .iter()
+            .skip(usize::from(s.first_run_skipped))
             .filter(|p| p.complete)
             .map(|p| (p.latency_ns, p.floor_p50_ns))
             .collect(),
@@ -168,11 +170,17 @@ pub fn compare(a: &Report, b: &Report, confidence: f64) -> Comparison {
     for (name, all, kept) in [("A", &all_a, &ra), ("B", &all_b, &rb)] {
         if kept.len() < all.len() {
             notes.push(format!(
-                "{} of {name}'s {} runs left out: their floor was over {REGIME_FACTOR}x the lowest ({}), another \
-                 regime of the machine, not the change",
+                "{} of {name}'s {} runs left out: their floor was over {REGIME_FACTOR}x the lowest of either file \
+                 ({}), most likely another regime of the machine{}",
                 all.len() - kept.len(),
                 all.len(),
-                format_ns(lowest.unwrap_or(0))
+                format_ns(lowest.unwrap_or(0)),
+                if kept.is_empty() {
+                    "; none of its runs is left, so nothing can be told: measure both again, or with ab, which \
+                     pairs runs on one floor (unless the change itself moves the floor: then compare the floors)"
+                } else {
+                    ""
+                }
             ));
         }
     }

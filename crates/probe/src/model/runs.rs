@@ -75,7 +75,7 @@ pub struct Variation {
     pub max_ns: u64,
     /// JLBH's variation, percent: `100 * (max - min) / (max + min / 2)`.
     pub variation_pct: f64,
-    /// The spread `compare` judges changes against, percent: `100 * (max - min) / min`.
+    /// The spread over the runs counted, percent: `100 * (max - min) / min`.
     #[serde(default)]
     pub spread_pct: f64,
     /// Median over the runs counted.

@@ -8,10 +8,10 @@ use crate::units::format_ns;
 /// The comparison as text: the files, the table, what its verdicts can and cannot say.
 #[must_use]
 pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, c: &Comparison) -> String {
-    let conf = 100.0 * c.confidence;
+    let conf = crate::render::ab::format_confidence(c.confidence);
     let mut s = format!(
         "compare (latency from the intended send time; B vs A over each file's runs: Hodges-Lehmann change with \
-         its {conf:.0}% rank-sum interval)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}, {} runs compared)\n  B: \
+         its {conf}% rank-sum interval)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}, {} runs compared)\n  B: \
          {b_name} ({} {}, {:.0} msg/s, {} B, {}, {} runs compared)\n",
         a.mode.as_str(),
         a.tool.name,
@@ -54,7 +54,7 @@ pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, c: &Co
     }
     if c.changes.iter().any(|x| x.verdict == "cannot tell") {
         s.push_str(&format!(
-            "cannot tell: {} and {} runs give no {conf:.0}% interval; it needs {} counted runs in each file \
+            "cannot tell: {} and {} runs give no {conf}% interval; it needs {} counted runs in each file \
              (--runs {} with the first left out), and for a decision latency-probe ab, which interleaves A and B\n",
             c.runs_a,
             c.runs_b,
@@ -62,14 +62,14 @@ pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, c: &Co
             c.runs_needed + 1
         ));
     }
-    let alpha = 100.0 - conf;
+    let alpha = crate::render::ab::format_confidence(1.0 - c.confidence);
+    let any = crate::render::ab::format_confidence(((1.0 - c.confidence) * c.changes.len() as f64).min(1.0));
     s.push_str(&format!(
-        "false alarms: if nothing changed, a figure is called better or worse in at most {alpha:.0}% of \
-         comparisons, and some one of the {} figures in at most {:.0}%, provided each file's runs are independent \
+        "false alarms: if nothing changed, a figure is called better or worse in at most {alpha}% of \
+         comparisons, and some one of the {} figures in at most {any}%, provided each file's runs are independent \
          draws of the same machine; runs measured at different times are not (the floor's regime, other load), so \
          act on a verdict from latency-probe ab, not from two files measured apart\n",
         c.changes.len(),
-        alpha * c.changes.len() as f64
     ));
     if b.mode != a.mode || b.msg_size != a.msg_size || (b.rate_target - a.rate_target).abs() > 0.01 * a.rate_target {
         s.push_str(
