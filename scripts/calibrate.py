@@ -7,12 +7,14 @@ machine's drift lands on both kinds alike. Each experiment is one `latency-probe
 the same flags. Prints, per figure, the false-alarm rate of the A/A runs (a verdict of better or
 worse), the rate for "any of the six figures", the detection rate of the planted slowdown (a
 verdict of worse) and each experiment's wall time against the budget; writes the whole tally,
-with every experiment's verdicts, as JSON.
+with every experiment's verdicts, as JSON, and keeps every experiment's `ab` report (its rounds
+and floors: what a false alarm can be traced back to).
 
 Exit status: 0 when the targets hold (at most 1 false alarm in 20 per figure at p50 and p99
 and every other figure, the planted delay found worse at p50 in at least 18 of 20, every
-experiment within the budget), 1 when one does not (the figures are printed either way), 2 on
-bad input or an experiment that failed.
+experiment within the budget, none incomplete), 1 when one does not (an arm that failed or lost
+a message makes its experiment incomplete; the figures are printed either way), 2 on bad input
+or an experiment that wrote no report (the tally of those before it is still written).
 """
 
 import argparse
@@ -23,7 +25,6 @@ import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 import time
 
 FIGURES = ["p50", "p90", "p99", "p999", "max", "mean"]
@@ -40,6 +41,7 @@ def parse():
     p.add_argument("--ab-args", default=DEFAULT_AB, help=f"ab's own flags ('{DEFAULT_AB}')")
     p.add_argument("--probe-args", default=DEFAULT_PROBE, help=f"both arms' flags ('{DEFAULT_PROBE}')")
     p.add_argument("--json", default="results/calibrate.json", help="where the tally goes")
+    p.add_argument("--keep", default="results/calibrate", help="where every experiment's ab report is kept")
     a = p.parse_args()
     if a.experiments < 1 or a.plant_ns < 1 or a.budget_s <= 0:
         sys.exit("calibrate: --experiments, --plant-ns and --budget-s must be positive")
@@ -48,9 +50,15 @@ def parse():
     return a
 
 
-def experiment(a, kind, i, tmp):
-    """One `ab` run; returns its record (verdicts, changes, wall time)."""
-    out = os.path.join(tmp, f"{kind}-{i}.json")
+def write_tally(t, path):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(t, f, indent=1)
+
+
+def experiment(a, kind, i, keep, records):
+    """One `ab` run (its report kept in `keep`); returns its record (verdicts, changes, wall time)."""
+    out = os.path.join(keep, f"{kind}-{i}.json")
     b = ["--b", f"--plant-delay-ns {a.plant_ns}"] if kind == "AB" else []
     cmd = [a.probe, "ab", *shlex.split(a.ab_args), *b, "--json", out, "--quiet", "--", *shlex.split(a.probe_args)]
     start = time.monotonic()
@@ -58,7 +66,9 @@ def experiment(a, kind, i, tmp):
     wall = time.monotonic() - start
     if not os.path.exists(out):
         last = (r.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
-        sys.stderr.write(f"calibrate: {kind} experiment {i} wrote no report (exit {r.returncode}): {last}\n")
+        sys.stderr.write(f"calibrate: {kind} experiment {i} wrote no report (exit {r.returncode}): {last}; "
+                         f"the {len(records)} experiments before it are in {a.json}\n")
+        write_tally({"incomplete_tally": True, "experiments": records}, a.json)
         sys.exit(2)
     ab = json.load(open(out))["ab"]
     rec = {
@@ -79,7 +89,7 @@ def experiment(a, kind, i, tmp):
     return rec
 
 
-def tally(records, n):
+def tally(records):
     aa = [r for r in records if r["kind"] == "AA"]
     ab = [r for r in records if r["kind"] == "AB"]
     alarms = {f: sum(r["figures"][f]["verdict"] in ("better", "worse") for r in aa) for f in FIGURES}
@@ -106,15 +116,15 @@ def main():
     load_before = os.getloadavg()[0]
     print(f"calibrate: {n} A/A and {n} A/B (B: --plant-delay-ns {a.plant_ns}) experiments, alternating; "
           f"ab {a.ab_args} -- {a.probe_args}", flush=True)
-    with tempfile.TemporaryDirectory(prefix="calibrate-") as tmp:
-        for i in range(1, n + 1):
-            for kind in ("AA", "AB"):
-                r = experiment(a, kind, i, tmp)
-                records.append(r)
-                v = " ".join(f"{f} {r['figures'][f]['verdict']}" for f in ("p50", "p99"))
-                print(f"{kind} {i:>2}: {r['wall_s']:>5.1f} s, {r['rounds_run']} rounds ({r['set_aside']} set aside): {v}",
-                      flush=True)
-    t = tally(records, n)
+    os.makedirs(a.keep, exist_ok=True)
+    for i in range(1, n + 1):
+        for kind in ("AA", "AB"):
+            r = experiment(a, kind, i, a.keep, records)
+            records.append(r)
+            v = " ".join(f"{f} {r['figures'][f]['verdict']}" for f in ("p50", "p99"))
+            print(f"{kind} {i:>2}: {r['wall_s']:>5.1f} s, {r['rounds_run']} rounds ({r['set_aside']} set aside): {v}",
+                  flush=True)
+    t = tally(records)
     t.update({
         "started_at": started,
         "machine": f"{platform.node()}, {os.cpu_count()} cores, load {load_before:.1f} before, "
@@ -132,9 +142,7 @@ def main():
               f"{t['planted_called_better'][f]:>11} of {n:<3}")
     print(f"any of the six figures: a false alarm in {t['false_alarm_any_of_six']} of {n} A/A experiments")
     print(f"longest experiment: {t['max_wall_s']:.0f} s (budget {a.budget_s:.0f} s); incomplete: {t['incomplete']}")
-    os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
-    with open(a.json, "w") as f:
-        json.dump(t, f, indent=1)
+    write_tally(t, a.json)
     print(f"tally: {a.json}")
     # The targets of issue 25, scaled to the number of experiments.
     ok = (all(t["false_alarms"][f] <= n / 20 for f in FIGURES)
