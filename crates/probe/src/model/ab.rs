@@ -135,3 +135,14 @@ pub struct AbRound {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set_aside: Option<String>,
 }
+
+/// One round's histograms of each arm (what `ab --out` merges); not part of the JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundHistograms {
+    /// The round (1-based).
+    pub round: u32,
+    /// A's run's histograms.
+    pub a: Option<crate::model::Histograms>,
+    /// B's.
+    pub b: Option<crate::model::Histograms>,
+}

@@ -16,14 +16,12 @@ use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
 
-use crate::measure::histogram::new_latency_histogram;
-use crate::model::{decode, AbColumn, AbFile, AbReport, Histograms};
+use crate::model::{decode, AbColumn, AbFile, AbReport, Histograms, RoundHistograms};
 use crate::render::files::{write_atomically, write_json};
 use crate::render::hgrm::{write_hgrm, NS_PER_US};
 use crate::render::hlog::{write_hlog, Interval, TaggedIntervals};
 use crate::render::out_dir::OutDirError;
 use crate::render::svg::spectrum_svg;
-use crate::run::ab::RoundHistograms;
 
 /// One arm's counted rounds: (start, seconds from the first; length, seconds; histogram).
 type ArmRounds = Vec<(f64, f64, Histogram<u64>)>;
@@ -65,7 +63,8 @@ pub fn write_ab_dir(report: &AbReport, rounds: &[RoundHistograms], dir: &Path) -
     let base = a.iter().chain(&b).map(|x| x.0).reduce(f64::min).unwrap_or(0.0);
     let mut merged = Vec::new();
     for (name, arm) in [("A", &a), ("B", &b)] {
-        let mut all = new_latency_histogram();
+        // Auto-resizing: it takes each run's range as it comes.
+        let mut all = Histogram::<u64>::new(3).map_err(|e| io(&dir.join(format!("{name}.hgrm")), &e))?;
         for (_, _, h) in arm {
             all.add(h).map_err(|e| io(&dir.join(format!("{name}.hgrm")), &e))?;
         }

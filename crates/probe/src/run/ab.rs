@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::analysis::ab::Looks;
-use crate::model::{AbColumn, AbReport, AbRound, Histograms, Report};
+use crate::model::{AbColumn, AbReport, AbRound, Report, RoundHistograms};
 
 /// What `ab` runs, as plain values (the flags, checked).
 #[derive(Debug, Clone)]
@@ -176,17 +176,6 @@ pub struct AbOutcome {
     pub report: AbReport,
     /// Per round run, in order: A's and B's histograms (absent where a report had none).
     pub histograms: Vec<RoundHistograms>,
-}
-
-/// One round's histograms.
-#[derive(Debug)]
-pub struct RoundHistograms {
-    /// The round (1-based).
-    pub round: u32,
-    /// A's.
-    pub a: Option<Histograms>,
-    /// B's.
-    pub b: Option<Histograms>,
 }
 
 /// One round, both arms in `order`: the round's figures, and both reports (A's, B's).
