@@ -159,19 +159,22 @@ fn critical_rank(n: usize, alpha: f64) -> Option<usize> {
     if n == 0 {
         return None;
     }
-    let ways = signed_rank_counts(n);
-    let total = 2f64.powi(n as i32);
+    Some(critical_from_counts(&signed_rank_counts(n), alpha))
+}
+
+/// For a statistic whose null distribution is `counts` (ways per value 0, 1, ...), the
+/// largest `C` with `P(statistic <= C - 1) <= alpha / 2` (0 when even the smallest value is
+/// not rare enough): the critical rank both the signed-rank and the rank-sum intervals use.
+pub(crate) fn critical_from_counts(counts: &[f64], alpha: f64) -> usize {
+    let total: f64 = counts.iter().sum();
     let mut cumulative = 0.0;
-    let mut c = 0;
-    for (t, w) in ways.iter().enumerate() {
-        cumulative += w / total;
-        if cumulative <= alpha / 2.0 {
-            c = t + 1;
-        } else {
-            break;
-        }
-    }
-    Some(c)
+    counts
+        .iter()
+        .take_while(|w| {
+            cumulative += *w / total;
+            cumulative <= alpha / 2.0
+        })
+        .count()
 }
 
 /// The fewest rounds that give an interval at all at `alpha`: `2 / 2^n <= alpha`.

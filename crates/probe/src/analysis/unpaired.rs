@@ -93,18 +93,7 @@ fn critical_u(m: usize, n: usize, alpha: f64) -> Option<usize> {
     if m == 0 || n == 0 {
         return None;
     }
-    let counts = u_counts(m, n);
-    let total: f64 = counts.iter().sum();
-    let mut cumulative = 0.0;
-    let mut c = 0;
-    for (u, w) in counts.iter().enumerate() {
-        cumulative += w / total;
-        if cumulative <= alpha / 2.0 {
-            c = u + 1;
-        } else {
-            break;
-        }
-    }
+    let c = super::paired::critical_from_counts(&u_counts(m, n), alpha);
     (c >= 1).then_some(c)
 }
 
