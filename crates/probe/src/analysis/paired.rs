@@ -6,8 +6,10 @@
 //! of the Walsh averages `(d_i + d_j) / 2`, `i <= j`) is the change; the confidence interval is
 //! the one the Wilcoxon signed-rank test inverts to (the Walsh averages at the exact critical
 //! ranks of the signed-rank distribution), so no normality is assumed, only that each round's
-//! ratio is symmetric about the true change (ABBA order and short rounds are what make that
-//! hold on a machine whose speed drifts). Reported as percentages: `exp(d) - 1`.
+//! ratio is symmetric about the true change. A coin per round choosing which arm runs first
+//! (`ab`'s default order) is what makes that hold on a machine whose speed drifts or has
+//! periodic hiccups: under no change each round's sign is then a fair coin, whatever the
+//! machine did. Reported as percentages: `exp(d) - 1`.
 
 /// What a paired comparison concludes for one figure.
 #[derive(Debug, Clone, Copy, PartialEq)]

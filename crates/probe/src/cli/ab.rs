@@ -1,12 +1,12 @@
-//! `latency-probe ab`: did my change help? Two arms measured in alternating rounds (ABBA), each
-//! round with the floor beside it, and per percentile the paired change B vs A with its
+//! `latency-probe ab`: did my change help? Two arms measured in alternating rounds (each round's
+//! order drawn at random), each round with the floor beside it, and per percentile the paired change B vs A with its
 //! interval and a verdict ([`crate::run::ab`], [`crate::analysis::ab`]).
 
 use std::path::PathBuf;
 
 use super::args::OutputArgs;
 use super::{Failure, UsageError};
-use crate::model::{AbColumn, AbFile};
+use crate::model::{AbColumn, AbFile, AbOrder};
 use crate::run::ab::Ab;
 
 /// The program name in messages.
@@ -44,7 +44,7 @@ pub struct AbArgs {
     /// A command run after each run of arm B
     #[arg(long = "b-after", value_name = "CMD")]
     pub b_after: Option<String>,
-    /// Rounds that count; each runs A and B once, in ABBA order (AB, BA, AB, ...). A round whose
+    /// Rounds that count; each runs A and B once, in the order --order gives. A round whose
     /// arms ran on floors in different regimes is set aside and run again (at most --rounds
     /// times). At 99% confidence an interval needs at least 8 rounds
     #[arg(long, default_value_t = 10)]
@@ -52,6 +52,14 @@ pub struct AbArgs {
     /// Measured seconds per arm and round: short, so most rounds see one floor regime
     #[arg(long, default_value_t = 2.0)]
     pub duration: f64,
+    /// Each round's order of the arms: random (a fair coin per round, seeded: nothing that
+    /// recurs on the machine can line up with one arm) or abba (AB, BA, AB, ...)
+    #[arg(long, default_value = "random")]
+    pub order: AbOrder,
+    /// The seed of --order random's coin, to repeat a run's orders (the report gives each run's)
+    /// [default: drawn from the clock]
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// The latency judged: intended (from the intended send time: what a user of the stream
     /// sees) or actual (from the actual send time: what the transport adds)
     #[arg(long, default_value = "intended")]
@@ -211,6 +219,8 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
         rounds: a.rounds,
         duration_s: a.duration,
         column: a.column,
+        order: a.order,
+        seed: a.seed.unwrap_or_else(crate::run::ab::fresh_seed),
         confidence: a.confidence,
         work_dir,
         run_estimate_s: run_a.max(run_b),
@@ -230,8 +240,9 @@ pub fn ab(a: &AbArgs) -> Result<(), Failure> {
     let x = check(a)?;
     std::fs::create_dir_all(&x.work_dir).map_err(|e| Failure::setup(format!("{}: {e}", x.work_dir.display())))?;
     eprintln!(
-        "{AB}: {} rounds of A and B (ABBA), {} s each arm per round: about {:.0} s{}",
+        "{AB}: {} rounds of A and B ({}), {} s each arm per round: about {:.0} s{}",
         x.rounds,
+        crate::render::ab::order_words(x.order, Some(x.seed)),
         x.duration_s,
         x.expected_s(),
         match crate::analysis::ab::Looks::new(x.rounds, x.confidence, x.early_stop).interim {

@@ -1,5 +1,5 @@
-//! `latency-probe ab`'s report: arms A and B measured in alternating rounds (ABBA), each run
-//! with the floor beside it, and the paired change B vs A per percentile. JSON: `ab.percentiles[]`
+//! `latency-probe ab`'s report: arms A and B measured in alternating rounds (each round's order
+//! drawn at random, or ABBA), each run with the floor beside it, and the paired change B vs A per percentile. JSON: `ab.percentiles[]`
 //! and `ab.rounds[]`, with every round's figures, so anyone can recompute the intervals.
 
 use serde::{Deserialize, Serialize};
@@ -49,6 +49,47 @@ impl std::str::FromStr for AbColumn {
     }
 }
 
+/// How each round's order of the arms (A then B, or B then A) is chosen.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum AbOrder {
+    /// A fair coin per round, from a seeded generator (the default). Under no change the sign
+    /// of each round's B vs A is then a fair coin whatever the machine does, so the signed-rank
+    /// interval is exact even when a disturbance recurs with a period (a fixed order can alias
+    /// with one: every 4th run slow lands on one arm every time under ABBA).
+    #[default]
+    Random,
+    /// AB, BA, AB, ...: cancels a linear drift; what `ab` did before it drew the order.
+    Abba,
+}
+
+impl AbOrder {
+    /// The flag value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AbOrder::Random => "random",
+            AbOrder::Abba => "abba",
+        }
+    }
+
+    /// What a report written before the field existed ran.
+    fn legacy() -> Self {
+        AbOrder::Abba
+    }
+}
+
+impl std::str::FromStr for AbOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "random" => Ok(AbOrder::Random),
+            "abba" => Ok(AbOrder::Abba),
+            _ => Err(format!("'{s}' is not an order; use random or abba")),
+        }
+    }
+}
+
 /// The comparison.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct AbReport {
@@ -58,6 +99,12 @@ pub struct AbReport {
     pub b: String,
     /// The column judged.
     pub column: AbColumn,
+    /// How each round's order was chosen (reports without it ran ABBA).
+    #[serde(default = "AbOrder::legacy")]
+    pub order: AbOrder,
+    /// The generator's seed with [`AbOrder::Random`]: `--seed` repeats the orders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// The confidence asked (`--confidence`, 0.99: 99%): per figure, the chance that it gets no
     /// false verdict over every look taken (over six figures, some one may: up to 6 times the
     /// rest).

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::model::{AbPercentile, AbReport, AbRound};
+use crate::model::{AbOrder, AbPercentile, AbReport, AbRound};
 use crate::units::format_ns;
 
 /// A round as it finishes: both arms' p50 and p99, their floors, and whether it counts.
@@ -58,6 +58,16 @@ fn row(p: &AbPercentile) -> String {
     )
 }
 
+/// How the rounds' order was chosen, in words: `order random, seed 42` or `ABBA`.
+#[must_use]
+pub fn order_words(order: AbOrder, seed: Option<u64>) -> String {
+    match (order, seed) {
+        (AbOrder::Random, Some(seed)) => format!("order random, seed {seed}"),
+        (AbOrder::Random, None) => "order random".to_owned(),
+        (AbOrder::Abba, _) => "ABBA".to_owned(),
+    }
+}
+
 /// The comparison: the arms, the column judged, the table, the notes.
 #[must_use]
 pub fn render(r: &AbReport) -> String {
@@ -67,9 +77,10 @@ pub fn render(r: &AbReport) -> String {
     let counted = r.rounds.iter().filter(|x| x.set_aside.is_none()).count();
     let _ = writeln!(
         o,
-        "{} rounds run (ABBA), {} counted of {} planned; latency from the {} send time; B vs A, Hodges-Lehmann \
+        "{} rounds run ({}), {} counted of {} planned; latency from the {} send time; B vs A, Hodges-Lehmann \
          change with its {}% signed-rank interval over the per-round ratios",
         r.rounds.len(),
+        order_words(r.order, r.seed),
         counted,
         r.rounds_planned,
         r.column.as_str(),

@@ -1,5 +1,7 @@
-//! `latency-probe ab`: arms A and B run alternately in short rounds, ABBA (round 1 A then B,
-//! round 2 B then A, ...), so a drift of the machine's speed lands on both arms alike. Each arm
+//! `latency-probe ab`: arms A and B run alternately in short rounds, each round's order (A then
+//! B, or B then A) drawn by a seeded coin ([`Orders`]; or ABBA with `--order abba`), so a drift
+//! of the machine's speed lands on both arms alike and nothing periodic lines up with one arm.
+//! Each arm
 //! run is one `latency-probe` run (its own embedded driver, started fresh each run, and its
 //! floor measured right before and after it) with the common flags, the arm's flags and the
 //! round's `--duration`; its report gives the round's figures. The paired change per figure
@@ -14,8 +16,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
 use crate::analysis::ab::Looks;
-use crate::model::{AbColumn, AbReport, AbRound, Report, RoundHistograms};
+use crate::model::{AbColumn, AbOrder, AbReport, AbRound, Report, RoundHistograms};
 
 /// What `ab` runs, as plain values (the flags, checked).
 #[derive(Debug, Clone)]
@@ -40,6 +45,10 @@ pub struct Ab {
     pub duration_s: f64,
     /// The column judged.
     pub column: AbColumn,
+    /// How each round's order is chosen.
+    pub order: AbOrder,
+    /// The seed of the order's coin ([`AbOrder::Random`]).
+    pub seed: u64,
     /// The intervals' confidence.
     pub confidence: f64,
     /// Where the arm runs' reports go (kept: `--out DIR`, else a temporary directory).
@@ -178,13 +187,49 @@ pub struct AbOutcome {
     pub histograms: Vec<RoundHistograms>,
 }
 
+/// Each round's order of the arms: by [`AbOrder::Random`], a fair coin per round from ChaCha8
+/// seeded with the seed (the same seed, the same orders); by [`AbOrder::Abba`], AB in odd
+/// rounds and BA in even ones.
+#[derive(Debug, Clone)]
+pub struct Orders {
+    rule: AbOrder,
+    coin: ChaCha8Rng,
+}
+
+impl Orders {
+    /// The orders by `rule`, the coin seeded with `seed`.
+    #[must_use]
+    pub fn new(rule: AbOrder, seed: u64) -> Self {
+        Orders {
+            rule,
+            coin: ChaCha8Rng::seed_from_u64(seed),
+        }
+    }
+
+    /// Round `round`'s order (1-based; every round run, set-aside ones included, takes one).
+    pub fn next(&mut self, round: u32) -> [Arm; 2] {
+        let a_first = match self.rule {
+            AbOrder::Random => self.coin.next_u32() & 1 == 0,
+            AbOrder::Abba => round % 2 == 1,
+        };
+        if a_first {
+            [Arm::A, Arm::B]
+        } else {
+            [Arm::B, Arm::A]
+        }
+    }
+}
+
+/// A seed for the order's coin when none is given: the clock's nanoseconds.
+#[must_use]
+pub fn fresh_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// One round, both arms in `order`: the round's figures, and both reports (A's, B's).
-fn run_round(ab: &Ab, round: u32) -> Result<(AbRound, Report, Report), ArmFailed> {
-    let order = if round % 2 == 1 {
-        [Arm::A, Arm::B]
-    } else {
-        [Arm::B, Arm::A]
-    };
+fn run_round(ab: &Ab, round: u32, order: [Arm; 2]) -> Result<(AbRound, Report, Report), ArmFailed> {
     let first = ab.run_arm(order[0], round)?;
     let second = ab.run_arm(order[1], round)?;
     let (a, b) = if order[0] == Arm::A {
@@ -204,13 +249,14 @@ fn run_round(ab: &Ab, round: u32) -> Result<(AbRound, Report, Report), ArmFailed
     Ok((r, a, b))
 }
 
-/// Runs the rounds (ABBA), telling `progress` after each, until `rounds` pairs count: a round
+/// Runs the rounds (each in the order [`Orders`] gives), telling `progress` after each, until `rounds` pairs count: a round
 /// whose arms ran on floors in different regimes is set aside and run again, at most `rounds`
 /// times in all. With an interim look ([`Looks`]) it stops there when every figure is decided.
 /// Returns the report, complete or ended at the first arm that failed or lost a message (what
 /// was measured is kept).
 pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
     let looks = Looks::new(ab.rounds, ab.confidence, ab.early_stop);
+    let mut orders = Orders::new(ab.order, ab.seed);
     let mut rounds: Vec<AbRound> = Vec::new();
     let mut histograms = Vec::new();
     let (mut incomplete_reason, mut early) = (None, None);
@@ -218,7 +264,7 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
     let counted = |rounds: &[AbRound]| rounds.iter().filter(|r| r.set_aside.is_none()).count() as u32;
     while counted(&rounds) < ab.rounds {
         round += 1;
-        let (r, a, b) = match run_round(ab, round) {
+        let (r, a, b) = match run_round(ab, round, orders.next(round)) {
             Ok(x) => x,
             Err(e) => {
                 incomplete_reason = Some(e.to_string());
@@ -269,6 +315,8 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
         a: describe(&ab.probe_a, &ab.probe_b, &ab.a_flags, true),
         b: describe(&ab.probe_a, &ab.probe_b, &ab.b_flags, false),
         column: ab.column,
+        order: ab.order,
+        seed: (ab.order == AbOrder::Random).then_some(ab.seed),
         confidence: ab.confidence,
         interval_confidence,
         stopped_early,
@@ -319,4 +367,71 @@ fn describe(probe_a: &Path, probe_b: &Path, flags: &[String], is_a: bool) -> Str
         s.push_str(&format!(" [{}]", bin.display()));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::paired::{paired_change, Verdict};
+
+    /// Simulated A/A experiments of 30 rounds on a machine where every 4th arm run is slow (a
+    /// disturbance with a period, at a random phase): how many of `experiments` give a false
+    /// verdict at 99%.
+    fn false_alarms(rule: AbOrder, experiments: u64) -> usize {
+        let mut noise = ChaCha8Rng::seed_from_u64(7);
+        let mut uniform = move || f64::from(noise.next_u32()) / f64::from(u32::MAX);
+        (0..experiments)
+            .filter(|&e| {
+                let mut orders = Orders::new(rule, 1000 + e);
+                let phase = (uniform() * 4.0) as u32;
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                for round in 1..=30u32 {
+                    let mut run = |i: u32| {
+                        let slow = if (2 * (round - 1) + i + phase).is_multiple_of(4) {
+                            4.0
+                        } else {
+                            1.0
+                        };
+                        slow * (1000.0 + 400.0 * uniform())
+                    };
+                    let (first, second) = (run(0), run(1));
+                    let (x, y) = match orders.next(round) {
+                        [Arm::A, _] => (first, second),
+                        _ => (second, first),
+                    };
+                    a.push(x);
+                    b.push(y);
+                }
+                let v = paired_change(&a, &b, 0.99).verdict;
+                matches!(v, Verdict::Better | Verdict::Worse)
+            })
+            .count()
+    }
+
+    #[test]
+    fn a_random_order_does_not_line_up_with_a_periodic_disturbance() {
+        // ABBA puts A on runs 0 and 3 of every 4 and B on 1 and 2: the slow run is one arm's
+        // every time, and identical arms are called different in nearly every experiment.
+        assert!(false_alarms(AbOrder::Abba, 200) > 150);
+        // A coin per round: the 1% the interval promises (2 of 200 expected).
+        let random = false_alarms(AbOrder::Random, 200);
+        assert!(random <= 8, "{random} false alarms in 200");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_orders_and_both_orders_occur() {
+        let draw = |seed| {
+            let mut o = Orders::new(AbOrder::Random, seed);
+            (1..=40).map(|r| o.next(r)[0]).collect::<Vec<_>>()
+        };
+        assert_eq!(draw(42), draw(42));
+        assert_ne!(draw(42), draw(43));
+        let a_first = draw(42).iter().filter(|a| **a == Arm::A).count();
+        assert!((10..=30).contains(&a_first), "{a_first} of 40");
+        let mut abba = Orders::new(AbOrder::Abba, 0);
+        assert_eq!(
+            (1..=4).map(|r| abba.next(r)[0]).collect::<Vec<_>>(),
+            [Arm::A, Arm::B, Arm::A, Arm::B]
+        );
+    }
 }
