@@ -86,10 +86,14 @@ pub(crate) struct Plan {
     pub(crate) batches: usize,
     pub(crate) split_messages: u64,
     pub(crate) split_rounds: usize,
-    /// The paired rounds (`paired.rs`): how many count, and each case's operations per round.
+    /// The paired rounds (`paired.rs`): how many count, and each case's operations per round;
+    /// the floor measured before and after each case; throughput's rounds and batch.
     pub(crate) paired_rounds: usize,
     pub(crate) paired_warmup: u64,
     pub(crate) paired_ops: u64,
+    pub(crate) paired_floor: Duration,
+    pub(crate) paired_tp_rounds: usize,
+    pub(crate) paired_batch: u64,
 }
 
 impl Plan {
@@ -104,9 +108,12 @@ impl Plan {
                 batches: 5,
                 split_messages: 200_000,
                 split_rounds: 5,
-                paired_rounds: 16,
+                paired_rounds: 40,
                 paired_warmup: 5_000,
                 paired_ops: 30_000,
+                paired_floor: Duration::from_millis(20),
+                paired_tp_rounds: 16,
+                paired_batch: 1_000_000,
             },
             Mode::Test | Mode::List => Plan {
                 floor_each: Duration::from_millis(20),
@@ -120,6 +127,9 @@ impl Plan {
                 paired_rounds: 2,
                 paired_warmup: 50,
                 paired_ops: 200,
+                paired_floor: Duration::from_millis(5),
+                paired_tp_rounds: 2,
+                paired_batch: 10_000,
             },
         }
     }

@@ -32,9 +32,12 @@
 //!   transfer), for messaging and the C client, the cost of an uncontended `std::sync::Mutex`
 //!   `try_lock` + unlock, and of the timing itself (two clock readings);
 //! - the paired rounds (`cargo bench` only, or `BENCH_PAIRED=1`): raw, messaging exclusive and
-//!   concurrent, and the C client again, interleaved in short rounds with the floor around each
-//!   (a round whose floor moved is re-run, at most 3), each client's p50 / p99 / p99.9 as a
-//!   ratio to the C client and to the floor of the same rounds, with intervals (`paired.rs`).
+//!   concurrent, and the C client again, interleaved in short rounds with the floor before and
+//!   after each case (a round in which a case's floor moved is re-run, at most 3), each client's
+//!   p50 / p99 / p99.9 as a ratio to the C client and to the floor of the same rounds, with
+//!   intervals, and the p50 ratios per floor regime where the rounds saw two; then throughput
+//!   (messaging exclusive and concurrent, the C client's exclusive and concurrent publications)
+//!   the same way, each messaging publication's ns per message against its C peer (`paired.rs`).
 //!
 //! # Timing model
 //!

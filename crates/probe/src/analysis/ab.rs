@@ -28,6 +28,22 @@ pub fn set_aside(a: Option<&Floor>, b: Option<&Floor>) -> Option<String> {
     }
 }
 
+/// Floors (p50s, ns) grouped into regimes: sorted, and split wherever the next floor is over
+/// [`REGIME_FACTOR`] above the last; each regime's lowest and highest floor.
+#[must_use]
+pub fn regimes(floors: &[u64]) -> Vec<(u64, u64)> {
+    let mut f = floors.to_vec();
+    f.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for x in f {
+        match out.last_mut() {
+            Some((_, hi)) if x as f64 <= REGIME_FACTOR * (*hi).max(1) as f64 => *hi = x,
+            _ => out.push((x, x)),
+        }
+    }
+    out
+}
+
 fn apart(a: u64, b: u64) -> bool {
     let (lo, hi) = (a.min(b).max(1) as f64, a.max(b) as f64);
     hi / lo > REGIME_FACTOR
@@ -226,6 +242,13 @@ mod tests {
         for l in [Looks::new(10, 0.99, true), Looks::new(20, 0.99, false)] {
             assert_eq!((l.interim, l.last), (None, 0.99));
         }
+    }
+
+    #[test]
+    fn floors_split_into_regimes_at_gaps_over_the_factor() {
+        assert_eq!(regimes(&[420, 130, 140, 455, 150]), [(130, 150), (420, 455)]);
+        assert_eq!(regimes(&[130, 200, 250]), [(130, 250)]);
+        assert!(regimes(&[]).is_empty());
     }
 
     #[test]
