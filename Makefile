@@ -4,7 +4,7 @@
 # (from PyPI into .tools/ when the system's is older), passed to the build as CMAKE; and, for
 # `latency-probe stages`, a Java 17 runtime and Aeron's aeron-all jar (into .tools/; optional).
 # `make fuzz` (not part of `make test`) runs each cargo-fuzz target in fuzz/ for FUZZ_SECONDS on
-# the nightly toolchain, installing cargo-fuzz first if it is missing (README "Fuzzing").
+# the nightly toolchain, installing cargo-fuzz first if it is missing (docs/reliability.md).
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -43,11 +43,11 @@ probe: build
 	./target/release/latency-probe --duration $(DURATION) --rate $(RATE) --msg-size $(MSG_SIZE) --json $(RESULTS)/probe.json
 	@echo "JSON report: $(RESULTS)/probe.json"
 
-# p50 with and without the jitter diagnostics, alternating runs (README "Reading the jitter report").
+# p50 with and without the jitter diagnostics, alternating runs (docs/jitter.md).
 jitter-overhead: build
 	scripts/jitter-overhead.py
 
-# Soak (not part of `make test`; README "Reliability"): first messaging's fast path, 10^8
+# Soak (not part of `make test`; docs/reliability.md): first messaging's fast path, 10^8
 # messages through each publication read at once by our subscriber and the Aeron C client's
 # (crates/messaging/examples/soak.rs), then the probe: 10^8 messages through IPC at the highest
 # rate this machine sustains. Each checks none was lost, duplicated, reordered or corrupt.
@@ -56,7 +56,7 @@ soak: build
 	$(WITH_CMAKE) $(CARGO) run --release -p messaging --features embedded-driver --example soak -- $(MESSAGING_SOAK_ARGS)
 	scripts/soak.py $(SOAK_ARGS)
 
-# Calibration of `latency-probe ab` (not part of `make test`; README "Did my change help?"):
+# Calibration of `latency-probe ab` (not part of `make test`; docs/ab.md):
 # 20 A/A and 20 A/B experiments (B with a planted +100 ns per message), alternating, each
 # within 2 minutes; prints the false-alarm and detection rates and writes results/calibrate.json.
 # E.g. make calibrate CALIBRATE_ARGS="--experiments 5 --plant-ns 200"
@@ -70,7 +70,7 @@ test: bootstrap
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
 
-# Conformance of messaging's log code (not part of `make test`; README "Conformance"): Aeron's
+# Conformance of messaging's log code (not part of `make test`; docs/reliability.md): Aeron's
 # race and edge tests ported (tests/races.rs, tests/conformance.rs) RACE_ROUNDS times, the
 # log's stress test (writers and a reader pinned to one core) as many rounds, the loom models
 # and Miri. Each step fails unless its tests ran: nothing is reported as a pass by accident.

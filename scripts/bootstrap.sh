@@ -58,7 +58,7 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 
-# Aeron Archive for `latency-probe stages` (README "Durability stages"): a Java runtime and
+# Aeron Archive for `latency-probe stages` (docs/durability.md): a Java runtime and
 # Aeron's aeron-all jar. Optional: where either cannot be had, say so and go on (the stages
 # tests then skip, and everything else still builds and runs).
 AERON_VERSION=1.51.0

@@ -6,7 +6,7 @@ First it calibrates: short latency-probe runs at falling rates (--rates) until o
 least --keep percent of its target with nothing lost; then one long run at that rate sends
 --messages messages (no warm-up, so sent == --messages), and prints the accounting, the
 achieved rate, the latency percentiles and the wall time. Timing model: the probe's
-(CLOCK_MONOTONIC, latency from the intended send time; see the README). The long run's report
+(CLOCK_MONOTONIC, latency from the intended send time; see docs/reading-a-report.md). The long run's report
 is kept as JSON (--json). Exit 1 when anything is lost, duplicated, reordered or undecodable,
 or the run is incomplete.
 
