@@ -69,6 +69,7 @@ test: bootstrap
 	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
+	$(WITH_CMAKE) BENCH_PAIRED=1 $(CARGO) test -p latency-probe --bench roundtrip
 
 # Conformance of messaging's log code (not part of `make test`; docs/reliability.md): Aeron's
 # race and edge tests ported (tests/races.rs, tests/conformance.rs) RACE_ROUNDS times, the
