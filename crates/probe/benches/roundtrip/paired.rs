@@ -30,7 +30,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{Concurrent, Exclusive};
-use latency_probe::analysis::ab::{regimes, REGIME_FACTOR};
+use latency_probe::analysis::ab::{apart, regimes};
 use latency_probe::analysis::paired::{paired_change, PairedChange};
 use latency_probe::measure::floor;
 use latency_probe::model::{regime_moved, Stats};
@@ -175,8 +175,7 @@ impl<T: Copy, const N: usize> Rounds<T, N> {
 }
 
 fn same_floor<T>(x: &CaseRun<T>, y: &CaseRun<T>) -> bool {
-    let (lo, hi) = (x.floor_ns().min(y.floor_ns()).max(1), x.floor_ns().max(y.floor_ns()));
-    x.usable() && y.usable() && hi as f64 <= REGIME_FACTOR * lo as f64
+    x.usable() && y.usable() && !apart(x.floor_ns(), y.floor_ns())
 }
 
 /// Runs `count` rounds of `measure`, re-running those in which a case's floor moved (at most

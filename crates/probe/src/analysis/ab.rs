@@ -44,7 +44,9 @@ pub fn regimes(floors: &[u64]) -> Vec<(u64, u64)> {
     out
 }
 
-fn apart(a: u64, b: u64) -> bool {
+/// Whether two floor p50s (ns) are in different regimes: over [`REGIME_FACTOR`] apart.
+#[must_use]
+pub fn apart(a: u64, b: u64) -> bool {
     let (lo, hi) = (a.min(b).max(1) as f64, a.max(b) as f64);
     hi / lo > REGIME_FACTOR
 }
