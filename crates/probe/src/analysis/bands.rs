@@ -21,6 +21,7 @@ use crate::analysis::lineup::Lineup;
 use crate::analysis::lineup::MATERIAL;
 use crate::model::Band;
 use crate::model::BandCause;
+use crate::model::Cause;
 use crate::model::Explain;
 use crate::model::Octave;
 use crate::model::Role;
@@ -39,18 +40,9 @@ enum Who {
 /// A cause within a band.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Id {
-    key: &'static str,
+    key: Cause,
     tid: i32,
     who: Who,
-}
-
-/// Whose a cause is: `ours` (the process, its threads and where they run) or `platform`.
-#[must_use]
-pub fn owner(cause: &str) -> &'static str {
-    match cause {
-        "preempted-foreign" | "steal" | "platform" | "stall" => "platform",
-        _ => "ours",
-    }
 }
 
 /// Attributes the bands of a run (`edges`: p50, p90, p99, p99.9, max).
@@ -98,11 +90,13 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
                         }
                     };
                     let id = match consumer {
-                        Some(c) if matches!(h.key, "futex" | "blocked") && (h.tid == c || handoff(h.tid)) => Id {
-                            key: "futex",
-                            tid: c,
-                            who: Who::Nobody,
-                        },
+                        Some(c) if matches!(h.key, Cause::Futex | Cause::Blocked) && (h.tid == c || handoff(h.tid)) => {
+                            Id {
+                                key: Cause::Futex,
+                                tid: c,
+                                who: Who::Nobody,
+                            }
+                        }
                         _ => Id {
                             key: h.key,
                             tid: h.tid,
@@ -134,7 +128,7 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
             .filter(|(_, (ns, _))| *ns > 0.0)
             .map(|(id, (ns, messages))| {
                 let mut c = cause(lineup, id, ns / excess_total.max(1.0), messages, &first_pid);
-                if Some(id.tid) == consumer && id.key == "futex" {
+                if Some(id.tid) == consumer && id.key == Cause::Futex {
                     c.words = format!(
                         "the channel hand-off ({} blocked on a futex until aeron-handoff woke it, and aeron-handoff's \
                          sleeps between polls)",
@@ -181,21 +175,10 @@ fn cause(lineup: &Lineup<'_>, id: Id, share: f64, messages: f64, first_pid: &BTr
         }
     };
     let who = by.clone().unwrap_or_default();
-    let words = match id.key {
-        "futex" => format!("{thread} blocked on a futex (woken by another thread)"),
-        "blocked" => format!("{thread} blocked (its sleeping idle strategy or a syscall)"),
-        "preempted-own" | "preempted-foreign" => format!("{thread} preempted by {who}"),
-        "page-faults" => format!("{thread} taking page faults"),
-        "aeron-lock" => format!("{thread} waiting for aeron-rs's lock"),
-        "stall" => format!("{thread} stalled on its CPU without a context switch (interrupts, SMI, untimed faults)"),
-        "steal" => format!("{thread} stalled while the hypervisor took CPU time from this VM (steal)"),
-        "platform" => "hiccups the meter saw too (hypervisor, SMI, interrupts)".to_owned(),
-        "probe-reads" => "the probe's own counter reads at group boundaries".to_owned(),
-        other => format!("{thread} {other}"),
-    };
+    let words = id.key.band_words(&thread, &who);
     BandCause {
-        cause: id.key.to_owned(),
-        owner: owner(id.key).to_owned(),
+        cause: id.key,
+        owner: id.key.owner(),
         thread,
         by,
         share,

@@ -5,6 +5,7 @@
 
 use crate::model::process_name;
 use crate::model::run_end;
+use crate::model::Cause;
 use crate::model::HiccupLog;
 use crate::model::JitterSide;
 use crate::model::OffCpuKind;
@@ -49,8 +50,8 @@ pub const MATERIAL: u64 = 10;
 
 /// One episode overlapping a sample's window.
 pub(crate) struct Hit {
-    /// The cause (`futex`, `preempted-foreign`, `page-faults`, …).
-    pub(crate) key: &'static str,
+    /// The cause.
+    pub(crate) key: Cause,
     /// In words (only when asked for).
     pub(crate) words: String,
     /// The hot thread it delayed (0: the process as a whole).
@@ -70,14 +71,6 @@ pub(crate) fn steal_near(sides: &[&JitterSide], t: i64) -> u64 {
         b[*g].is_some_and(|a| a <= t) && end.is_some_and(|e| t < *e)
     });
     g.and_then(|g| side.steal_ns.get(g).copied().flatten()).unwrap_or(0)
-}
-
-pub(crate) fn lock_kind(role: Role) -> &'static str {
-    if role == Role::Publisher {
-        "Publication"
-    } else {
-        "Subscription"
-    }
 }
 
 pub(crate) fn overlaps(a: (i64, i64), b: (i64, i64)) -> bool {
@@ -145,160 +138,210 @@ impl<'a> Lineup<'a> {
     /// (given its overlap); words only when `detail`.
     pub(crate) fn hits(&self, s: &SlowSample, detail: bool, counts: &dyn Fn(u64) -> bool) -> Vec<Hit> {
         let w = (s.intended_ns, s.received_ns);
-        let clip = |e: (i64, i64), w: (i64, i64)| (e.1.min(w.1) - e.0.max(w.0)).max(0) as u64;
         let mut hits: Vec<Hit> = Vec::new();
         for t in &self.hot {
-            for o in t.off_cpu_in(w.0, w.1, self.run_end) {
-                let span = o.span(self.run_end);
-                let overlap = clip(span, w);
-                if !counts(overlap) {
-                    continue;
-                }
-                let len = format_ns((span.1 - span.0).max(0) as u64);
-                let (key, words) = match o.kind {
-                    OffCpuKind::Blocked => {
-                        let futex = t.total.futex.unwrap_or(0) > 0 && !sleeping_idle(self.idle_of(t));
-                        let key = if futex { "futex" } else { "blocked" };
-                        let how = if futex {
-                            "blocked (this thread makes futex calls)"
-                        } else {
-                            "blocked"
-                        };
-                        (key, format!("{} {how} for {len}", t.name))
-                    }
-                    OffCpuKind::Preempted => {
-                        let (who, ours) = self.name_of(o.next_pid, &o.next_name());
-                        let key = if ours { "preempted-own" } else { "preempted-foreign" };
-                        (key, format!("{} preempted for {len} ({who} took the CPU)", t.name))
-                    }
-                };
+            self.off_cpu_hits(t, w, detail, counts, &mut hits);
+            self.fault_hits(t, s, detail, counts, &mut hits);
+            self.stall_hits(t, w, detail, counts, &mut hits);
+        }
+        self.read_hits(w, detail, &mut hits);
+        if let Some(h) = self.hiccup {
+            let (n, max) = h.overlapping(w.0, w.1);
+            if n > 0 && hits.is_empty() {
                 hits.push(Hit {
-                    key,
-                    words: if detail { words } else { String::new() },
-                    tid: t.tid,
-                    overlap,
-                    who: (o.kind == OffCpuKind::Preempted).then_some((o.next_pid, o.next_comm)),
+                    key: Cause::Platform,
+                    words: format!("the hiccup meter saw {n} gaps (longest {})", format_ns(max)),
+                    tid: 0,
+                    overlap: max.min(s.latency_ns),
+                    who: None,
                 });
             }
-            // Page faults (timed by perf): each costs about what a fault measured here costs.
-            let faults = t.faults_in(w.0, w.1) as u64;
-            if faults > 0 && self.ctx.fault_cost_ns > 0 {
-                let overlap = (faults * self.ctx.fault_cost_ns).min(s.latency_ns);
-                if counts(overlap) {
-                    hits.push(Hit {
-                        key: "page-faults",
-                        words: if detail {
-                            format!(
-                                "{} took {} page faults in its window (about {} each, measured here)",
-                                t.name,
-                                thousands(faults),
-                                format_ns(self.ctx.fault_cost_ns)
-                            )
-                        } else {
-                            String::new()
-                        },
-                        tid: t.tid,
-                        overlap,
-                        who: None,
-                    });
-                }
-            }
-            if let Some(log) = &t.lock_waits {
-                for (start, len) in log.overlapping(w.0, w.1) {
-                    let overlap = clip((start, start + len as i64), w);
-                    if !counts(overlap) {
-                        continue;
-                    }
-                    hits.push(Hit {
-                        key: "aeron-lock",
-                        words: if detail {
-                            format!(
-                                "{} found aeron-rs's {} lock held by its conductor for {}",
-                                t.name,
-                                lock_kind(t.role),
-                                format_ns(len)
-                            )
-                        } else {
-                            String::new()
-                        },
-                        tid: t.tid,
-                        overlap,
-                        who: None,
-                    });
-                }
-            }
-            if let Some(log) = &t.stalls {
-                for (start, len) in log.overlapping(w.0, w.1) {
-                    let stall = (start, start + len as i64);
-                    if !counts(clip(stall, w)) {
-                        continue;
-                    }
-                    let off: u64 = t
-                        .off_cpu_in(stall.0, stall.1, self.run_end)
-                        .iter()
-                        .map(|o| clip(o.span(self.run_end), stall))
-                        .sum();
-                    if off * 2 >= len {
-                        continue; // being off CPU explains most of it
-                    }
-                    let steal = steal_near(self.sides, stall.0);
-                    let meter = self.hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
-                    // Without a complete episode record, "no context switch" cannot be claimed.
-                    let resolvable = t.episodes && t.off_cpu_lost == 0;
-                    // The thread's own timed page faults inside the stall are counted once, by
-                    // their own hits (above, at the measured cost each): the stall is only what
-                    // they do not explain.
-                    let faulting = (t.faults_in(stall.0, stall.1) as u64).saturating_mul(self.ctx.fault_cost_ns);
-                    let overlap = clip(stall, w).saturating_sub(faulting);
-                    if overlap == 0 || !counts(overlap) {
-                        continue;
-                    }
-                    let (key, what) = if faulting > 0 && overlap <= faulting {
-                        // A stall at most twice its faults' measured time is those faults running
-                        // slow (a first touch costs 2x more with cold caches or a busy allocator),
-                        // not a second cause beside them.
-                        (
-                            "page-faults",
-                            format!(
-                                "with {} page faults in it (slower than the {} each measured here)",
-                                thousands(faulting / self.ctx.fault_cost_ns),
-                                format_ns(self.ctx.fault_cost_ns)
-                            ),
-                        )
-                    } else if steal >= len && steal > 0 {
-                        // Steal comes in 10 ms ticks per group: this is co-occurrence, said so.
-                        (
-                            "steal",
-                            format!(
-                                "in a group where the hypervisor took {} of CPU time from the VM (steal)",
-                                format_ns(steal)
-                            ),
-                        )
-                    } else if !resolvable {
-                        (
-                            "stall",
-                            "(off CPU or on CPU: no complete switch record to tell)".to_owned(),
-                        )
-                    } else if meter {
-                        ("platform", "on CPU while the hiccup meter saw a gap too".to_owned())
-                    } else {
-                        ("stall", "on CPU without a context switch".to_owned())
-                    };
-                    hits.push(Hit {
-                        key,
-                        words: if detail {
-                            format!("{} stalled for {} {what}", t.name, format_ns(len))
-                        } else {
-                            String::new()
-                        },
-                        tid: t.tid,
-                        overlap,
-                        who: None,
-                    });
-                }
-            }
         }
-        // The probe's own counter reads (either side's delays this sample if it overlaps).
+        hits
+    }
+
+    /// `t`'s off-CPU episodes in the window: blocked (futex when the thread makes futex calls
+    /// and does not sleep by design) or preempted (by one of ours or another process).
+    fn off_cpu_hits(
+        &self,
+        t: &ThreadJitter,
+        w: (i64, i64),
+        detail: bool,
+        counts: &dyn Fn(u64) -> bool,
+        hits: &mut Vec<Hit>,
+    ) {
+        for o in t.off_cpu_in(w.0, w.1, self.run_end) {
+            let span = o.span(self.run_end);
+            let overlap = clip(span, w);
+            if !counts(overlap) {
+                continue;
+            }
+            let len = format_ns((span.1 - span.0).max(0) as u64);
+            let (key, words) = match o.kind {
+                OffCpuKind::Blocked => {
+                    let futex = t.total.futex.unwrap_or(0) > 0 && !sleeping_idle(self.idle_of(t));
+                    let key = if futex { Cause::Futex } else { Cause::Blocked };
+                    let how = if futex {
+                        "blocked (this thread makes futex calls)"
+                    } else {
+                        "blocked"
+                    };
+                    (key, format!("{} {how} for {len}", t.name))
+                }
+                OffCpuKind::Preempted => {
+                    let (who, ours) = self.name_of(o.next_pid, &o.next_name());
+                    let key = if ours {
+                        Cause::PreemptedOwn
+                    } else {
+                        Cause::PreemptedForeign
+                    };
+                    (key, format!("{} preempted for {len} ({who} took the CPU)", t.name))
+                }
+            };
+            hits.push(Hit {
+                key,
+                words: if detail { words } else { String::new() },
+                tid: t.tid,
+                overlap,
+                who: (o.kind == OffCpuKind::Preempted).then_some((o.next_pid, o.next_comm)),
+            });
+        }
+    }
+
+    /// `t`'s page faults in the window (timed by perf): each costs about what a fault measured
+    /// here costs.
+    fn fault_hits(
+        &self,
+        t: &ThreadJitter,
+        s: &SlowSample,
+        detail: bool,
+        counts: &dyn Fn(u64) -> bool,
+        hits: &mut Vec<Hit>,
+    ) {
+        let faults = t.faults_in(s.intended_ns, s.received_ns) as u64;
+        if faults == 0 || self.ctx.fault_cost_ns == 0 {
+            return;
+        }
+        let overlap = (faults * self.ctx.fault_cost_ns).min(s.latency_ns);
+        if !counts(overlap) {
+            return;
+        }
+        hits.push(Hit {
+            key: Cause::PageFaults,
+            words: if detail {
+                format!(
+                    "{} took {} page faults in its window (about {} each, measured here)",
+                    t.name,
+                    thousands(faults),
+                    format_ns(self.ctx.fault_cost_ns)
+                )
+            } else {
+                String::new()
+            },
+            tid: t.tid,
+            overlap,
+            who: None,
+        });
+    }
+
+    /// `t`'s stalls in the window that being off CPU does not explain, by what else lines up:
+    /// its own page faults, steal, the hiccup meter, or nothing (a stall without a switch).
+    fn stall_hits(
+        &self,
+        t: &ThreadJitter,
+        w: (i64, i64),
+        detail: bool,
+        counts: &dyn Fn(u64) -> bool,
+        hits: &mut Vec<Hit>,
+    ) {
+        let Some(log) = &t.stalls else { return };
+        for (start, len) in log.overlapping(w.0, w.1) {
+            let stall = (start, start + len as i64);
+            if !counts(clip(stall, w)) {
+                continue;
+            }
+            let off: u64 = t
+                .off_cpu_in(stall.0, stall.1, self.run_end)
+                .iter()
+                .map(|o| clip(o.span(self.run_end), stall))
+                .sum();
+            if off * 2 >= len {
+                continue; // being off CPU explains most of it
+            }
+            // The thread's own timed page faults inside the stall are counted once, by their own
+            // hits (above, at the measured cost each): the stall is only what they do not explain.
+            let faulting = (t.faults_in(stall.0, stall.1) as u64).saturating_mul(self.ctx.fault_cost_ns);
+            let overlap = clip(stall, w).saturating_sub(faulting);
+            if overlap == 0 || !counts(overlap) {
+                continue;
+            }
+            let (key, what) = self.stall_cause(t, stall, len, faulting, overlap);
+            hits.push(Hit {
+                key,
+                words: if detail {
+                    format!("{} stalled for {} {what}", t.name, format_ns(len))
+                } else {
+                    String::new()
+                },
+                tid: t.tid,
+                overlap,
+                who: None,
+            });
+        }
+    }
+
+    /// What a stall of `len` ns is, and the words for it.
+    fn stall_cause(
+        &self,
+        t: &ThreadJitter,
+        stall: (i64, i64),
+        len: u64,
+        faulting: u64,
+        overlap: u64,
+    ) -> (Cause, String) {
+        let steal = steal_near(self.sides, stall.0);
+        let meter = self.hiccup.is_some_and(|h| h.overlapping(stall.0, stall.1).0 > 0);
+        // Without a complete episode record, "no context switch" cannot be claimed.
+        let resolvable = t.episodes && t.off_cpu_lost == 0;
+        if faulting > 0 && overlap <= faulting {
+            // A stall at most twice its faults' measured time is those faults running slow (a
+            // first touch costs 2x more with cold caches or a busy allocator), not a second
+            // cause beside them.
+            (
+                Cause::PageFaults,
+                format!(
+                    "with {} page faults in it (slower than the {} each measured here)",
+                    thousands(faulting / self.ctx.fault_cost_ns),
+                    format_ns(self.ctx.fault_cost_ns)
+                ),
+            )
+        } else if steal >= len && steal > 0 {
+            // Steal comes in 10 ms ticks per group: this is co-occurrence, said so.
+            (
+                Cause::Steal,
+                format!(
+                    "in a group where the hypervisor took {} of CPU time from the VM (steal)",
+                    format_ns(steal)
+                ),
+            )
+        } else if !resolvable {
+            (
+                Cause::Stall,
+                "(off CPU or on CPU: no complete switch record to tell)".to_owned(),
+            )
+        } else if meter {
+            (
+                Cause::Platform,
+                "on CPU while the hiccup meter saw a gap too".to_owned(),
+            )
+        } else {
+            (Cause::Stall, "on CPU without a context switch".to_owned())
+        }
+    }
+
+    /// The probe's own counter reads in the window (either side's delays this sample if it
+    /// overlaps).
+    fn read_hits(&self, w: (i64, i64), detail: bool, hits: &mut Vec<Hit>) {
         for sd in self.sides {
             let owner = sd
                 .threads
@@ -307,7 +350,7 @@ impl<'a> Lineup<'a> {
                 .map_or("the probe", |t| t.name.as_str());
             for (a, l) in sd.reads.iter().filter(|(a, l)| overlaps((*a, a + *l as i64), w)) {
                 hits.push(Hit {
-                    key: "probe-reads",
+                    key: Cause::ProbeReads,
                     words: if detail {
                         format!("{owner} paused {} for the probe's own counter read", format_ns(*l))
                     } else {
@@ -319,18 +362,10 @@ impl<'a> Lineup<'a> {
                 });
             }
         }
-        if let Some(h) = self.hiccup {
-            let (n, max) = h.overlapping(w.0, w.1);
-            if n > 0 && hits.is_empty() {
-                hits.push(Hit {
-                    key: "platform",
-                    words: format!("the hiccup meter saw {n} gaps (longest {})", format_ns(max)),
-                    tid: 0,
-                    overlap: max.min(s.latency_ns),
-                    who: None,
-                });
-            }
-        }
-        hits
     }
+}
+
+/// How much of window `w` the span `e` covers, ns.
+fn clip(e: (i64, i64), w: (i64, i64)) -> u64 {
+    (e.1.min(w.1) - e.0.max(w.0)).max(0) as u64
 }

@@ -2,20 +2,27 @@
 //!
 //! Order of the findings: futex-driven jitter first (the product's reason to exist), then the
 //! other OS causes by the share of the tail they explain. Every finding names the thread, the
-//! cause, the evidence (counts, and the share of samples above p99.9 whose latency window
-//! overlaps an episode of that cause) and the usual fix. With perf (every off-CPU episode on
-//! record) the headline answers for the band `--explain` picks ([`crate::analysis::bands`]):
-//! the cause of most of that band's excess over p50, whose it is, and its fix.
+//! cause ([`Cause`]), the evidence (counts, and the share of samples above p99.9 whose latency
+//! window overlaps an episode of that cause) and the usual fix. With perf (every off-CPU
+//! episode on record) the headline answers for the band `--explain` picks
+//! ([`crate::analysis::bands`]): the cause of most of that band's excess over p50, whose it is,
+//! and its fix.
 //!
 //! A sample's latency window is `[intended send time, receive time]` on CLOCK_MONOTONIC; an
 //! episode (off CPU, stall, probe read, meter gap) explains it when the two overlap.
+//!
+//! One function per kind of finding: [`futex_findings`], [`blocked_findings`],
+//! [`preemption_findings`], [`fault_findings`], [`migration_findings`] and
+//! [`tail_only_findings`] (stalls, steal, platform, the probe's reads).
 
 use crate::model::process_name;
+use crate::model::Cause;
 use crate::model::Finding;
 use crate::model::HiccupLog;
 use crate::model::JitterSide;
 use crate::model::OffCpuKind;
 use crate::model::Outlier;
+use crate::model::Owner;
 use crate::model::Role;
 use crate::model::SlowSample;
 use crate::model::ThreadJitter;
@@ -27,7 +34,6 @@ use aeron_latency::messaging::IdleStrategy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::analysis::lineup::lock_kind;
 use crate::analysis::lineup::sleeping_idle;
 pub use crate::analysis::lineup::Context;
 use crate::analysis::lineup::Hit;
@@ -78,129 +84,211 @@ pub fn analyse(
     ctx: &Context,
 ) -> Analysis {
     let lineup = Lineup::new(sides, hiccup, ctx);
-    let known: Vec<&ThreadJitter> = lineup.known.clone();
     let perf = sides.iter().all(|s| s.source.name == crate::model::Source::Perf);
     let resolvable_all = perf
-        && known
+        && lineup
+            .known
             .iter()
             .filter(|t| t.role.is_hot())
             .all(|t| t.episodes && t.off_cpu_lost == 0);
-    let run_end = lineup.run_end;
     let run_start = sides.iter().filter_map(|s| s.span()).map(|s| s.0).min().unwrap_or(0);
-    let hot: Vec<&ThreadJitter> = lineup.hot.clone();
-    let idle_of = |t: &ThreadJitter| lineup.idle_of(t);
-    let name_of = |pid: i32, comm: &str| lineup.name_of(pid, comm);
+    let tail = Tail::line_up(&lineup, slow, run_start);
 
-    // Tail samples and their causes: every episode overlapping a sample's window, weighted by
-    // how much of the window it covers; only episodes covering at least 1/MATERIAL of the
-    // latency count as a cause (on a busy 2-core machine every window of a few ms holds some
-    // preemption; a 12 µs one does not explain a 4 ms sample).
-    let tail: Vec<&SlowSample> = slow.iter().filter(|s| s.latency_ns >= ctx.tail_threshold_ns).collect();
-    let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
-    let mut share: BTreeMap<(String, i32), u64> = BTreeMap::new();
-    let mut outliers = Vec::new();
-    for (rank, s) in slow.iter().enumerate() {
-        // Words are written only for the listed outliers, and an overlap too small to be a
-        // cause is skipped for the others: a sample delayed by a long lag behind schedule
-        // overlaps thousands of episodes and stalls, and 4,096 such samples must stay cheap.
-        let detail = rank < OUTLIERS_LISTED;
-        let counts = |overlap: u64| detail || overlap.saturating_mul(MATERIAL) >= s.latency_ns;
-        let mut hits = lineup.hits(s, detail, &counts);
-        hits.sort_by_key(|h| std::cmp::Reverse(h.overlap));
-        let material: Vec<&Hit> = hits
-            .iter()
-            .filter(|h| h.overlap.saturating_mul(MATERIAL) >= s.latency_ns)
-            .collect();
-        if s.latency_ns >= ctx.tail_threshold_ns {
-            let first = material.first().map_or("none", |h| h.key);
-            *by_cause.entry(first.to_owned()).or_default() += 1;
-            let mut seen: Vec<(&str, i32)> = Vec::new();
-            for h in &material {
-                if !seen.contains(&(h.key, h.tid)) {
-                    seen.push((h.key, h.tid));
-                    *share.entry((h.key.to_owned(), h.tid)).or_default() += 1;
+    let mut findings = futex_findings(&lineup, perf, &tail);
+    findings.extend(blocked_findings(&lineup, &tail));
+    findings.extend(preemption_findings(&lineup, perf, &tail));
+    findings.extend(fault_findings(&lineup, &tail));
+    findings.extend(migration_findings(&lineup));
+    findings.extend(tail_only_findings(&tail, resolvable_all));
+    // Futex first, then by tail share.
+    findings.sort_by(|a, b| {
+        let (fa, fb) = (a.cause == Cause::Futex, b.cause == Cause::Futex);
+        fb.cmp(&fa).then(
+            b.tail_share
+                .unwrap_or(-1.0)
+                .partial_cmp(&a.tail_share.unwrap_or(-1.0))
+                .unwrap_or(std::cmp::Ordering::Equal),
+        )
+    });
+    let futex_status = futex_status(&lineup, perf, &findings);
+    let bands = match ctx.edges {
+        Some(edges) if !sampled.is_empty() => crate::analysis::bands::bands(&lineup, sampled, edges),
+        _ => Vec::new(),
+    };
+    // With every off-CPU episode of the hot threads on record, the headline answers for the
+    // band the user asked about; without (the /proc source) it stays with the counters.
+    let headline = match bands.get(ctx.explain.index()) {
+        Some(b) if resolvable_all && b.samples > 0 => band_headline(b, ctx.explain, &findings, futex_status),
+        _ => tail_headline(&lineup.hot, &findings, futex_status, perf),
+    };
+    Analysis {
+        tail_threshold_ns: ctx.tail_threshold_ns,
+        tail_samples: tail.n,
+        tail_by_cause: tail.by_cause,
+        outliers: tail.outliers,
+        verdict: Verdict {
+            futex: futex_status.to_owned(),
+            headline,
+            findings,
+        },
+        bands,
+    }
+}
+
+/// The tail lined up: each tail sample's first cause, which (cause, thread) pairs cover at
+/// least 1/[`MATERIAL`] of how many tail samples, and the listed outliers in words.
+struct Tail {
+    threshold_ns: u64,
+    /// Tail samples.
+    n: u64,
+    /// Only the slowest [`crate::model::SLOW_SAMPLES_KEPT`] samples were kept, all in the tail.
+    capped: bool,
+    by_cause: BTreeMap<String, u64>,
+    share: BTreeMap<(Cause, i32), u64>,
+    outliers: Vec<Outlier>,
+}
+
+impl Tail {
+    /// Every episode overlapping a sample's window, weighted by how much of the window it
+    /// covers; only episodes covering at least 1/MATERIAL of the latency count as a cause (on a
+    /// busy 2-core machine every window of a few ms holds some preemption; a 12 µs one does not
+    /// explain a 4 ms sample).
+    fn line_up(lineup: &Lineup<'_>, slow: &[SlowSample], run_start: i64) -> Tail {
+        let threshold_ns = lineup.ctx.tail_threshold_ns;
+        let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
+        let mut share: BTreeMap<(Cause, i32), u64> = BTreeMap::new();
+        let mut outliers = Vec::new();
+        for (rank, s) in slow.iter().enumerate() {
+            // Words are written only for the listed outliers, and an overlap too small to be a
+            // cause is skipped for the others: a sample delayed by a long lag behind schedule
+            // overlaps thousands of episodes and stalls, and 4,096 such samples must stay cheap.
+            let detail = rank < OUTLIERS_LISTED;
+            let counts = |overlap: u64| detail || overlap.saturating_mul(MATERIAL) >= s.latency_ns;
+            let mut hits = lineup.hits(s, detail, &counts);
+            hits.sort_by_key(|h| std::cmp::Reverse(h.overlap));
+            let material: Vec<&Hit> = hits
+                .iter()
+                .filter(|h| h.overlap.saturating_mul(MATERIAL) >= s.latency_ns)
+                .collect();
+            if s.latency_ns >= threshold_ns {
+                let first = material.first().map_or("none", |h| h.key.as_str());
+                *by_cause.entry(first.to_owned()).or_default() += 1;
+                let mut seen: Vec<(Cause, i32)> = Vec::new();
+                for h in &material {
+                    if !seen.contains(&(h.key, h.tid)) {
+                        seen.push((h.key, h.tid));
+                        *share.entry((h.key, h.tid)).or_default() += 1;
+                    }
                 }
+            }
+            if detail {
+                outliers.push(outlier(s, &hits, &material, run_start));
             }
         }
-        if rank < OUTLIERS_LISTED {
-            let mut words: Vec<String> = material.iter().take(3).map(|h| h.words.clone()).collect();
-            if words.is_empty() {
-                if let Some(h) = hits.first() {
-                    words.push(format!("only small overlaps, largest: {}", h.words));
-                }
-            }
-            outliers.push(Outlier {
-                seq: s.seq,
-                latency_ns: s.latency_ns,
-                at_ms: (s.intended_ns - run_start) as f64 / 1e6,
-                causes: words,
-            });
+        let n = slow.iter().filter(|s| s.latency_ns >= threshold_ns).count() as u64;
+        Tail {
+            threshold_ns,
+            n,
+            // Past ~4 M messages the tail above p99.9 is larger than what is kept; words say so.
+            capped: !slow.is_empty() && n as usize == slow.len() && slow.len() >= crate::model::SLOW_SAMPLES_KEPT,
+            by_cause,
+            share,
+            outliers,
         }
     }
-    let n_tail = tail.len() as u64;
-    let tail_share = |key: &str, tid: Option<i32>| -> Option<f64> {
-        if n_tail == 0 {
+
+    /// Share of the tail samples an episode of `cause` (on thread `tid`, or any) covers.
+    fn share(&self, cause: Cause, tid: Option<i32>) -> Option<f64> {
+        if self.n == 0 {
             return Some(0.0);
         }
-        let hits: u64 = share
+        let hits: u64 = self
+            .share
             .iter()
-            .filter(|((k, t), _)| k == key && tid.is_none_or(|x| x == *t))
+            .filter(|((k, t), _)| *k == cause && tid.is_none_or(|x| x == *t))
             .map(|(_, v)| *v)
             .sum();
-        Some(hits as f64 / n_tail as f64)
-    };
-    // Only the slowest SLOW_SAMPLES_KEPT samples are kept: past ~4 M messages the tail above
-    // p99.9 is larger than that, and the words say so.
-    let capped = !slow.is_empty() && n_tail as usize == slow.len() && slow.len() >= crate::model::SLOW_SAMPLES_KEPT;
-    let tail_words = |share: Option<f64>| -> String {
-        let which = if capped {
-            format!(
-                "the slowest {n_tail} samples (all above p99.9, {}; more were not kept)",
-                format_ns(ctx.tail_threshold_ns)
-            )
+        Some(hits as f64 / self.n as f64)
+    }
+
+    /// Tail samples whose first cause is `cause`.
+    fn first_cause(&self, cause: Cause) -> u64 {
+        self.by_cause.get(cause.as_str()).copied().unwrap_or(0)
+    }
+
+    /// `; 40% of the 60 samples above p99.9 (…) overlap such an episode …` (empty without a share).
+    fn words(&self, share: Option<f64>) -> String {
+        let (n, at) = (self.n, format_ns(self.threshold_ns));
+        let which = if self.capped {
+            format!("the slowest {n} samples (all above p99.9, {at}; more were not kept)")
         } else {
-            format!(
-                "the {n_tail} samples above p99.9 ({})",
-                format_ns(ctx.tail_threshold_ns)
-            )
+            format!("the {n} samples above p99.9 ({at})")
         };
         match share {
-            Some(s) if n_tail > 0 => format!(
+            Some(s) if n > 0 => format!(
                 "; {:.0}% of {which} overlap such an episode covering at least a tenth of their latency",
                 s * 100.0
             ),
             _ => String::new(),
         }
-    };
+    }
+}
 
-    let mut findings = Vec::new();
-    // /proc cannot count futex calls: "clean" only when no hot thread blocked at all and none
-    // sleeps by design (a loop that never sleeps and never blocks made no futex wait).
+/// A listed outlier: its three largest material causes in words, or its largest small overlap.
+fn outlier(s: &SlowSample, hits: &[Hit], material: &[&Hit], run_start: i64) -> Outlier {
+    let mut words: Vec<String> = material.iter().take(3).map(|h| h.words.clone()).collect();
+    if words.is_empty() {
+        if let Some(h) = hits.first() {
+            words.push(format!("only small overlaps, largest: {}", h.words));
+        }
+    }
+    Outlier {
+        seq: s.seq,
+        latency_ns: s.latency_ns,
+        at_ms: (s.intended_ns - run_start) as f64 / 1e6,
+        causes: words,
+    }
+}
+
+/// `futex-driven` when a futex finding was made; `clean` when perf counted no futex call or,
+/// with `/proc` (which cannot count futex calls), no hot thread blocked at all and none sleeps
+/// by design; else `unknown`.
+fn futex_status(lineup: &Lineup<'_>, perf: bool, findings: &[Finding]) -> &'static str {
+    let hot = &lineup.hot;
     let never_blocked = hot.iter().all(|t| {
-        t.total.voluntary.unwrap_or(0) < PROC_BLOCKS_MIN && t.role != Role::Consumer && !sleeping_idle(idle_of(t))
+        t.total.voluntary.unwrap_or(0) < PROC_BLOCKS_MIN
+            && t.role != Role::Consumer
+            && !sleeping_idle(lineup.idle_of(t))
     });
-    let mut futex_status = if !hot.is_empty() && (perf || never_blocked) {
+    if findings.iter().any(|f| f.cause == Cause::Futex) {
+        "futex-driven"
+    } else if !hot.is_empty() && (perf || never_blocked) {
         "clean"
     } else {
         "unknown"
     }
-    .to_owned();
+}
 
-    // 1. Futex-driven jitter.
-    for t in &hot {
+/// 1. Futex-driven jitter: a hot thread that made futex calls (perf), or with `/proc` blocked
+///    at least [`PROC_BLOCKS_MIN`] times although its loop never sleeps by itself.
+fn futex_findings(lineup: &Lineup<'_>, perf: bool, tail: &Tail) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for t in &lineup.hot {
         let vol = t.total.voluntary.unwrap_or(0);
-        let idle = idle_of(t);
-        let futex_calls = t.total.futex;
-        let detected = match futex_calls {
+        let idle = lineup.idle_of(t);
+        let detected = match t.total.futex {
             Some(f) => f > 0,
             None => vol >= PROC_BLOCKS_MIN && (t.role == Role::Consumer || !sleeping_idle(idle)),
         };
         if !detected {
             continue;
         }
-        futex_status = "futex-driven".into();
-        let share = if perf { tail_share("futex", Some(t.tid)) } else { None };
-        let counts = match futex_calls {
+        let share = if perf {
+            tail.share(Cause::Futex, Some(t.tid))
+        } else {
+            None
+        };
+        let counts = match t.total.futex {
             Some(f) => format!(
                 "made {} futex calls and {} voluntary context switches",
                 thousands(f),
@@ -213,45 +301,54 @@ pub fn analyse(
                 idle_name(idle)
             ),
         };
-        let fix = match t.role {
-            Role::Consumer => "the channel hand-off parks the consumer in recv_timeout (a futex wait) and the sender \
-                               wakes it (a futex wake) for each message: poll the subscription on the consuming thread \
-                               (--delivery inline), or hand off through a lock-free queue the consumer busy-polls"
-                .to_owned(),
-            Role::Handoff => "the hand-off thread wakes the parked consumer with a futex call per message: drop the \
-                              blocking channel from the hot path (--delivery inline)"
-                .to_owned(),
-            _ if ctx.hot_path_lock => "the hot loop takes a std::sync::Mutex that lock-helper also takes; while the \
-                                       helper holds it the hot thread parks on a futex, and unlocking wakes the other \
-                                       side: keep locks off the hot path (single writer, lock-free queue, or try_lock \
-                                       and carry on)"
-                .to_owned(),
-            _ => format!(
-                "something on the hot path blocks: a contended lock, a channel or a condvar; find the call with \
-                 `perf trace -s -t {}` or `strace -f -e trace=futex -p {}`, then take it off the hot path and \
-                 busy-spin",
-                t.tid, t.pid
-            ),
-        };
         findings.push(Finding {
-            cause: "futex".into(),
+            cause: Cause::Futex,
             thread: label(t),
-            evidence: format!("{} {}{}", t.name, counts, tail_words(share)),
-            fix,
+            evidence: format!("{} {}{}", t.name, counts, tail.words(share)),
+            fix: futex_fix(t, lineup.ctx.hot_path_lock),
             tail_share: share,
         });
     }
+    findings
+}
 
-    // 2. Blocked by design (sleeping idle) or in other syscalls (perf tells futex apart).
-    for t in &hot {
+/// The fix for a futex finding, by who blocks.
+fn futex_fix(t: &ThreadJitter, hot_path_lock: bool) -> String {
+    match t.role {
+        Role::Consumer => "the channel hand-off parks the consumer in recv_timeout (a futex wait) and the sender \
+                           wakes it (a futex wake) for each message: poll the subscription on the consuming thread \
+                           (--delivery inline), or hand off through a lock-free queue the consumer busy-polls"
+            .to_owned(),
+        Role::Handoff => "the hand-off thread wakes the parked consumer with a futex call per message: drop the \
+                          blocking channel from the hot path (--delivery inline)"
+            .to_owned(),
+        _ if hot_path_lock => "the hot loop takes a std::sync::Mutex that lock-helper also takes; while the \
+                               helper holds it the hot thread parks on a futex, and unlocking wakes the other \
+                               side: keep locks off the hot path (single writer, lock-free queue, or try_lock \
+                               and carry on)"
+            .to_owned(),
+        _ => format!(
+            "something on the hot path blocks: a contended lock, a channel or a condvar; find the call with \
+             `perf trace -s -t {}` or `strace -f -e trace=futex -p {}`, then take it off the hot path and \
+             busy-spin",
+            t.tid, t.pid
+        ),
+    }
+}
+
+/// 2. Blocked by design (a sleeping idle strategy) or in syscalls other than futex (perf tells
+///    them apart), or too few times to call futex-driven (`/proc`).
+fn blocked_findings(lineup: &Lineup<'_>, tail: &Tail) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for t in &lineup.hot {
         let vol = t.total.voluntary.unwrap_or(0);
+        let idle = lineup.idle_of(t);
         let perf_no_futex = t.total.futex == Some(0);
-        let proc_few = t.total.futex.is_none() && vol < PROC_BLOCKS_MIN && !sleeping_idle(idle_of(t));
+        let proc_few = t.total.futex.is_none() && vol < PROC_BLOCKS_MIN && !sleeping_idle(idle);
         if vol == 0 || !(perf_no_futex || proc_few) || t.role == Role::Consumer {
             continue;
         }
-        let idle = idle_of(t);
-        let share = tail_share("blocked", Some(t.tid));
+        let share = tail.share(Cause::Blocked, Some(t.tid));
         let (evidence, fix) = if sleeping_idle(idle) {
             (
                 format!(
@@ -259,24 +356,24 @@ pub fn analyse(
                     t.name,
                     times(vol),
                     idle_name(idle),
-                    tail_words(share)
+                    tail.words(share)
                 ),
                 "each sleep costs a scheduler wake-up when the next message comes: use --idle spin (or yield) on a \
                  pinned, isolated core"
                     .to_owned(),
             )
         } else {
+            let which = if perf_no_futex {
+                "other than futex"
+            } else {
+                "(too few to call futex-driven)"
+            };
             (
                 format!(
-                    "{} blocked {} in syscalls {}{}",
+                    "{} blocked {} in syscalls {which}{}",
                     t.name,
                     times(vol),
-                    if perf_no_futex {
-                        "other than futex"
-                    } else {
-                        "(too few to call futex-driven)"
-                    },
-                    tail_words(share)
+                    tail.words(share)
                 ),
                 format!(
                     "find the blocking call with `perf trace -s -t {}`; the hot path must not block",
@@ -285,157 +382,161 @@ pub fn analyse(
             )
         };
         findings.push(Finding {
-            cause: "blocked".into(),
+            cause: Cause::Blocked,
             thread: label(t),
             evidence,
             fix,
             tail_share: share,
         });
     }
+    findings
+}
 
-    // 3. Preemption.
-    let helpers: Vec<&ThreadJitter> = known.iter().copied().filter(|t| !t.role.is_hot()).collect();
-    for t in &hot {
+/// 3. Preemption: with perf's episodes, by who took the CPU (ours or another process'); with
+///    `/proc` counts only, beside how often our helpers woke.
+fn preemption_findings(lineup: &Lineup<'_>, perf: bool, tail: &Tail) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for t in &lineup.hot {
         let inv = t.total.involuntary.unwrap_or(0);
         if inv == 0 {
             continue;
         }
-        let wait = format_ns(t.total.runqueue_wait_ns);
         if perf && !t.off_cpu.is_empty() {
-            let mut by: BTreeMap<(bool, String), (u64, u64)> = BTreeMap::new();
-            for o in t.off_cpu.iter().filter(|o| o.kind == OffCpuKind::Preempted) {
-                let (who, ours) = name_of(o.next_pid, &o.next_name());
-                let (a, b) = o.span(run_end);
-                let e = by.entry((ours, who)).or_default();
-                e.0 += 1;
-                e.1 += (b - a).max(0) as u64;
-            }
-            for ours in [true, false] {
-                let mut list: Vec<(&String, &(u64, u64))> = by
-                    .iter()
-                    .filter(|((o, _), _)| *o == ours)
-                    .map(|((_, w), v)| (w, v))
-                    .collect();
-                if list.is_empty() {
-                    continue;
-                }
-                list.sort_by_key(|x| std::cmp::Reverse(x.1 .0));
-                let n: u64 = list.iter().map(|(_, v)| v.0).sum();
-                let total: u64 = list.iter().map(|(_, v)| v.1).sum();
-                let who = list
-                    .iter()
-                    .take(4)
-                    .map(|(w, v)| format!("{w} {}x", thousands(v.0)))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                let key = if ours { "preempted-own" } else { "preempted-foreign" };
-                let share = tail_share(key, Some(t.tid));
-                let fix = if ours {
-                    format!(
-                        "our own helpers have no core of their own ({} cores, both hot threads spin): give the media \
-                         driver and the aeron-rs conductors a spare core (taskset), or isolate the hot cores \
-                         (isolcpus/nohz_full) and keep the helpers off them",
-                        ctx.cores
-                    )
-                } else {
-                    "another process runs on the hot core: isolate it (isolcpus=, cset shield, systemd CPUAffinity= \
-                     for everything else) or move that process away"
-                        .to_owned()
-                };
-                findings.push(Finding {
-                    cause: key.into(),
-                    thread: label(t),
-                    evidence: format!(
-                        "{} was preempted {} ({} off CPU) by {who}; {wait} runnable on a run queue{}",
-                        t.name,
-                        times(n),
-                        format_ns(total),
-                        tail_words(share)
-                    ),
-                    fix,
-                    tail_share: share,
-                });
-            }
+            findings.extend(preempted_by_whom(lineup, t, tail));
         } else {
-            let woke: Vec<String> = helpers
-                .iter()
-                .filter(|h| h.total.wakeups > 0 && h.role != Role::Main)
-                .map(|h| {
-                    format!(
-                        "{}/{} ({}) {}x",
-                        process_name(&known, h.pid),
-                        h.name,
-                        h.role.describe(),
-                        thousands(h.total.wakeups)
-                    )
-                })
-                .collect();
-            let helper_wakeups: u64 = helpers
-                .iter()
-                .filter(|h| h.role != Role::Main)
-                .map(|h| h.total.wakeups)
-                .sum();
-            let likely = if helper_wakeups >= inv {
-                "with every core taken by a spinning hot thread each helper wake-up preempts one, so these are most \
-                 likely our own helpers"
-                    .to_owned()
-            } else {
-                format!(
-                    "our helpers woke only {} times, so at least {} preemptions came from another process",
-                    thousands(helper_wakeups),
-                    thousands(inv - helper_wakeups)
-                )
-            };
-            findings.push(Finding {
-                cause: "preempted".into(),
-                thread: label(t),
-                evidence: format!(
-                    "{} was preempted {} (involuntary context switches), {wait} runnable on a run queue; in the \
-                     same period our helpers woke: {}; {likely}",
-                    t.name,
-                    times(inv),
-                    if woke.is_empty() {
-                        "none watched".into()
-                    } else {
-                        woke.join(", ")
-                    }
-                ),
-                fix: "give the media driver and conductors a core of their own or isolate the hot cores; run as root \
-                      (perf) to see who took the CPU each time"
-                    .into(),
-                tail_share: None,
-            });
+            findings.push(preempted_counted(lineup, t, inv));
         }
     }
-    // Who woke up, by name, even when they did not preempt (context for the helpers).
-    // 3b. aeron-rs's shared locks.
-    for t in &hot {
-        let Some(log) = t.lock_waits.as_ref().filter(|l| l.count > 0) else {
+    findings
+}
+
+/// A hot thread's preemptions from perf's episodes: one finding for our own threads, one for
+/// other processes, each naming the four that took the CPU most often.
+fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<Finding> {
+    let mut by: BTreeMap<(bool, String), (u64, u64)> = BTreeMap::new();
+    for o in t.off_cpu.iter().filter(|o| o.kind == OffCpuKind::Preempted) {
+        let (who, ours) = lineup.name_of(o.next_pid, &o.next_name());
+        let (a, b) = o.span(lineup.run_end);
+        let e = by.entry((ours, who)).or_default();
+        e.0 += 1;
+        e.1 += (b - a).max(0) as u64;
+    }
+    let mut findings = Vec::new();
+    for ours in [true, false] {
+        let mut list: Vec<(&String, &(u64, u64))> = by
+            .iter()
+            .filter(|((o, _), _)| *o == ours)
+            .map(|((_, w), v)| (w, v))
+            .collect();
+        if list.is_empty() {
             continue;
+        }
+        list.sort_by_key(|x| std::cmp::Reverse(x.1 .0));
+        let n: u64 = list.iter().map(|(_, v)| v.0).sum();
+        let total: u64 = list.iter().map(|(_, v)| v.1).sum();
+        let who = list
+            .iter()
+            .take(4)
+            .map(|(w, v)| format!("{w} {}x", thousands(v.0)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let cause = if ours {
+            Cause::PreemptedOwn
+        } else {
+            Cause::PreemptedForeign
         };
-        let share = tail_share("aeron-lock", Some(t.tid));
+        let share = tail.share(cause, Some(t.tid));
+        let fix = if ours {
+            format!(
+                "our own helpers have no core of their own ({} cores, both hot threads spin): give the media \
+                 driver and the aeron-rs conductors a spare core (taskset), or isolate the hot cores \
+                 (isolcpus/nohz_full) and keep the helpers off them",
+                lineup.ctx.cores
+            )
+        } else {
+            "another process runs on the hot core: isolate it (isolcpus=, cset shield, systemd CPUAffinity= \
+             for everything else) or move that process away"
+                .to_owned()
+        };
         findings.push(Finding {
-            cause: "aeron-lock".into(),
+            cause,
             thread: label(t),
             evidence: format!(
-                "{} found aeron-rs's {} lock held by the aeron-rs conductor {} ({} in all, longest {}){}",
+                "{} was preempted {} ({} off CPU) by {who}; {} runnable on a run queue{}",
                 t.name,
-                lock_kind(t.role),
-                times(log.count),
-                format_ns(log.total_ns),
-                format_ns(log.max_ns),
-                tail_words(share)
+                times(n),
+                format_ns(total),
+                format_ns(t.total.runqueue_wait_ns),
+                tail.words(share)
             ),
-            fix: "aeron-rs 0.1.8 guards each publication and subscription with a std Mutex that its conductor also \
-                  takes on every duty cycle; when the conductor is preempted while holding it (no spare core) the hot \
-                  loop cannot poll or claim: give the conductor a core of its own, or use a client without shared \
-                  locks (the Aeron C or Java client)"
-                .into(),
+            fix,
             tail_share: share,
         });
     }
-    // 4. Page faults.
-    for t in known.iter().copied() {
+    findings
+}
+
+/// A hot thread's preemptions from `/proc`'s counts: who woke in the same period, and whether
+/// our helpers' wake-ups account for them.
+fn preempted_counted(lineup: &Lineup<'_>, t: &ThreadJitter, inv: u64) -> Finding {
+    let helpers: Vec<&ThreadJitter> = lineup
+        .known
+        .iter()
+        .copied()
+        .filter(|h| !h.role.is_hot() && h.role != Role::Main)
+        .collect();
+    let woke: Vec<String> = helpers
+        .iter()
+        .filter(|h| h.total.wakeups > 0)
+        .map(|h| {
+            format!(
+                "{}/{} ({}) {}x",
+                process_name(&lineup.known, h.pid),
+                h.name,
+                h.role.describe(),
+                thousands(h.total.wakeups)
+            )
+        })
+        .collect();
+    let helper_wakeups: u64 = helpers.iter().map(|h| h.total.wakeups).sum();
+    let likely = if helper_wakeups >= inv {
+        "with every core taken by a spinning hot thread each helper wake-up preempts one, so these are most \
+         likely our own helpers"
+            .to_owned()
+    } else {
+        format!(
+            "our helpers woke only {} times, so at least {} preemptions came from another process",
+            thousands(helper_wakeups),
+            thousands(inv - helper_wakeups)
+        )
+    };
+    let woke = if woke.is_empty() {
+        "none watched".to_owned()
+    } else {
+        woke.join(", ")
+    };
+    Finding {
+        cause: Cause::Preempted,
+        thread: label(t),
+        evidence: format!(
+            "{} was preempted {} (involuntary context switches), {} runnable on a run queue; in the \
+             same period our helpers woke: {woke}; {likely}",
+            t.name,
+            times(inv),
+            format_ns(t.total.runqueue_wait_ns),
+        ),
+        fix: "give the media driver and conductors a core of their own or isolate the hot cores; run as root \
+              (perf) to see who took the CPU each time"
+            .into(),
+        tail_share: None,
+    }
+}
+
+/// 4. Page faults: any on a hot thread; on a helper, 50 or more or any major one (it shares a
+///    core with a hot thread). Timed faults (perf, hot threads) line up with samples.
+fn fault_findings(lineup: &Lineup<'_>, tail: &Tail) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for t in lineup.known.iter().copied() {
         let f = t.total.faults();
         let worth = if t.role.is_hot() {
             f > 0
@@ -451,71 +552,82 @@ pub fn analyse(
             "it shares a core with a hot thread, so its fault handling is time that thread waits: pre-fault the \
              mapped files (Aeron's pre-touch, MAP_POPULATE) and mlockall before measuring"
         };
-        // Timed faults (perf, hot threads) line up with samples; counted ones do not.
         let share = t
             .fault_times
             .as_ref()
-            .and_then(|_| tail_share("page-faults", Some(t.tid)));
+            .and_then(|_| tail.share(Cause::PageFaults, Some(t.tid)));
+        let words = if share.is_some() {
+            tail.words(share)
+        } else {
+            String::new()
+        };
         findings.push(Finding {
-            cause: "page-faults".into(),
+            cause: Cause::PageFaults,
             thread: label(t),
             evidence: format!(
-                "{} took {} minor and {} major page faults while measuring{}",
+                "{} took {} minor and {} major page faults while measuring{words}",
                 t.name,
                 thousands(t.total.minor_faults),
                 thousands(t.total.major_faults),
-                if share.is_some() {
-                    tail_words(share)
-                } else {
-                    String::new()
-                }
             ),
             fix: fix.into(),
             tail_share: share,
         });
     }
-    // 5. Migrations.
-    for t in &hot {
-        if let Some(m) = t.total.migrations.filter(|m| *m > 0) {
-            findings.push(Finding {
-                cause: "migrations".into(),
+    findings
+}
+
+/// 5. Migrations of a hot thread between CPUs.
+fn migration_findings(lineup: &Lineup<'_>) -> Vec<Finding> {
+    lineup
+        .hot
+        .iter()
+        .filter_map(|t| {
+            let m = t.total.migrations.filter(|m| *m > 0)?;
+            Some(Finding {
+                cause: Cause::Migrations,
                 thread: label(t),
                 evidence: format!("{} moved between CPUs {}", t.name, times(m)),
-                fix: "pin the hot threads (--pub-core/--sub-core; do not pass --no-pin)".into(),
+                fix: Cause::Migrations.usual_fix().unwrap_or_default().into(),
                 tail_share: None,
-            });
-        }
-    }
-    // 6. Stalls without a switch, platform, and the probe's own reads.
-    for (key, what, fix) in [
+            })
+        })
+        .collect()
+}
+
+/// 6. Causes seen only in the tail's samples: stalls without a context switch, steal, the
+///    platform (the hiccup meter saw it too) and the probe's own reads.
+fn tail_only_findings(tail: &Tail, resolvable_all: bool) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (cause, what, fix) in [
         (
-            "stall",
+            Cause::Stall,
             "stalled without a context switch the counters can name",
             "look for page faults, interrupts on the hot cores (/proc/interrupts; irqbalance, IRQ affinity) and \
              hypervisor steal (the st column of vmstat)",
         ),
         (
-            "steal",
+            Cause::Steal,
             "stalled in a group where the hypervisor took CPU time from this VM (steal in /proc/stat, 10 ms ticks: co-occurrence, not proof)",
             "the host runs other guests or its own work on these vCPUs: ask for dedicated (pinned) vCPUs, or measure \
              on bare metal",
         ),
         (
-            "platform",
+            Cause::Platform,
             "stalled while the hiccup meter also saw a gap: the platform (hypervisor, SMI, interrupts)",
             "nothing in the process will fix this: isolate cores, move IRQs, or use a quieter host",
         ),
         (
-            "probe-reads",
+            Cause::ProbeReads,
             "overlapped the probe's own counter reads at group boundaries",
             "a known cost of diagnostics (21 reads a run, see probe_cost); compare with --diagnostics off",
         ),
     ] {
-        let hits = by_cause.get(key).copied().unwrap_or(0);
+        let hits = tail.first_cause(cause);
         if hits == 0 {
             continue;
         }
-        let (what, fix) = if key == "stall" && !resolvable_all {
+        let (what, fix) = if cause == Cause::Stall && !resolvable_all {
             (
                 "stalled for reasons /proc cannot resolve (off CPU or on CPU)",
                 "run with perf (as root or with CAP_PERFMON) to see each context switch and who took the CPU",
@@ -523,39 +635,30 @@ pub fn analyse(
         } else {
             (what, fix)
         };
-        let share = Some(hits as f64 / n_tail.max(1) as f64);
         findings.push(Finding {
-            cause: key.into(),
+            cause,
             thread: "hot threads".into(),
-            evidence: format!("{} of the {} samples above p99.9 {what}", thousands(hits), n_tail),
+            evidence: format!("{} of the {} samples above p99.9 {what}", thousands(hits), tail.n),
             fix: fix.into(),
-            tail_share: share,
+            tail_share: Some(hits as f64 / tail.n.max(1) as f64),
         });
     }
+    findings
+}
 
-    // Futex first, then by tail share.
-    findings.sort_by(|a, b| {
-        let fa = a.cause == "futex";
-        let fb = b.cause == "futex";
-        fb.cmp(&fa).then(
-            b.tail_share
-                .unwrap_or(-1.0)
-                .partial_cmp(&a.tail_share.unwrap_or(-1.0))
-                .unwrap_or(std::cmp::Ordering::Equal),
-        )
-    });
-
+/// The headline from the counters and the tail: futex first (saying so when the slowest
+/// samples line up more with something else), else clean, else the leading finding.
+fn tail_headline(hot: &[&ThreadJitter], findings: &[Finding], futex: &str, perf: bool) -> String {
     let quiet = hot.iter().all(|t| {
         t.total.futex.unwrap_or(0) == 0
             && t.total.voluntary.unwrap_or(0) == 0
             && t.total.involuntary.unwrap_or(0) == 0
             && t.total.faults() == 0
     });
-    let headline = if let Some(f) = findings.iter().find(|f| f.cause == "futex") {
-        // Futex first; but say so when the slowest samples line up with something else.
+    if let Some(f) = findings.iter().find(|f| f.cause == Cause::Futex) {
         let elsewhere = findings
             .iter()
-            .filter(|o| o.cause != "futex")
+            .filter(|o| o.cause != Cause::Futex)
             .filter(|o| o.tail_share.unwrap_or(0.0) > f.tail_share.unwrap_or(0.0))
             .max_by(|a, b| {
                 a.tail_share
@@ -579,74 +682,15 @@ pub fn analyse(
             hot.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
         )
     } else if let Some(f) = findings.first() {
-        let lead = match f.cause.as_str() {
-            "preempted-own" => "preempted by our own helpers",
-            "preempted-foreign" => "preempted by another process",
-            "preempted" => "preempted",
-            "blocked" => "blocking (no futex)",
-            "page-faults" => "page faults",
-            "migrations" => "migrations",
-            "stall" => "stalls without a context switch",
-            "aeron-lock" => "aeron-rs lock held by its conductor",
-            "platform" => "platform jitter",
-            "steal" => "hypervisor steal",
-            "probe-reads" => "the probe's own counter reads",
-            other => other,
-        };
-        let futex_words = match (futex_status.as_str(), perf) {
+        let futex_words = match (futex, perf) {
             ("clean", true) => "no futex call on the hot threads; ",
             ("clean", false) => "no hot thread blocked (no voluntary context switch); ",
             _ => "",
         };
-        format!("{futex_words}{lead}: {}", f.evidence)
+        format!("{futex_words}{}: {}", f.cause.lead(), f.evidence)
     } else {
         "no cause found on the watched threads".into()
-    };
-    let bands = match ctx.edges {
-        Some(edges) if !sampled.is_empty() => crate::analysis::bands::bands(&lineup, sampled, edges),
-        _ => Vec::new(),
-    };
-    // With every off-CPU episode of the hot threads on record, the headline answers for the
-    // band the user asked about; without (the /proc source) it stays with the counters.
-    let headline = match bands.get(ctx.explain.index()) {
-        Some(b) if resolvable_all && b.samples > 0 => band_headline(b, ctx.explain, &findings, &futex_status),
-        _ => headline,
-    };
-    Analysis {
-        tail_threshold_ns: ctx.tail_threshold_ns,
-        tail_samples: n_tail,
-        tail_by_cause: by_cause,
-        outliers,
-        verdict: Verdict {
-            futex: futex_status,
-            headline,
-            findings,
-        },
-        bands,
     }
-}
-
-/// The usual fix for a band's cause when no finding carries one (the findings are about the
-/// tail; a band's largest cause may not appear there).
-fn usual_fix(cause: &str) -> Option<&'static str> {
-    Some(match cause {
-        "stall" => {
-            "look for interrupts on the hot cores (/proc/interrupts; irqbalance, IRQ affinity) and hypervisor steal \
-             (the st column of vmstat); on a VM, ask for dedicated (pinned) vCPUs"
-        }
-        "steal" => "the host runs other guests on these vCPUs: ask for dedicated (pinned) vCPUs, or use bare metal",
-        "platform" => "isolate cores, move IRQs, or use a quieter host",
-        "probe-reads" => "a known cost of diagnostics (21 reads a run); compare with --diagnostics off",
-        "preempted-foreign" => {
-            "another process runs on the hot core: isolate it (isolcpus=, cset shield, systemd CPUAffinity= for \
-             everything else) or move that process away"
-        }
-        "preempted-own" => "give our helper threads a core of their own, or isolate the hot cores and keep them off",
-        "page-faults" => "pre-fault and mlock what the hot loop uses before measuring",
-        "futex" => "take the blocking call (lock, channel, condvar) off the hot path",
-        "blocked" => "--idle spin on a pinned, isolated core; find the blocking call with perf trace",
-        _ => return None,
-    })
 }
 
 /// A cause must cover at least this share of a band's excess to be named as its cause.
@@ -667,11 +711,13 @@ fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, finding
     );
     let mut line = match b.causes.first() {
         Some(c) if c.share >= BAND_CAUSE_MIN_SHARE => {
-            let whose = if c.owner == "platform" {
-                "the platform's (another process, the hypervisor or interrupts), not the probe's or Aeron's"
-            } else {
-                "ours (the process, its threads or where they run)"
+            let whose = match c.owner {
+                Owner::Platform => {
+                    "the platform's (another process, the hypervisor or interrupts), not the probe's or Aeron's"
+                }
+                Owner::Ours => "ours (the process, its threads or where they run)",
             };
+            // The findings are about the tail; a band's largest cause may not appear there.
             let fix = findings
                 .iter()
                 .find(|f| {
@@ -679,7 +725,7 @@ fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, finding
                         && (c.thread.is_empty() || f.thread == "hot threads" || f.thread.starts_with(&c.thread))
                 })
                 .map(|f| f.fix.clone())
-                .or_else(|| usual_fix(&c.cause).map(str::to_owned))
+                .or_else(|| c.cause.usual_fix().map(str::to_owned))
                 .map(|f| format!(". Fix: {f}"))
                 .unwrap_or_default();
             format!(
@@ -698,8 +744,8 @@ fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, finding
         ),
         None => format!("{what} nothing on the watched threads lines up with the excess"),
     };
-    if futex == "futex-driven" && b.causes.first().is_none_or(|c| c.cause != "futex") {
-        if let Some(f) = findings.iter().find(|f| f.cause == "futex") {
+    if futex == "futex-driven" && b.causes.first().is_none_or(|c| c.cause != Cause::Futex) {
+        if let Some(f) = findings.iter().find(|f| f.cause == Cause::Futex) {
             line.push_str(&format!("; futex-driven jitter as well: {}", f.evidence));
         }
     }
@@ -729,7 +775,6 @@ mod tests {
             fault_times: None,
             fault_times_lost: 0,
             stalls: None,
-            lock_waits: None,
         }
     }
 
@@ -823,7 +868,7 @@ mod tests {
         );
         assert_eq!(a.verdict.futex, "futex-driven");
         let f = &a.verdict.findings[0];
-        assert_eq!(f.cause, "futex");
+        assert_eq!(f.cause, Cause::Futex);
         assert!(
             f.evidence.contains("1,234 futex calls") && f.evidence.contains("900 voluntary"),
             "{}",
@@ -864,7 +909,12 @@ mod tests {
         let s = side(Source::Perf, vec![sub, conductor]);
         let a = analyse(&[&s], &[sample(20_000, 90)], &[], None, &ctx("spin"));
         assert_eq!(a.verdict.futex, "clean");
-        let own = a.verdict.findings.iter().find(|f| f.cause == "preempted-own").unwrap();
+        let own = a
+            .verdict
+            .findings
+            .iter()
+            .find(|f| f.cause == Cause::PreemptedOwn)
+            .unwrap();
         assert!(
             own.evidence.contains("aeron-conductor") && own.evidence.contains("2x"),
             "{}",
@@ -875,7 +925,7 @@ mod tests {
             .verdict
             .findings
             .iter()
-            .find(|f| f.cause == "preempted-foreign")
+            .find(|f| f.cause == Cause::PreemptedForeign)
             .unwrap();
         assert!(
             foreign.evidence.contains("kworker (pid 999, not ours) 1x"),
@@ -929,7 +979,7 @@ mod tests {
         let s = side(Source::Proc, vec![sub]);
         let a = analyse(&[&s], &[], &[], None, &ctx("backoff"));
         assert_eq!(a.verdict.futex, "unknown");
-        assert!(a.verdict.findings.iter().all(|f| f.cause != "futex"));
+        assert!(a.verdict.findings.iter().all(|f| f.cause != Cause::Futex));
     }
 
     #[test]
@@ -1067,8 +1117,8 @@ mod tests {
     #[test]
     fn a_band_no_single_cause_explains_says_so_with_what_is_left() {
         let cause = |share: f64| crate::model::BandCause {
-            cause: "preempted-own".into(),
-            owner: "ours".into(),
+            cause: Cause::PreemptedOwn,
+            owner: Owner::Ours,
             thread: "latency-sub".into(),
             by: Some("latency-probe/aeron-driver (media driver)".into()),
             share,
@@ -1089,8 +1139,8 @@ mod tests {
     #[test]
     fn a_band_cause_without_a_finding_still_gets_its_fix() {
         let stall = crate::model::BandCause {
-            cause: "stall".into(),
-            owner: "platform".into(),
+            cause: Cause::Stall,
+            owner: Owner::Platform,
             thread: "latency-sub".into(),
             by: None,
             share: 0.5,

@@ -359,7 +359,6 @@ impl Monitor {
                 fault_times_lost,
                 stalls,
                 // messaging reads and writes the logs without aeron-rs's locks now.
-                lock_waits: None,
             });
         }
         let steal_ns = (0..GROUPS)
@@ -453,7 +452,6 @@ mod tests {
             fault_times: None,
             fault_times_lost: 0,
             stalls: None,
-            lock_waits: None,
         };
         let starts = |a, b| t.off_cpu_in(a, b, 100).iter().map(|o| o.out_ns).collect::<Vec<_>>();
         assert_eq!(starts(0, 5), Vec::<i64>::new());

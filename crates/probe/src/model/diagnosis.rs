@@ -11,9 +11,8 @@ use serde::{Deserialize, Serialize};
 /// One cause found.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// `futex`, `blocked`, `preempted-own`, `preempted-foreign`, `preempted`, `page-faults`,
-    /// `migrations`, `stall`, `platform`, `probe-reads`.
-    pub cause: String,
+    /// What it is.
+    pub cause: crate::model::Cause,
     /// The thread it is about (`name (role)`).
     pub thread: String,
     /// The numbers.
@@ -229,12 +228,11 @@ impl std::str::FromStr for Explain {
 /// One cause's part of a band.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BandCause {
-    /// `futex`, `blocked`, `preempted-own`, `preempted-foreign`, `page-faults`, `stall`,
-    /// `steal`, `platform`, `probe-reads`, `aeron-lock`.
-    pub cause: String,
+    /// What it is.
+    pub cause: crate::model::Cause,
     /// Whose: `ours` (the process, its threads and their placement) or `platform` (other
     /// processes, the hypervisor, interrupts).
-    pub owner: String,
+    pub owner: crate::model::Owner,
     /// The hot thread it delayed (empty: the process as a whole).
     pub thread: String,
     /// For a preemption: who took the CPU.

@@ -334,10 +334,6 @@ pub struct ThreadJitter {
     pub fault_times_lost: u64,
     /// Stalls its loop saw (hot threads that measure or pace).
     pub stalls: Option<StallLog>,
-    /// Runs of polls/claims that found aeron-rs's subscription/publication lock held by its
-    /// conductor (reports from before messaging stopped taking those locks; none since).
-    #[serde(default)]
-    pub lock_waits: Option<StallLog>,
 }
 
 impl ThreadJitter {

@@ -4,6 +4,7 @@
 
 mod ab;
 mod accounting;
+mod cause;
 mod counters;
 mod diagnosis;
 mod env;
@@ -21,6 +22,7 @@ mod tuning;
 
 pub use ab::*;
 pub use accounting::*;
+pub use cause::*;
 pub use counters::*;
 pub use diagnosis::*;
 pub use env::*;
