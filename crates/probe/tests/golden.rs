@@ -45,10 +45,13 @@ fn check(name: &str, got: &[u8]) {
 
 #[test]
 fn the_kept_report_renders_as_text_exactly_as_recorded() {
-    check(
-        "report.txt",
-        latency_probe::render::text::render_text(&report()).as_bytes(),
-    );
+    use latency_probe::render::text::{render_text, View, SUMMARY_LINES};
+    check("report.txt", render_text(&report(), View::Detail).as_bytes());
+    let summary = render_text(&report(), View::Summary);
+    check("report-summary.txt", summary.as_bytes());
+    // The default view fits a screen; the detail view is everything (here ~130 lines).
+    let lines = summary.lines().count();
+    assert!(lines <= SUMMARY_LINES, "the summary is {lines} lines:\n{summary}");
 }
 
 #[test]

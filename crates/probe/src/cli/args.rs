@@ -135,6 +135,12 @@ pub struct OutputArgs {
     /// Do not print the report (the JSON is still written)
     #[arg(long)]
     pub quiet: bool,
+    /// Print the whole report: the timing model, the environment, offer outcomes, faults, the
+    /// driver's counters, every note and the whole jitter diagnosis with each finding's
+    /// evidence and fix (by default the report fits a screen; JSON and --out always hold
+    /// everything)
+    #[arg(long, short = 'v')]
+    pub detail: bool,
 }
 
 impl OutputArgs {
@@ -147,6 +153,16 @@ impl OutputArgs {
         match &self.json {
             Some(path) => super::validate::output_file("--json", path),
             None => Ok(()),
+        }
+    }
+
+    /// How much of the report the text shows (`--detail`).
+    #[must_use]
+    pub fn view(&self) -> crate::render::text::View {
+        if self.detail {
+            crate::render::text::View::Detail
+        } else {
+            crate::render::text::View::Summary
         }
     }
 

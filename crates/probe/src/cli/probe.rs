@@ -171,7 +171,7 @@ pub fn probe(a: &Args) -> Result<(), Failure> {
             Failure::incomplete(e)
         }
     })?;
-    a.out.emit(&o.text, &o.report)?;
+    a.out.emit(&o.text(a.out.view()), &o.report)?;
     let mut out_ok = a.out_dir.write(PROGRAM, &o.report);
     out_ok &= a.out_dir.write_runs(PROGRAM, o.report.runs.as_ref(), &o.runs);
     if !o.ok {

@@ -141,7 +141,7 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     };
     a.diagnostics.write_raw(PROGRAM, r.raw_jitter.as_ref());
     if let Some(report) = publisher::rtt_report(&run, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN)) {
-        a.out.emit(&render_text(&report), &report)?;
+        a.out.emit(&render_text(&report, a.out.view()), &report)?;
         lags_written?;
         if !report.complete || report.lost > 0 {
             return Err(Failure::incomplete(format!(

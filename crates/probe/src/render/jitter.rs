@@ -19,7 +19,84 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
         _ => j.source.name.to_string(),
     };
     let _ = writeln!(o, "\njitter diagnosis (counters: {source})");
-    // Columns: hot threads as futex/voluntary/involuntary/faults, helpers as wake-ups.
+    if rows.iter().any(Option::is_some) {
+        group_table(o, j, rows);
+    }
+    let _ = writeln!(o, "threads over the measured period:");
+    for t in &j.threads {
+        let _ = writeln!(o, "{}", thread_line(t));
+    }
+    outliers(o, j);
+    bands(o, j);
+    let _ = writeln!(o, "hiccup meter: {}", j.hiccup.status);
+    if let (Some(n), Some(g)) = (j.hiccup.iterations, j.hiccup.gaps) {
+        let _ = writeln!(
+            o,
+            "  {n} iterations, gap p50 {} p99.9 {} max {}",
+            format_ns(g.p50),
+            format_ns(g.p999),
+            format_ns(g.max)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "probe cost: {} counter reads at group boundaries, longest {}, {} in all",
+        j.probe_cost.reads,
+        format_ns(j.probe_cost.max_ns),
+        format_ns(j.probe_cost.total_ns)
+    );
+    for n in &j.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    verdict_head(o, j);
+    let _ = writeln!(o, "  futex: {}", j.verdict.futex);
+    for f in &j.verdict.findings {
+        let _ = writeln!(o, "  - [{}] {}", f.cause, f.evidence);
+        let _ = writeln!(o, "    fix: {}", f.fix);
+    }
+    out
+}
+
+/// The verdict for the summary: the headline, one line per other band, and the futex status
+/// with the other findings named in one line (their evidence and fixes are in the detail view).
+#[must_use]
+pub fn render_verdict(j: &JitterReport) -> String {
+    let mut out = String::new();
+    verdict_head(&mut out, j);
+    let others: Vec<String> = j
+        .verdict
+        .findings
+        .iter()
+        .map(|f| {
+            let thread = f.thread.split(" (").next().unwrap_or(&f.thread);
+            match f.tail_share {
+                Some(s) if s > 0.0 => format!("{} ({thread}, {:.0}% of the tail)", f.cause, s * 100.0),
+                _ => format!("{} ({thread})", f.cause),
+            }
+        })
+        .collect();
+    let findings = if others.is_empty() {
+        "no finding".to_owned()
+    } else {
+        format!("findings: {}", others.join(", "))
+    };
+    let _ = writeln!(out, "  futex: {}; {findings}", j.verdict.futex);
+    out
+}
+
+/// `VERDICT: headline`, then each band the headline does not explain in one line.
+fn verdict_head(o: &mut String, j: &JitterReport) {
+    let _ = writeln!(o, "\nVERDICT: {}", j.verdict.headline);
+    for b in &j.bands {
+        if !j.verdict.headline.contains(&format!(" in {} (", b.band)) {
+            let _ = writeln!(o, "  {}: {}", b.band, band_causes(b, 2));
+        }
+    }
+}
+
+/// Per group: hot threads as futex/voluntary/involuntary/faults, helpers as wake-ups, stalls,
+/// steal and the meter's gaps.
+fn group_table(o: &mut String, j: &JitterReport, rows: &[Option<GroupJitter>]) {
     let cols: Vec<&ThreadSummary> = j
         .threads
         .iter()
@@ -31,90 +108,93 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
                 )
         })
         .collect();
-    if rows.iter().any(Option::is_some) {
-        let _ = writeln!(
-            o,
-            "per group: hot threads futex/voluntary/involuntary switches/page faults; helpers wake-ups"
-        );
-        let mut head = format!("{:>5}", "group");
-        for t in &cols {
-            let name = if t.role.is_hot() {
-                t.name.clone()
-            } else {
-                format!("{}/{}", t.process.trim_start_matches("latency-"), t.name)
-            };
-            let _ = write!(head, " {:>20}", truncate(&name, 20));
-        }
-        let _ = write!(head, " {:>7} {:>9}", "stalls", "steal");
-        if rows.iter().flatten().any(|r| r.hiccup.is_some()) {
-            let _ = write!(head, " {:>12}", "meter gaps");
-        }
-        let _ = writeln!(o, "{head}");
-        for (g, row) in rows.iter().enumerate() {
-            let Some(r) = row else { continue };
-            let mut line = format!("{g:>5}");
-            for t in &cols {
-                let cell = match r.threads.iter().find(|x| x.tid == t.tid) {
-                    Some(x) if x.role.is_hot() => format!(
-                        "{}/{}/{}/{}",
-                        count_or_dash(x.counts.futex),
-                        count_or_dash(x.counts.voluntary),
-                        count_or_dash(x.counts.involuntary),
-                        x.counts.faults()
-                    ),
-                    Some(x) => x.counts.wakeups.to_string(),
-                    None => "-".into(),
-                };
-                let _ = write!(line, " {cell:>20}");
-            }
-            let _ = write!(line, " {:>7} {:>9}", r.stalls, r.steal_ns.map_or("-".into(), format_ns));
-            if let Some(h) = r.hiccup {
-                let _ = write!(line, " {:>12}", format!("{} (max {})", h.gaps, format_ns(h.max_ns)));
-            }
-            let _ = writeln!(o, "{line}");
-        }
+    let _ = writeln!(
+        o,
+        "per group: hot threads futex/voluntary/involuntary switches/page faults; helpers wake-ups"
+    );
+    let mut head = format!("{:>5}", "group");
+    for t in &cols {
+        let name = if t.role.is_hot() {
+            t.name.clone()
+        } else {
+            format!("{}/{}", t.process.trim_start_matches("latency-"), t.name)
+        };
+        let _ = write!(head, " {:>20}", truncate(&name, 20));
     }
-    let _ = writeln!(o, "threads over the measured period:");
-    for t in &j.threads {
-        let c = &t.total;
-        let mut line = format!(
-            "  {}: {} ({}, tid {}): futex {}, voluntary {}, involuntary {}, migrations {}, page faults {}/{} \
-             (minor/major), wake-ups {}, on CPU {}, run-queue wait {}",
-            t.process,
-            t.name,
-            t.role.describe(),
-            t.tid,
-            count_or_dash(c.futex),
-            count_or_dash(c.voluntary),
-            count_or_dash(c.involuntary),
-            count_or_dash(c.migrations),
-            c.minor_faults,
-            c.major_faults,
-            c.wakeups,
-            format_ns(c.run_ns),
-            format_ns(c.runqueue_wait_ns)
-        );
-        if let Some(s) = t.off_cpu {
-            let _ = write!(
-                line,
-                "; off CPU {} times ({} preempted, {} blocked), {} in all",
-                s.preempted + s.blocked,
-                s.preempted,
-                s.blocked,
-                format_ns(s.total_ns)
-            );
+    let _ = write!(head, " {:>7} {:>9}", "stalls", "steal");
+    if rows.iter().flatten().any(|r| r.hiccup.is_some()) {
+        let _ = write!(head, " {:>12}", "meter gaps");
+    }
+    let _ = writeln!(o, "{head}");
+    for (g, row) in rows.iter().enumerate() {
+        let Some(r) = row else { continue };
+        let mut line = format!("{g:>5}");
+        for t in &cols {
+            let cell = match r.threads.iter().find(|x| x.tid == t.tid) {
+                Some(x) if x.role.is_hot() => format!(
+                    "{}/{}/{}/{}",
+                    count_or_dash(x.counts.futex),
+                    count_or_dash(x.counts.voluntary),
+                    count_or_dash(x.counts.involuntary),
+                    x.counts.faults()
+                ),
+                Some(x) => x.counts.wakeups.to_string(),
+                None => "-".into(),
+            };
+            let _ = write!(line, " {cell:>20}");
         }
-        if let Some(s) = t.stalls {
-            let _ = write!(
-                line,
-                "; {} stalls >= {} (max {})",
-                s.count,
-                format_ns(s.threshold_ns),
-                format_ns(s.max_ns)
-            );
+        let _ = write!(line, " {:>7} {:>9}", r.stalls, r.steal_ns.map_or("-".into(), format_ns));
+        if let Some(h) = r.hiccup {
+            let _ = write!(line, " {:>12}", format!("{} (max {})", h.gaps, format_ns(h.max_ns)));
         }
         let _ = writeln!(o, "{line}");
     }
+}
+
+/// One watched thread's counters over the measured period.
+fn thread_line(t: &ThreadSummary) -> String {
+    let c = &t.total;
+    let mut line = format!(
+        "  {}: {} ({}, tid {}): futex {}, voluntary {}, involuntary {}, migrations {}, page faults {}/{} \
+         (minor/major), wake-ups {}, on CPU {}, run-queue wait {}",
+        t.process,
+        t.name,
+        t.role.describe(),
+        t.tid,
+        count_or_dash(c.futex),
+        count_or_dash(c.voluntary),
+        count_or_dash(c.involuntary),
+        count_or_dash(c.migrations),
+        c.minor_faults,
+        c.major_faults,
+        c.wakeups,
+        format_ns(c.run_ns),
+        format_ns(c.runqueue_wait_ns)
+    );
+    if let Some(s) = t.off_cpu {
+        let _ = write!(
+            line,
+            "; off CPU {} times ({} preempted, {} blocked), {} in all",
+            s.preempted + s.blocked,
+            s.preempted,
+            s.blocked,
+            format_ns(s.total_ns)
+        );
+    }
+    if let Some(s) = t.stalls {
+        let _ = write!(
+            line,
+            "; {} stalls >= {} (max {})",
+            s.count,
+            format_ns(s.threshold_ns),
+            format_ns(s.max_ns)
+        );
+    }
+    line
+}
+
+/// The ten slowest samples with what overlapped them, then the tail by first cause.
+fn outliers(o: &mut String, j: &JitterReport) {
     if !j.outliers.is_empty() {
         let _ = writeln!(o, "slowest samples (latency from intended send; what overlapped them):");
         for s in j.outliers.iter().take(10) {
@@ -144,60 +224,33 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
             causes.join(", ")
         }
     );
-    if !j.bands.is_empty() {
-        let _ = writeln!(
-            o,
-            "bands: what each message's excess over p50 (latency - p50) lines up with, share of the band's excess"
-        );
-        let _ = writeln!(
-            o,
-            "  {:<10} {:>23} {:>9} {:>11}  causes",
-            "band", "range", "messages", "mean excess"
-        );
-        for b in &j.bands {
-            let _ = writeln!(
-                o,
-                "  {:<10} {:>23} {:>9} {:>11}  {}",
-                b.band,
-                format!("{} - {}", format_ns(b.from_ns), format_ns(b.to_ns)),
-                crate::units::thousands(b.samples),
-                format_ns(b.mean_excess_ns),
-                band_causes(b, 3)
-            );
-        }
-    }
-    let _ = writeln!(o, "hiccup meter: {}", j.hiccup.status);
-    if let (Some(n), Some(g)) = (j.hiccup.iterations, j.hiccup.gaps) {
-        let _ = writeln!(
-            o,
-            "  {n} iterations, gap p50 {} p99.9 {} max {}",
-            format_ns(g.p50),
-            format_ns(g.p999),
-            format_ns(g.max)
-        );
+}
+
+/// Every band by cause, as a table.
+fn bands(o: &mut String, j: &JitterReport) {
+    if j.bands.is_empty() {
+        return;
     }
     let _ = writeln!(
         o,
-        "probe cost: {} counter reads at group boundaries, longest {}, {} in all",
-        j.probe_cost.reads,
-        format_ns(j.probe_cost.max_ns),
-        format_ns(j.probe_cost.total_ns)
+        "bands: what each message's excess over p50 (latency - p50) lines up with, share of the band's excess"
     );
-    for n in &j.notes {
-        let _ = writeln!(o, "note: {n}");
-    }
-    let _ = writeln!(o, "\nVERDICT: {}", j.verdict.headline);
+    let _ = writeln!(
+        o,
+        "  {:<10} {:>23} {:>9} {:>11}  causes",
+        "band", "range", "messages", "mean excess"
+    );
     for b in &j.bands {
-        if !j.verdict.headline.contains(&format!(" in {} (", b.band)) {
-            let _ = writeln!(o, "  {}: {}", b.band, band_causes(b, 2));
-        }
+        let _ = writeln!(
+            o,
+            "  {:<10} {:>23} {:>9} {:>11}  {}",
+            b.band,
+            format!("{} - {}", format_ns(b.from_ns), format_ns(b.to_ns)),
+            crate::units::thousands(b.samples),
+            format_ns(b.mean_excess_ns),
+            band_causes(b, 3)
+        );
     }
-    let _ = writeln!(o, "  futex: {}", j.verdict.futex);
-    for f in &j.verdict.findings {
-        let _ = writeln!(o, "  - [{}] {}", f.cause, f.evidence);
-        let _ = writeln!(o, "    fix: {}", f.fix);
-    }
-    out
 }
 
 /// A band's largest causes and what is left, in one line.

@@ -1,5 +1,5 @@
-//! The text report people read: header, accounting, latency tables, the 20 groups, offer
-//! outcomes, notes, the floor and the fault counts.
+//! The text report people read: one screen by default ([`View::Summary`]), everything with
+//! `--detail` ([`View::Detail`]).
 
 use crate::model::Faults;
 use crate::model::Floor;
@@ -57,6 +57,32 @@ impl Floor {
     }
 }
 
+impl Floor {
+    /// The floor in one line for the summary: cores, p50 before and after, and a warning when
+    /// it moved.
+    #[must_use]
+    pub fn render_line(&self) -> String {
+        let core = |c: Option<usize>| c.map_or("any".to_owned(), |c| c.to_string());
+        let after = self
+            .after
+            .as_ref()
+            .map_or("not measured (the run ended early)".to_owned(), |a| {
+                format_ns(a.round_trip_ns.p50)
+            });
+        let moved = if self.moved {
+            ": MOVED (inter-core latency changed regime), compare nothing from this run"
+        } else {
+            ""
+        };
+        format!(
+            "floor (raw cache-line round trip, cores {} <-> {}): p50 {} before, {after} after{moved}",
+            core(self.cores.0),
+            core(self.cores.1),
+            format_ns(self.before.round_trip_ns.p50),
+        )
+    }
+}
+
 impl Faults {
     /// One line for the text report.
     #[must_use]
@@ -96,10 +122,30 @@ fn accounting_line(r: &Report) -> String {
     )
 }
 
-/// The human-readable report: header (timing model, environment, run parameters), accounting,
-/// overall latencies (intended and actual side by side), the [`GROUPS`](crate::model::GROUPS) groups, offer outcomes
-/// and notes; `INCOMPLETE: reason` first when the run is incomplete.
-pub fn render_text(r: &Report) -> String {
+/// How much of a report the text shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum View {
+    /// One screen (at most [`SUMMARY_LINES`] lines for a single run): the run and its
+    /// accounting, the overall percentiles with their ratio to the floor, the 20 groups, the
+    /// verdict for the band asked and one line per other band.
+    #[default]
+    Summary,
+    /// Everything: the timing model, the environment, offer outcomes, faults, the driver's
+    /// counters, the publisher, every note, and the whole jitter diagnosis with each finding's
+    /// evidence and fix (`--detail`).
+    Detail,
+}
+
+/// The most lines [`View::Summary`] prints for one run.
+pub const SUMMARY_LINES: usize = 50;
+
+/// The human-readable report in `view`; `INCOMPLETE: reason` first when the run is incomplete.
+/// [`View::Detail`]: header (timing model, environment, run parameters), accounting, overall
+/// latencies (intended and actual side by side), the floor, the
+/// [`GROUPS`](crate::model::GROUPS) groups, offer outcomes, faults, driver counters, the
+/// publisher, notes and the jitter diagnosis.
+#[must_use]
+pub fn render_text(r: &Report, view: View) -> String {
     let mut out = String::new();
     // `write!` to a String cannot fail.
     let o = &mut out;
@@ -107,6 +153,62 @@ pub fn render_text(r: &Report) -> String {
         let reason = r.incomplete_reason.as_deref().unwrap_or("reason unknown");
         let _ = writeln!(o, "INCOMPLETE: {reason}\n");
     }
+    match view {
+        View::Detail => header(o, r),
+        View::Summary => {
+            let _ = writeln!(
+                o,
+                "{} {}, started {}: {}",
+                r.tool.name,
+                r.tool.version,
+                r.started_at,
+                run_words(r)
+            );
+            let _ = writeln!(o, "{}", accounting_line(r));
+            if let Some(line) = doctor_line(&r.env.doctor) {
+                let _ = writeln!(o, "{line}");
+            }
+        }
+    }
+    if let Some(line) = r.publisher.as_ref().and_then(planted_line) {
+        let _ = writeln!(o, "{line}");
+    }
+    overall(o, r, view);
+    groups(o, r);
+    match view {
+        View::Detail => {
+            details(o, r);
+            if let Some(j) = &r.jitter {
+                let rows: Vec<Option<crate::model::GroupJitter>> = r.groups.iter().map(|g| g.jitter.clone()).collect();
+                o.push_str(&crate::render::jitter::render(j, &rows));
+            }
+        }
+        View::Summary => {
+            if let Some(j) = &r.jitter {
+                o.push_str(&crate::render::jitter::render_verdict(j));
+            }
+            let _ = writeln!(o, "{}", more_line(r));
+        }
+    }
+    out
+}
+
+/// `target 20000 msg/s, achieved 20000.0 msg/s, 64 B messages, 3.00 s measured` (with the mode
+/// in the summary's first line).
+fn run_words(r: &Report) -> String {
+    let mode = match r.mode {
+        RunMode::OneWay => "one-way",
+        RunMode::Rtt => "round trips",
+    };
+    format!(
+        "{mode}, target {:.0} msg/s, achieved {:.1} msg/s, {} B messages, {:.2} s measured",
+        r.rate_target, r.rate_achieved, r.msg_size, r.duration_s
+    )
+}
+
+/// The detail view's header: tool, timing model, environment, doctor, run, accounting and
+/// Little's law.
+fn header(o: &mut String, r: &Report) {
     let _ = writeln!(o, "{} {} report, started {}", r.tool.name, r.tool.version, r.started_at);
     let _ = writeln!(o, "timing model: {}", r.timing_model);
     let e = &r.env;
@@ -137,27 +239,56 @@ pub fn render_text(r: &Report) -> String {
             }
         );
     }
+}
 
-    // Overall table.
+/// The overall table, intended and actual side by side; the summary adds each percentile's
+/// ratio to the floor as a third column and gives the floor one line, the detail view prints
+/// the floor's own section.
+fn overall(o: &mut String, r: &Report, view: View) {
     let what = match r.mode {
         RunMode::OneWay => "latency",
         RunMode::Rtt => "round trip",
     };
+    let ratios = match (&r.floor, view) {
+        (Some(f), View::Summary) => Some(&f.ratios),
+        _ => None,
+    };
     let _ = writeln!(o, "\noverall {what} (ns < 10 µs, µs < 10 ms, ms < 10 s, else s)");
-    let _ = writeln!(o, "{:<8}{:>22}{:>22}", "", "from intended send", "from actual send");
+    let third = if ratios.is_some() {
+        format!("{:>12}", "/ floor")
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        o,
+        "{:<8}{:>22}{:>22}{third}",
+        "", "from intended send", "from actual send"
+    );
     let (i, a) = (&r.latency_ns, &r.latency_actual_ns);
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "count", i.count, a.count);
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "min", format_ns(i.min), format_ns(a.min));
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "mean", fmt_mean(i.mean), fmt_mean(a.mean));
     for ((label, vi), (_, va)) in i.percentiles().into_iter().zip(a.percentiles()) {
-        let _ = writeln!(o, "{:<8}{:>22}{:>22}", label, format_ns(vi), format_ns(va));
+        let ratio = ratios
+            .and_then(|rs| rs.iter().find(|(n, _)| n == label))
+            .map_or(String::new(), |(_, x)| format!("{:>12}", format!("{x:.1}x")));
+        let _ = writeln!(o, "{:<8}{:>22}{:>22}{ratio}", label, format_ns(vi), format_ns(va));
     }
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "max", format_ns(i.max), format_ns(a.max));
     if let Some(f) = &r.floor {
-        let _ = write!(o, "\n{}", f.render());
+        match view {
+            View::Detail => {
+                let _ = write!(o, "\n{}", f.render());
+            }
+            View::Summary => {
+                let _ = writeln!(o, "{}", f.render_line());
+            }
+        }
     }
+}
 
-    // Group table.
+/// The groups table.
+fn groups(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "\n{} time-ordered groups (latency from intended send)",
@@ -185,7 +316,11 @@ pub fn render_text(r: &Report) -> String {
             format_ns(s.max)
         );
     }
+}
 
+/// The detail view's sections after the groups: offer outcomes, faults, the driver's counters,
+/// the publisher, and the notes.
+fn details(o: &mut String, r: &Report) {
     // Offer outcomes: the known ones in order, then any others.
     let mut offers: Vec<String> = OFFER_OUTCOMES
         .iter()
@@ -208,51 +343,69 @@ pub fn render_text(r: &Report) -> String {
         o.push_str(&crate::render::counters::render(c));
     }
     if let Some(p) = &r.publisher {
-        let c = &p.publish_cost_ns;
-        let cost = if c.count == 0 {
-            "publish-only cost not measured (a round trip takes no extra clock reading)".to_owned()
-        } else {
-            format!(
-                "publish-only cost (claim+encode+commit) p50 {} p99 {} p99.9 {} max {}",
-                format_ns(c.p50),
-                format_ns(c.p99),
-                format_ns(c.p999),
-                format_ns(c.max)
-            )
-        };
-        let _ = writeln!(
-            o,
-            "publisher ({} publication): sent {} ({} warm-up + {} measured of {} planned), end marker {}, largest \
-             lag behind schedule {}, {cost}",
-            p.publication,
-            p.sent,
-            p.warmup_sent,
-            p.measured_sent,
-            p.planned,
-            if p.end_marker_sent { "sent" } else { "NOT sent" },
-            format_ns(p.max_lag_ns),
-        );
-        if p.plant_delay_ns > 0 {
-            let _ = writeln!(
-                o,
-                "planted: the publisher busy-waits {} per message between its send stamp and the commit \
-                 (--plant-delay-ns): both latency columns carry it",
-                format_ns(p.plant_delay_ns)
-            );
-        }
+        let _ = writeln!(o, "{}", publisher_line(p));
     }
-
     if !r.notes.is_empty() {
         let _ = writeln!(o, "\nnotes:");
         for n in &r.notes {
             let _ = writeln!(o, "- {n}");
         }
     }
-    if let Some(j) = &r.jitter {
-        let rows: Vec<Option<crate::model::GroupJitter>> = r.groups.iter().map(|g| g.jitter.clone()).collect();
-        o.push_str(&crate::render::jitter::render(j, &rows));
-    }
-    out
+}
+
+/// What latency-pub did: sent, warm-up, end marker, lag behind schedule, publish-only cost.
+fn publisher_line(p: &crate::model::PubReport) -> String {
+    let c = &p.publish_cost_ns;
+    let cost = if c.count == 0 {
+        "publish-only cost not measured (a round trip takes no extra clock reading)".to_owned()
+    } else {
+        format!(
+            "publish-only cost (claim+encode+commit) p50 {} p99 {} p99.9 {} max {}",
+            format_ns(c.p50),
+            format_ns(c.p99),
+            format_ns(c.p999),
+            format_ns(c.max)
+        )
+    };
+    format!(
+        "publisher ({} publication): sent {} ({} warm-up + {} measured of {} planned), end marker {}, largest \
+         lag behind schedule {}, {cost}",
+        p.publication,
+        p.sent,
+        p.warmup_sent,
+        p.measured_sent,
+        p.planned,
+        if p.end_marker_sent { "sent" } else { "NOT sent" },
+        format_ns(p.max_lag_ns),
+    )
+}
+
+/// The planted delay, when there was one (`--plant-delay-ns`).
+fn planted_line(p: &crate::model::PubReport) -> Option<String> {
+    (p.plant_delay_ns > 0).then(|| {
+        format!(
+            "planted: the publisher busy-waits {} per message between its send stamp and the commit \
+             (--plant-delay-ns): both latency columns carry it",
+            format_ns(p.plant_delay_ns)
+        )
+    })
+}
+
+/// The summary's last line: what `--detail` adds, with the count of notes when there are any.
+fn more_line(r: &Report) -> String {
+    let notes = match r.notes.len() {
+        0 => String::new(),
+        1 => "1 note, ".to_owned(),
+        n => format!("{n} notes, "),
+    };
+    let diagnosis = if r.jitter.is_some() {
+        ", the threads, the slowest samples and each finding's evidence and fix"
+    } else {
+        ""
+    };
+    format!(
+        "--detail adds {notes}the timing model, the environment, offer outcomes, page faults, the driver's counters{diagnosis}"
+    )
 }
 
 /// One line for `env.doctor`: the counts, and which checks warned or failed.
@@ -499,7 +652,7 @@ mod tests {
     #[test]
     fn text_has_header_tables_and_twenty_groups() {
         let r = sample_report();
-        let t = render_text(&r);
+        let t = render_text(&r, View::Detail);
         assert!(!t.contains("INCOMPLETE"));
         assert!(t.starts_with(&format!("{} {} report", r.tool.name, r.tool.version)));
         assert!(t.contains(TIMING_MODEL));
@@ -558,14 +711,14 @@ mod tests {
         assert!(!r.complete && r.publisher_vanished);
         assert_eq!(r.rate_achieved, 0.0, "NaN must not reach JSON");
         assert_eq!(r.lost, 1);
-        let t = render_text(&r);
+        let t = render_text(&r, View::Detail);
         assert!(t.starts_with("INCOMPLETE: no end marker from the publisher"), "{t}");
         assert!(t.contains("sent unknown (no end marker)"));
         assert!(t.contains("offer outcomes: none recorded"));
         serde_json::from_str::<Report>(&serde_json::to_string(&r).unwrap()).unwrap();
 
         r.sent = Some(3);
-        let t = render_text(&r);
+        let t = render_text(&r, View::Detail);
         assert!(t.contains("DOES NOT ADD UP: received + lost = 5 but sent = 3"), "{t}");
     }
 
