@@ -34,6 +34,7 @@ fn two_hundred_thousand_messages_between_separate_processes_arrive_none_lost_all
     );
     assert!(out.status.success(), "latency-probe failed: {}", stderr(&out));
     let r = read_json(&json);
+    assert_eq!(r["schema_version"], latency_probe::model::SCHEMA_VERSION, "{r}");
     assert_eq!(r["sent"], 200_000, "{r}");
     assert_eq!(r["received"], 200_000);
     assert_eq!(r["lost"], 0);

@@ -135,3 +135,13 @@ fn every_help_text_reads_exactly_as_recorded() {
         check(&format!("{name}.help.txt"), &out.stdout);
     }
 }
+
+#[test]
+fn a_report_from_before_schema_version_reads_as_version_1() {
+    // The kept report predates the field; what this build writes carries the current version.
+    assert_eq!(report().schema_version, 1);
+    let minimal = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report-minimal.json");
+    let r: latency_probe::model::Report = serde_json::from_str(&std::fs::read_to_string(minimal).unwrap()).unwrap();
+    assert_eq!(r.schema_version, 1);
+    assert_eq!(latency_probe::model::SCHEMA_VERSION, 2);
+}

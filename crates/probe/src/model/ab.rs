@@ -93,6 +93,10 @@ impl std::str::FromStr for AbOrder {
 /// The comparison.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct AbReport {
+    /// The version of this report's JSON format ([`crate::model::SCHEMA_VERSION`] when written
+    /// by this build; 1 for reports from before the field existed).
+    #[serde(default = "crate::model::schema_version_1")]
+    pub schema_version: u32,
     /// Arm A: its flags (and binaries, when they differ).
     pub a: String,
     /// Arm B.

@@ -53,9 +53,25 @@ impl From<&GroupRow> for GroupReport {
     }
 }
 
+/// The version of the JSON format this build writes (`schema_version` in [`Report`] and
+/// [`crate::model::AbReport`]). It rises when a field changes meaning or goes away (adding a
+/// field does not: readers ignore what they do not know); CHANGELOG.md says what each version
+/// changed and how to migrate. Reports written before the field existed read as version 1.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// `schema_version` of a report written before the field existed.
+#[must_use]
+pub fn schema_version_1() -> u32 {
+    1
+}
+
 /// Everything a run reports. Field names are the JSON contract.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Report {
+    /// The version of this report's JSON format ([`SCHEMA_VERSION`] when written by this
+    /// build; 1 for reports from before the field existed).
+    #[serde(default = "schema_version_1")]
+    pub schema_version: u32,
     /// Messages the publisher sent (warm-up included), from its end marker; `null` if none came.
     pub sent: Option<u64>,
     /// Unique messages received (warm-up included).

@@ -530,6 +530,7 @@ mod tests {
         assert_eq!(
             keys(&v),
             set(&[
+                "schema_version",
                 "sent",
                 "received",
                 "lost",
@@ -652,6 +653,7 @@ mod tests {
     #[test]
     fn text_has_header_tables_and_twenty_groups() {
         let r = sample_report();
+        assert_eq!(r.schema_version, crate::model::SCHEMA_VERSION);
         let t = render_text(&r, View::Detail);
         assert!(!t.contains("INCOMPLETE"));
         assert!(t.starts_with(&format!("{} {} report", r.tool.name, r.tool.version)));

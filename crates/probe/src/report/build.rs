@@ -187,6 +187,7 @@ impl Report {
             ));
         }
         Report {
+            schema_version: crate::model::SCHEMA_VERSION,
             sent: acc.sent,
             received: acc.received,
             lost: acc.lost,

@@ -312,6 +312,7 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
     let mut notes = notes(&rounds, moved);
     notes.extend(looks.note(stopped_early, n, ab.resolve));
     let report = AbReport {
+        schema_version: crate::model::SCHEMA_VERSION,
         a: describe(&ab.probe_a, &ab.probe_b, &ab.a_flags, true),
         b: describe(&ab.probe_a, &ab.probe_b, &ab.b_flags, false),
         column: ab.column,
