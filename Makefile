@@ -29,6 +29,9 @@ REQUIRE_JAVA ?= $(shell java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-
 FUZZ_SECONDS ?= 600
 FUZZ_TARGETS ?= wire_decode wire_round_trip report_json term_reader
 FUZZ_TOOLCHAIN ?= +nightly
+# The oldest Rust `messaging` builds with: Cargo.toml's rust-version, read from there so the two
+# cannot disagree. `make test` checks the library with it (installed first: a minute, once).
+MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 
 .PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean conformance loom miri calibrate
 
@@ -66,6 +69,9 @@ calibrate: build
 test: bootstrap
 	$(CARGO) fmt --all -- --check
 	$(WITH_CMAKE) $(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(WITH_CMAKE) RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
+	@rustup run $(MSRV) rustc --version >/dev/null 2>&1 || rustup toolchain install $(MSRV) --profile minimal
+	$(WITH_CMAKE) $(CARGO) +$(MSRV) check -p messaging --lib --target-dir target/msrv
 	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run

@@ -11,9 +11,9 @@
 //! A sample's latency window is `[intended send time, receive time]` on CLOCK_MONOTONIC; an
 //! episode (off CPU, stall, probe read, meter gap) explains it when the two overlap.
 //!
-//! One function per kind of finding: [`futex_findings`], [`blocked_findings`],
-//! [`preemption_findings`], [`fault_findings`], [`migration_findings`] and
-//! [`tail_only_findings`] (stalls, steal, platform, the probe's reads).
+//! One function per kind of finding: `futex_findings`, `blocked_findings`,
+//! `preemption_findings`, `fault_findings`, `migration_findings` and `tail_only_findings`
+//! (stalls, steal, platform, the probe's reads).
 
 use crate::model::process_name;
 use crate::model::Cause;

@@ -18,6 +18,10 @@ pub const LOW_STORAGE_THRESHOLD: u64 = 128 << 20;
 pub const STAGES: &str = "latency-probe stages";
 
 /// `latency-probe stages`.
+#[allow(
+    rustdoc::broken_intra_doc_links,
+    reason = "the doc comments are the --help texts: `sleep-ns[:N]`"
+)]
 #[derive(Debug, Clone, clap::Args)]
 pub struct StagesArgs {
     /// Archive file sync levels to run, one run each, in order: 0 (page cache), 1 (fsync the

@@ -94,7 +94,7 @@ pub struct Report {
     pub latency_actual_ns: Stats,
     /// The [`GROUPS`](crate::model::GROUPS) time-ordered groups.
     pub groups: Vec<GroupReport>,
-    /// Offer/try_claim outcome name -> count (see [`OFFER_OUTCOMES`]).
+    /// Offer/try_claim outcome name -> count (see [`crate::model::OFFER_OUTCOMES`]).
     pub offer: BTreeMap<String, u64>,
     /// Machine and software.
     pub env: Env,

@@ -1,6 +1,6 @@
 //! Where the counters come from: perf events (per thread, through `perf-event2`) and `/proc`.
 //!
-//! Everything here is opened before measuring; [`ThreadReader::read`] is what runs at a group
+//! Everything here is opened before measuring; `ThreadReader::read` is what runs at a group
 //! boundary: one `read` of the perf group and one or two `pread`s of `/proc` files into a stack
 //! buffer. No allocation, no lock.
 
