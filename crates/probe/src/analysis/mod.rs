@@ -6,10 +6,12 @@
 pub mod ab;
 pub mod bands;
 pub mod doctor;
+pub(crate) mod findings;
 pub mod jitter;
 pub mod lineup;
 pub mod paired;
 pub mod runs;
+pub(crate) mod tail;
 pub mod tuning;
 pub mod unpaired;
 pub mod verdict;

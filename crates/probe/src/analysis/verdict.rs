@@ -11,16 +11,13 @@
 //! A sample's latency window is `[intended send time, receive time]` on CLOCK_MONOTONIC; an
 //! episode (off CPU, stall, probe read, meter gap) explains it when the two overlap.
 //!
-//! One function per kind of finding: `futex_findings`, `blocked_findings`,
-//! `preemption_findings`, `fault_findings`, `migration_findings` and `tail_only_findings`
-//! (stalls, steal, platform, the probe's reads).
+//! One function per kind of finding, in `analysis/findings.rs`; the tail lined up with
+//! episodes in `analysis/tail.rs`.
 
-use crate::model::process_name;
 use crate::model::Cause;
 use crate::model::Finding;
 use crate::model::HiccupLog;
 use crate::model::JitterSide;
-use crate::model::OffCpuKind;
 use crate::model::Outlier;
 use crate::model::Owner;
 use crate::model::Role;
@@ -29,14 +26,11 @@ use crate::model::ThreadJitter;
 use crate::model::Verdict;
 use crate::units::format_ns;
 use crate::units::thousands;
-use crate::units::times;
-use aeron_latency::messaging::IdleStrategy;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::analysis::lineup::sleeping_idle;
 pub use crate::analysis::lineup::Context;
-use crate::analysis::lineup::Hit;
 use crate::analysis::lineup::Lineup;
 pub use crate::analysis::lineup::MATERIAL;
 
@@ -57,22 +51,9 @@ pub struct Analysis {
     pub bands: Vec<crate::model::Band>,
 }
 
-/// How many outliers the report lists.
-pub const OUTLIERS_LISTED: usize = 20;
-
-fn label(t: &ThreadJitter) -> String {
-    format!("{} ({}, tid {})", t.name, t.role.describe(), t.tid)
-}
-
-/// An idle strategy as a report names it (`backoff`, `sleep-ns:1000`; empty when unknown).
-fn idle_name(idle: Option<&IdleStrategy>) -> String {
-    idle.map(ToString::to_string).unwrap_or_default()
-}
-
-/// With `/proc` alone, a spinning hot thread that blocked fewer times than this is not called
-/// futex-driven (a stray wait on a page or the mm lock happens); the count is still reported.
-pub const PROC_BLOCKS_MIN: u64 = 20;
-
+pub use crate::analysis::findings::PROC_BLOCKS_MIN;
+use crate::analysis::tail::Tail;
+pub use crate::analysis::tail::OUTLIERS_LISTED;
 /// Analyses the sides of a run (subscriber side first). `slow` are the slowest samples,
 /// slowest first.
 #[must_use]
@@ -94,6 +75,7 @@ pub fn analyse(
     let run_start = sides.iter().filter_map(|s| s.span()).map(|s| s.0).min().unwrap_or(0);
     let tail = Tail::line_up(&lineup, slow, run_start);
 
+    use crate::analysis::findings::*;
     let mut findings = futex_findings(&lineup, perf, &tail);
     findings.extend(blocked_findings(&lineup, &tail));
     findings.extend(preemption_findings(&lineup, perf, &tail));
@@ -135,121 +117,6 @@ pub fn analyse(
     }
 }
 
-/// The tail lined up: each tail sample's first cause, which (cause, thread) pairs cover at
-/// least 1/[`MATERIAL`] of how many tail samples, and the listed outliers in words.
-struct Tail {
-    threshold_ns: u64,
-    /// Tail samples.
-    n: u64,
-    /// Only the slowest [`crate::model::SLOW_SAMPLES_KEPT`] samples were kept, all in the tail.
-    capped: bool,
-    by_cause: BTreeMap<String, u64>,
-    share: BTreeMap<(Cause, i32), u64>,
-    outliers: Vec<Outlier>,
-}
-
-impl Tail {
-    /// Every episode overlapping a sample's window, weighted by how much of the window it
-    /// covers; only episodes covering at least 1/MATERIAL of the latency count as a cause (on a
-    /// busy 2-core machine every window of a few ms holds some preemption; a 12 µs one does not
-    /// explain a 4 ms sample).
-    fn line_up(lineup: &Lineup<'_>, slow: &[SlowSample], run_start: i64) -> Tail {
-        let threshold_ns = lineup.ctx.tail_threshold_ns;
-        let mut by_cause: BTreeMap<String, u64> = BTreeMap::new();
-        let mut share: BTreeMap<(Cause, i32), u64> = BTreeMap::new();
-        let mut outliers = Vec::new();
-        for (rank, s) in slow.iter().enumerate() {
-            // Words are written only for the listed outliers, and an overlap too small to be a
-            // cause is skipped for the others: a sample delayed by a long lag behind schedule
-            // overlaps thousands of episodes and stalls, and 4,096 such samples must stay cheap.
-            let detail = rank < OUTLIERS_LISTED;
-            let counts = |overlap: u64| detail || overlap.saturating_mul(MATERIAL) >= s.latency_ns;
-            let mut hits = lineup.hits(s, detail, &counts);
-            hits.sort_by_key(|h| std::cmp::Reverse(h.overlap));
-            let material: Vec<&Hit> = hits
-                .iter()
-                .filter(|h| h.overlap.saturating_mul(MATERIAL) >= s.latency_ns)
-                .collect();
-            if s.latency_ns >= threshold_ns {
-                let first = material.first().map_or("none", |h| h.key.as_str());
-                *by_cause.entry(first.to_owned()).or_default() += 1;
-                let mut seen: Vec<(Cause, i32)> = Vec::new();
-                for h in &material {
-                    if !seen.contains(&(h.key, h.tid)) {
-                        seen.push((h.key, h.tid));
-                        *share.entry((h.key, h.tid)).or_default() += 1;
-                    }
-                }
-            }
-            if detail {
-                outliers.push(outlier(s, &hits, &material, run_start));
-            }
-        }
-        let n = slow.iter().filter(|s| s.latency_ns >= threshold_ns).count() as u64;
-        Tail {
-            threshold_ns,
-            n,
-            // Past ~4 M messages the tail above p99.9 is larger than what is kept; words say so.
-            capped: !slow.is_empty() && n as usize == slow.len() && slow.len() >= crate::model::SLOW_SAMPLES_KEPT,
-            by_cause,
-            share,
-            outliers,
-        }
-    }
-
-    /// Share of the tail samples an episode of `cause` (on thread `tid`, or any) covers.
-    fn share(&self, cause: Cause, tid: Option<i32>) -> Option<f64> {
-        if self.n == 0 {
-            return Some(0.0);
-        }
-        let hits: u64 = self
-            .share
-            .iter()
-            .filter(|((k, t), _)| *k == cause && tid.is_none_or(|x| x == *t))
-            .map(|(_, v)| *v)
-            .sum();
-        Some(hits as f64 / self.n as f64)
-    }
-
-    /// Tail samples whose first cause is `cause`.
-    fn first_cause(&self, cause: Cause) -> u64 {
-        self.by_cause.get(cause.as_str()).copied().unwrap_or(0)
-    }
-
-    /// `; 40% of the 60 samples above p99.9 (…) overlap such an episode …` (empty without a share).
-    fn words(&self, share: Option<f64>) -> String {
-        let (n, at) = (self.n, format_ns(self.threshold_ns));
-        let which = if self.capped {
-            format!("the slowest {n} samples (all above p99.9, {at}; more were not kept)")
-        } else {
-            format!("the {n} samples above p99.9 ({at})")
-        };
-        match share {
-            Some(s) if n > 0 => format!(
-                "; {:.0}% of {which} overlap such an episode covering at least a tenth of their latency",
-                s * 100.0
-            ),
-            _ => String::new(),
-        }
-    }
-}
-
-/// A listed outlier: its three largest material causes in words, or its largest small overlap.
-fn outlier(s: &SlowSample, hits: &[Hit], material: &[&Hit], run_start: i64) -> Outlier {
-    let mut words: Vec<String> = material.iter().take(3).map(|h| h.words.clone()).collect();
-    if words.is_empty() {
-        if let Some(h) = hits.first() {
-            words.push(format!("only small overlaps, largest: {}", h.words));
-        }
-    }
-    Outlier {
-        seq: s.seq,
-        latency_ns: s.latency_ns,
-        at_ms: (s.intended_ns - run_start) as f64 / 1e6,
-        causes: words,
-    }
-}
-
 /// `futex-driven` when a futex finding was made; `clean` when perf counted no futex call or,
 /// with `/proc` (which cannot count futex calls), no hot thread blocked at all and none sleeps
 /// by design; else `unknown`.
@@ -267,383 +134,6 @@ fn futex_status(lineup: &Lineup<'_>, perf: bool, findings: &[Finding]) -> &'stat
     } else {
         "unknown"
     }
-}
-
-/// 1. Futex-driven jitter: a hot thread that made futex calls (perf), or with `/proc` blocked
-///    at least [`PROC_BLOCKS_MIN`] times although its loop never sleeps by itself.
-fn futex_findings(lineup: &Lineup<'_>, perf: bool, tail: &Tail) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for t in &lineup.hot {
-        let vol = t.total.voluntary.unwrap_or(0);
-        let idle = lineup.idle_of(t);
-        let detected = match t.total.futex {
-            Some(f) => f > 0,
-            None => vol >= PROC_BLOCKS_MIN && (t.role == Role::Consumer || !sleeping_idle(idle)),
-        };
-        if !detected {
-            continue;
-        }
-        let share = if perf {
-            tail.share(Cause::Futex, Some(t.tid))
-        } else {
-            None
-        };
-        let counts = match t.total.futex {
-            Some(f) => format!(
-                "made {} futex calls and {} voluntary context switches",
-                thousands(f),
-                thousands(vol)
-            ),
-            None => format!(
-                "blocked {} (voluntary context switches; /proc cannot count futex calls, but with --idle {} \
-                 this loop never sleeps by itself, so these are blocking calls such as futex)",
-                times(vol),
-                idle_name(idle)
-            ),
-        };
-        findings.push(Finding {
-            cause: Cause::Futex,
-            thread: label(t),
-            evidence: format!("{} {}{}", t.name, counts, tail.words(share)),
-            fix: futex_fix(t, lineup.ctx.hot_path_lock),
-            tail_share: share,
-        });
-    }
-    findings
-}
-
-/// The fix for a futex finding, by who blocks.
-fn futex_fix(t: &ThreadJitter, hot_path_lock: bool) -> String {
-    match t.role {
-        Role::Consumer => "the channel hand-off parks the consumer in recv_timeout (a futex wait) and the sender \
-                           wakes it (a futex wake) for each message: poll the subscription on the consuming thread \
-                           (--delivery inline), or hand off through a lock-free queue the consumer busy-polls"
-            .to_owned(),
-        Role::Handoff => "the hand-off thread wakes the parked consumer with a futex call per message: drop the \
-                          blocking channel from the hot path (--delivery inline)"
-            .to_owned(),
-        _ if hot_path_lock => "the hot loop takes a std::sync::Mutex that lock-helper also takes; while the \
-                               helper holds it the hot thread parks on a futex, and unlocking wakes the other \
-                               side: keep locks off the hot path (single writer, lock-free queue, or try_lock \
-                               and carry on)"
-            .to_owned(),
-        _ => format!(
-            "something on the hot path blocks: a contended lock, a channel or a condvar; find the call with \
-             `perf trace -s -t {}` or `strace -f -e trace=futex -p {}`, then take it off the hot path and \
-             busy-spin",
-            t.tid, t.pid
-        ),
-    }
-}
-
-/// 2. Blocked by design (a sleeping idle strategy) or in syscalls other than futex (perf tells
-///    them apart), or too few times to call futex-driven (`/proc`).
-fn blocked_findings(lineup: &Lineup<'_>, tail: &Tail) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for t in &lineup.hot {
-        let vol = t.total.voluntary.unwrap_or(0);
-        let idle = lineup.idle_of(t);
-        let perf_no_futex = t.total.futex == Some(0);
-        let proc_few = t.total.futex.is_none() && vol < PROC_BLOCKS_MIN && !sleeping_idle(idle);
-        if vol == 0 || !(perf_no_futex || proc_few) || t.role == Role::Consumer {
-            continue;
-        }
-        let share = tail.share(Cause::Blocked, Some(t.tid));
-        let (evidence, fix) = if sleeping_idle(idle) {
-            (
-                format!(
-                    "{} slept {} in its idle strategy ({}), no futex call{}",
-                    t.name,
-                    times(vol),
-                    idle_name(idle),
-                    tail.words(share)
-                ),
-                "each sleep costs a scheduler wake-up when the next message comes: use --idle spin (or yield) on a \
-                 pinned, isolated core"
-                    .to_owned(),
-            )
-        } else {
-            let which = if perf_no_futex {
-                "other than futex"
-            } else {
-                "(too few to call futex-driven)"
-            };
-            (
-                format!(
-                    "{} blocked {} in syscalls {which}{}",
-                    t.name,
-                    times(vol),
-                    tail.words(share)
-                ),
-                format!(
-                    "find the blocking call with `perf trace -s -t {}`; the hot path must not block",
-                    t.tid
-                ),
-            )
-        };
-        findings.push(Finding {
-            cause: Cause::Blocked,
-            thread: label(t),
-            evidence,
-            fix,
-            tail_share: share,
-        });
-    }
-    findings
-}
-
-/// 3. Preemption: with perf's episodes, by who took the CPU (ours or another process'); with
-///    `/proc` counts only, beside how often our helpers woke.
-fn preemption_findings(lineup: &Lineup<'_>, perf: bool, tail: &Tail) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for t in &lineup.hot {
-        let inv = t.total.involuntary.unwrap_or(0);
-        if inv == 0 {
-            continue;
-        }
-        if perf && !t.off_cpu.is_empty() {
-            findings.extend(preempted_by_whom(lineup, t, tail));
-        } else {
-            findings.push(preempted_counted(lineup, t, inv));
-        }
-    }
-    findings
-}
-
-/// A hot thread's preemptions from perf's episodes: one finding for our own threads, one for
-/// other processes, each naming the four that took the CPU most often.
-fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<Finding> {
-    let mut by: BTreeMap<(bool, String), (u64, u64)> = BTreeMap::new();
-    for o in t.off_cpu.iter().filter(|o| o.kind == OffCpuKind::Preempted) {
-        let (who, ours) = lineup.name_of(o.next_pid, &o.next_name());
-        let (a, b) = o.span(lineup.run_end);
-        let e = by.entry((ours, who)).or_default();
-        e.0 += 1;
-        e.1 += (b - a).max(0) as u64;
-    }
-    let mut findings = Vec::new();
-    for ours in [true, false] {
-        let mut list: Vec<(&String, &(u64, u64))> = by
-            .iter()
-            .filter(|((o, _), _)| *o == ours)
-            .map(|((_, w), v)| (w, v))
-            .collect();
-        if list.is_empty() {
-            continue;
-        }
-        list.sort_by_key(|x| std::cmp::Reverse(x.1 .0));
-        let n: u64 = list.iter().map(|(_, v)| v.0).sum();
-        let total: u64 = list.iter().map(|(_, v)| v.1).sum();
-        let who = list
-            .iter()
-            .take(4)
-            .map(|(w, v)| format!("{w} {}x", thousands(v.0)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let cause = if ours {
-            Cause::PreemptedOwn
-        } else {
-            Cause::PreemptedForeign
-        };
-        let share = tail.share(cause, Some(t.tid));
-        let fix = if ours {
-            format!(
-                "our own helpers have no core of their own ({} cores, both hot threads spin): give the media \
-                 driver and the aeron-rs conductors a spare core (taskset), or isolate the hot cores \
-                 (isolcpus/nohz_full) and keep the helpers off them",
-                lineup.ctx.cores
-            )
-        } else {
-            "another process runs on the hot core: isolate it (isolcpus=, cset shield, systemd CPUAffinity= \
-             for everything else) or move that process away"
-                .to_owned()
-        };
-        findings.push(Finding {
-            cause,
-            thread: label(t),
-            evidence: format!(
-                "{} was preempted {} ({} off CPU) by {who}; {} runnable on a run queue{}",
-                t.name,
-                times(n),
-                format_ns(total),
-                format_ns(t.total.runqueue_wait_ns),
-                tail.words(share)
-            ),
-            fix,
-            tail_share: share,
-        });
-    }
-    findings
-}
-
-/// A hot thread's preemptions from `/proc`'s counts: who woke in the same period, and whether
-/// our helpers' wake-ups account for them.
-fn preempted_counted(lineup: &Lineup<'_>, t: &ThreadJitter, inv: u64) -> Finding {
-    let helpers: Vec<&ThreadJitter> = lineup
-        .known
-        .iter()
-        .copied()
-        .filter(|h| !h.role.is_hot() && h.role != Role::Main)
-        .collect();
-    let woke: Vec<String> = helpers
-        .iter()
-        .filter(|h| h.total.wakeups > 0)
-        .map(|h| {
-            format!(
-                "{}/{} ({}) {}x",
-                process_name(&lineup.known, h.pid),
-                h.name,
-                h.role.describe(),
-                thousands(h.total.wakeups)
-            )
-        })
-        .collect();
-    let helper_wakeups: u64 = helpers.iter().map(|h| h.total.wakeups).sum();
-    let likely = if helper_wakeups >= inv {
-        "with every core taken by a spinning hot thread each helper wake-up preempts one, so these are most \
-         likely our own helpers"
-            .to_owned()
-    } else {
-        format!(
-            "our helpers woke only {} times, so at least {} preemptions came from another process",
-            thousands(helper_wakeups),
-            thousands(inv - helper_wakeups)
-        )
-    };
-    let woke = if woke.is_empty() {
-        "none watched".to_owned()
-    } else {
-        woke.join(", ")
-    };
-    Finding {
-        cause: Cause::Preempted,
-        thread: label(t),
-        evidence: format!(
-            "{} was preempted {} (involuntary context switches), {} runnable on a run queue; in the \
-             same period our helpers woke: {woke}; {likely}",
-            t.name,
-            times(inv),
-            format_ns(t.total.runqueue_wait_ns),
-        ),
-        fix: "give the media driver and conductors a core of their own or isolate the hot cores; run as root \
-              (perf) to see who took the CPU each time"
-            .into(),
-        tail_share: None,
-    }
-}
-
-/// 4. Page faults: any on a hot thread; on a helper, 50 or more or any major one (it shares a
-///    core with a hot thread). Timed faults (perf, hot threads) line up with samples.
-fn fault_findings(lineup: &Lineup<'_>, tail: &Tail) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for t in lineup.known.iter().copied() {
-        let f = t.total.faults();
-        let worth = if t.role.is_hot() {
-            f > 0
-        } else {
-            f >= 50 || t.total.major_faults > 0
-        };
-        if !worth || t.role == Role::Main || t.role == Role::Meter {
-            continue;
-        }
-        let fix = if t.role.is_hot() {
-            "touch (pre-fault) and mlock what the hot loop uses before measuring; run the warm-up long enough"
-        } else {
-            "it shares a core with a hot thread, so its fault handling is time that thread waits: pre-fault the \
-             mapped files (Aeron's pre-touch, MAP_POPULATE) and mlockall before measuring"
-        };
-        let share = t
-            .fault_times
-            .as_ref()
-            .and_then(|_| tail.share(Cause::PageFaults, Some(t.tid)));
-        let words = if share.is_some() {
-            tail.words(share)
-        } else {
-            String::new()
-        };
-        findings.push(Finding {
-            cause: Cause::PageFaults,
-            thread: label(t),
-            evidence: format!(
-                "{} took {} minor and {} major page faults while measuring{words}",
-                t.name,
-                thousands(t.total.minor_faults),
-                thousands(t.total.major_faults),
-            ),
-            fix: fix.into(),
-            tail_share: share,
-        });
-    }
-    findings
-}
-
-/// 5. Migrations of a hot thread between CPUs.
-fn migration_findings(lineup: &Lineup<'_>) -> Vec<Finding> {
-    lineup
-        .hot
-        .iter()
-        .filter_map(|t| {
-            let m = t.total.migrations.filter(|m| *m > 0)?;
-            Some(Finding {
-                cause: Cause::Migrations,
-                thread: label(t),
-                evidence: format!("{} moved between CPUs {}", t.name, times(m)),
-                fix: Cause::Migrations.usual_fix().unwrap_or_default().into(),
-                tail_share: None,
-            })
-        })
-        .collect()
-}
-
-/// 6. Causes seen only in the tail's samples: stalls without a context switch, steal, the
-///    platform (the hiccup meter saw it too) and the probe's own reads.
-fn tail_only_findings(tail: &Tail, resolvable_all: bool) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    for (cause, what, fix) in [
-        (
-            Cause::Stall,
-            "stalled without a context switch the counters can name",
-            "look for page faults, interrupts on the hot cores (/proc/interrupts; irqbalance, IRQ affinity) and \
-             hypervisor steal (the st column of vmstat)",
-        ),
-        (
-            Cause::Steal,
-            "stalled in a group where the hypervisor took CPU time from this VM (steal in /proc/stat, 10 ms ticks: co-occurrence, not proof)",
-            "the host runs other guests or its own work on these vCPUs: ask for dedicated (pinned) vCPUs, or measure \
-             on bare metal",
-        ),
-        (
-            Cause::Platform,
-            "stalled while the hiccup meter also saw a gap: the platform (hypervisor, SMI, interrupts)",
-            "nothing in the process will fix this: isolate cores, move IRQs, or use a quieter host",
-        ),
-        (
-            Cause::ProbeReads,
-            "overlapped the probe's own counter reads at group boundaries",
-            "a known cost of diagnostics (21 reads a run, see probe_cost); compare with --diagnostics off",
-        ),
-    ] {
-        let hits = tail.first_cause(cause);
-        if hits == 0 {
-            continue;
-        }
-        let (what, fix) = if cause == Cause::Stall && !resolvable_all {
-            (
-                "stalled for reasons /proc cannot resolve (off CPU or on CPU)",
-                "run with perf (as root or with CAP_PERFMON) to see each context switch and who took the CPU",
-            )
-        } else {
-            (what, fix)
-        };
-        findings.push(Finding {
-            cause,
-            thread: "hot threads".into(),
-            evidence: format!("{} of the {} samples above p99.9 {what}", thousands(hits), tail.n),
-            fix: fix.into(),
-            tail_share: Some(hits as f64 / tail.n.max(1) as f64),
-        });
-    }
-    findings
 }
 
 /// The headline from the counters and the tail: futex first (saying so when the slowest
@@ -757,6 +247,7 @@ mod tests {
     use super::*;
     use crate::model::Counts;
     use crate::model::OffCpu;
+    use crate::model::OffCpuKind;
     use crate::model::Source;
     use crate::model::SourceInfo;
     use crate::model::StallLog;
