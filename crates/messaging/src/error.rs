@@ -374,7 +374,8 @@ pub enum DriverLaunchError {
     NoSpace {
         /// The directory.
         dir: PathBuf,
-        /// Bytes needed (estimate: two streams of three terms, plus 16 MiB).
+        /// Bytes needed (estimate: the logs the caller expects, `EmbeddedDriverBuilder::expected_logs`,
+        /// of three terms each, plus 16 MiB).
         needed: u64,
         /// Bytes free.
         available: u64,
@@ -567,18 +568,13 @@ impl fmt::Display for DriverLaunchError {
                 term_length,
             } => write!(
                 f,
-                "not enough space for the media driver's term buffers in {}: needs about {} MiB (2 streams x 3 \
-                 terms of {} + 16 MiB), {} MiB free; use a smaller term length \
-                 (EmbeddedDriverBuilder::ipc_term_length, AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room \
-                 (mount -o remount,size=2G /dev/shm; in Docker: docker run --shm-size=2g) or put the driver where \
-                 there is room (EmbeddedDriverBuilder::dir)",
+                "not enough space for the media driver's term buffers in {}: needs about {} MiB ({}), {} MiB \
+                 free; use a smaller term length (EmbeddedDriverBuilder::ipc_term_length, \
+                 AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room (mount -o remount,size=2G /dev/shm; in \
+                 Docker: docker run --shm-size=2g) or put the driver where there is room (EmbeddedDriverBuilder::dir)",
                 dir.display(),
                 needed.div_ceil(1 << 20),
-                if term_length % (1 << 20) == 0 {
-                    format!("{} MiB", term_length >> 20)
-                } else {
-                    format!("{} KiB", term_length.div_ceil(1 << 10))
-                },
+                no_space_estimate(*needed, *term_length),
                 available / (1 << 20)
             ),
             Self::Dir { dir, source } => write!(
@@ -617,6 +613,19 @@ impl fmt::Display for DriverLaunchError {
             Self::Start { detail } => write!(f, "the media driver did not start: {detail}"),
         }
     }
+}
+
+/// How [`DriverLaunchError::NoSpace`]'s estimate adds up: `2 logs x 3 terms of 64 MiB + 16 MiB`
+/// (the estimate is whole logs of three terms plus 16 MiB, so the count is read back from it).
+fn no_space_estimate(needed: u64, term_length: u64) -> String {
+    let term = if term_length.is_multiple_of(1 << 20) {
+        format!("{} MiB", term_length >> 20)
+    } else {
+        format!("{} KiB", term_length.div_ceil(1 << 10))
+    };
+    let logs = needed.saturating_sub(16 << 20) / (3 * term_length).max(1);
+    let plural = if logs == 1 { "" } else { "s" };
+    format!("{logs} log{plural} x 3 terms of {term} + 16 MiB")
 }
 
 impl std::error::Error for DriverLaunchError {
@@ -757,6 +766,26 @@ mod tests {
                 assert!(!m.contains(probe_words), "{probe_words:?} in: {m}");
             }
         }
+    }
+
+    #[test]
+    fn no_space_says_how_the_estimate_adds_up() {
+        let no_space = |logs: u64, term: u64| {
+            DriverLaunchError::NoSpace {
+                dir: "/dev/shm".into(),
+                needed: logs * 3 * term + (16 << 20),
+                available: 8 << 20,
+                term_length: term,
+            }
+            .to_string()
+        };
+        let m = no_space(2, 1 << 20);
+        assert!(
+            m.contains("needs about 22 MiB (2 logs x 3 terms of 1 MiB + 16 MiB), 8 MiB free"),
+            "{m}"
+        );
+        let m = no_space(1, 64 << 10);
+        assert!(m.contains("(1 log x 3 terms of 64 KiB + 16 MiB)"), "{m}");
     }
 
     #[test]

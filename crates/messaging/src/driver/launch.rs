@@ -33,6 +33,7 @@ pub struct EmbeddedDriverBuilder {
     sparse: Option<bool>,
     remove_stale: bool,
     delete_on_start: bool,
+    expected_logs: Option<u32>,
     linger: Option<Duration>,
     on_error: Option<crate::conductor::ErrorHandler>,
     options: Vec<crate::driver_option::DriverOption>,
@@ -49,6 +50,7 @@ impl fmt::Debug for EmbeddedDriverBuilder {
             .field("sparse", &self.sparse)
             .field("remove_stale", &self.remove_stale)
             .field("delete_on_start", &self.delete_on_start)
+            .field("expected_logs", &self.expected_logs)
             .field("linger", &self.linger)
             .field("error_handler", &self.on_error.as_ref().map(|_| "custom"))
             .finish()
@@ -175,6 +177,22 @@ impl EmbeddedDriverBuilder {
         self
     }
 
+    /// How many publication logs the caller will have this driver create, for the free-space
+    /// check [`spawn`](Self::spawn) makes before it starts: it refuses to start
+    /// ([`DriverLaunchError::NoSpace`]) unless the filesystem of the driver's directory has
+    /// room for `logs` logs of three IPC terms each
+    /// ([`effective_ipc_term_length`](Self::effective_ipc_term_length)), plus 16 MiB for
+    /// `cnc.dat` and slack. Default 1 (one stream); a round trip's ping and pong are 2.
+    ///
+    /// The check is an estimate made once, before the start: it cannot reserve the space, and
+    /// logs created later still fail ([`AddError::Rejected`](crate::AddError::Rejected)) if
+    /// the space runs out then. Give 0 to check only for `cnc.dat` and slack.
+    #[must_use]
+    pub fn expected_logs(mut self, logs: u32) -> Self {
+        self.expected_logs = Some(logs);
+        self
+    }
+
     /// The IPC term length the driver will use (builder, else `AERON_IPC_TERM_BUFFER_LENGTH`,
     /// else Aeron's 64 MiB).
     #[must_use]
@@ -210,7 +228,7 @@ impl EmbeddedDriverBuilder {
         } else {
             Vec::new()
         };
-        check_space(parent, ipc_term)?;
+        check_space(parent, self.expected_logs.unwrap_or(1), ipc_term)?;
         // The driver creates its directory and files with mode 0777/0666 minus the umask:
         // make sure "others" never get write access (cnc.dat and the term buffers would let
         // any local user inject messages). The umask is per process and stays set: the driver
@@ -313,11 +331,23 @@ impl EmbeddedDriverBuilder {
     }
 }
 
-/// Refuses the start when the filesystem holding `parent` has less room than the logs need
-/// (nothing is refused when its free space cannot be read).
-fn check_space(parent: &Path, ipc_term: usize) -> Result<(), DriverLaunchError> {
-    // Two streams (round trip) of three terms each, plus cnc.dat and slack.
-    let needed = 2 * 3 * ipc_term as u64 + (16 << 20);
+/// What the driver's directory holds besides its logs: `cnc.dat` (about 1 MiB by default)
+/// and slack.
+const SPACE_BESIDES_LOGS: u64 = 16 << 20;
+
+/// Bytes the driver's directory needs for `logs` publication logs of three `term`-byte terms
+/// each, plus [`SPACE_BESIDES_LOGS`].
+fn space_needed(logs: u32, term: usize) -> u64 {
+    u64::from(logs)
+        .saturating_mul(3)
+        .saturating_mul(term as u64)
+        .saturating_add(SPACE_BESIDES_LOGS)
+}
+
+/// Refuses the start when the filesystem holding `parent` has less room than `logs` logs of
+/// `ipc_term` need (nothing is refused when its free space cannot be read).
+fn check_space(parent: &Path, logs: u32, ipc_term: usize) -> Result<(), DriverLaunchError> {
+    let needed = space_needed(logs, ipc_term);
     match free_bytes(parent) {
         Some(available) if available < needed => Err(DriverLaunchError::NoSpace {
             dir: parent.to_owned(),
@@ -457,5 +487,19 @@ mod tests {
         assert_eq!(a.parent(), default.parent());
         // Without a dir the driver goes where clients look by default.
         assert_eq!(EmbeddedDriver::builder().dir, None);
+    }
+
+    #[test]
+    fn space_needed_is_three_terms_per_expected_log_plus_16_mib() {
+        let mib = 1 << 20;
+        assert_eq!(space_needed(1, 64 << 10), 3 * (64 << 10) + 16 * mib);
+        // The probe's round trip: two streams of 64 MiB terms.
+        assert_eq!(space_needed(2, 64 << 20), 2 * 3 * 64 * mib + 16 * mib);
+        assert_eq!(space_needed(0, 1 << 30), 16 * mib);
+        assert_eq!(
+            space_needed(u32::MAX, 1 << 30),
+            u64::from(u32::MAX) * 3 * (1 << 30) + 16 * mib
+        );
+        assert_eq!(EmbeddedDriver::builder().expected_logs, None, "one log unless asked");
     }
 }

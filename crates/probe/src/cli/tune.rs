@@ -104,7 +104,10 @@ pub fn driver(a: &DriverArgs) -> Result<(), Failure> {
 
 #[cfg(feature = "embedded-driver")]
 fn serve(a: &DriverArgs) -> Result<(), Failure> {
-    let mut b = aeron_latency::messaging::EmbeddedDriver::builder().dir(&a.dir);
+    // Room for one run's logs, as the run's own embedded driver checks.
+    let mut b = aeron_latency::messaging::EmbeddedDriver::builder()
+        .dir(&a.dir)
+        .expected_logs(crate::run::driver::LOGS_PER_RUN);
     for o in &a.driver_opt {
         b = b.option(o.clone());
     }

@@ -4,6 +4,10 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+/// The publication logs a run's embedded driver holds: the round trip's two streams (ping and
+/// pong), three terms each; the driver checks it has room for them before it starts.
+pub const LOGS_PER_RUN: u32 = 2;
+
 /// Which driver to use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DriverChoice {
@@ -149,7 +153,8 @@ fn embedded(
     let mut b = aeron_latency::messaging::EmbeddedDriver::builder()
         .private_dir()
         .term_buffer_sparse_file(false)
-        .remove_stale_dirs(true);
+        .remove_stale_dirs(true)
+        .expected_logs(LOGS_PER_RUN);
     if let Some(t) = term_length {
         b = b.ipc_term_length(t);
     }

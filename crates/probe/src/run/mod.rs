@@ -159,12 +159,13 @@ pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError) -> String {
             available,
             term_length,
         } => format!(
-            "not enough space for the media driver's term buffers in {}: needs about {} MiB (2 streams x 3 terms \
-             of {} + 16 MiB), {} MiB free; use a smaller term length (latency-probe --term-length, \
+            "not enough space for the media driver's term buffers in {}: needs about {} MiB ({} streams x 3 \
+             terms of {} + 16 MiB), {} MiB free; use a smaller term length (latency-probe --term-length, \
              AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room (mount -o remount,size=2G /dev/shm; in \
              Docker: docker run --shm-size=2g) or put the driver where there is room (latency-probe --driver-dir)",
             dir.display(),
             needed.div_ceil(1 << 20),
+            driver::LOGS_PER_RUN,
             if term_length % (1 << 20) == 0 {
                 format!("{} MiB", term_length >> 20)
             } else {
