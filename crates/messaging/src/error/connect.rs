@@ -1,0 +1,113 @@
+//! [`ConnectError`]: why a client could not reach a media driver.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Why [`Client::connect`](crate::Client) could not reach a media driver.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// There is no `cnc.dat` in the directory: no media driver was ever started there.
+    NoDriver {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+    },
+    /// The path given as the Aeron directory is a file, not a directory.
+    NotADirectory {
+        /// The path that was tried.
+        dir: PathBuf,
+    },
+    /// `cnc.dat` exists but is not a media driver's: garbage, truncated, unreadable, or never
+    /// initialised by the driver that created it.
+    BadCnc {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// What is wrong with `cnc.dat`, as the rest of a sentence that starts with its path.
+        detail: String,
+    },
+    /// `cnc.dat` exists but the driver has not updated its heartbeat within the driver timeout.
+    DriverDead {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// How old the last heartbeat is.
+        heartbeat_age: Duration,
+    },
+    /// The driver speaks a command-and-control version this client does not.
+    VersionMismatch {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// What the client or driver said.
+        detail: String,
+    },
+    /// Anything else the client reported while connecting.
+    Client {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// What the client said.
+        detail: String,
+    },
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoDriver { dir } => write!(
+                f,
+                "no media driver at {}: {} is missing; start one there (aeronmd, the Java MediaDriver, or an \
+                 EmbeddedDriver), or connect to the directory of a running one (ClientBuilder::dir, AERON_DIR)",
+                dir.display(),
+                dir.join("cnc.dat").display()
+            ),
+            Self::NotADirectory { dir } => write!(
+                f,
+                "no media driver at {}: it is a file, not a directory; connect to the media driver's directory \
+                 (the one holding cnc.dat) with ClientBuilder::dir or AERON_DIR",
+                dir.display()
+            ),
+            Self::BadCnc { dir, detail } => write!(
+                f,
+                "no usable media driver at {}: {} {detail}; start a media driver there (after deleting the \
+                 stale directory), or connect to a running driver's directory (ClientBuilder::dir, AERON_DIR)",
+                dir.display(),
+                dir.join("cnc.dat").display()
+            ),
+            Self::DriverDead { dir, heartbeat_age } => write!(
+                f,
+                "media driver at {} is not running: its last heartbeat is {:.1} s old; restart the driver \
+                 (or delete the stale directory), or connect to a running driver's directory \
+                 (ClientBuilder::dir, AERON_DIR)",
+                dir.display(),
+                heartbeat_age.as_secs_f64()
+            ),
+            Self::VersionMismatch { dir, detail } => write!(
+                f,
+                "media driver at {} speaks another Aeron protocol version ({detail}); use a 1.x driver",
+                dir.display()
+            ),
+            Self::Client { dir, detail } => write!(
+                f,
+                "could not connect to the media driver at {}: {detail}; check that the driver is running and \
+                 that ClientBuilder::dir or AERON_DIR names its directory",
+                dir.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_driver_message_names_the_dir_and_the_fix() {
+        let e = ConnectError::NoDriver {
+            dir: "/nonexistent".into(),
+        };
+        let s = e.to_string();
+        assert!(s.contains("/nonexistent/cnc.dat"), "{s}");
+        assert!(s.contains("AERON_DIR"), "{s}");
+    }
+}
