@@ -5,9 +5,11 @@ use std::fmt;
 /// Why [`Publication::offer`](crate::Publication::offer) or
 /// [`Publication::try_claim`](crate::Publication::try_claim) did not publish.
 ///
-/// Aeron's five negative results (`NOT_CONNECTED`, `BACK_PRESSURED`, `ADMIN_ACTION`,
-/// `CLOSED`, `MAX_POSITION_EXCEEDED`) plus what the client can add. The first three are
-/// transient: retry (see [`is_retryable`](Self::is_retryable)); the others are final.
+/// Aeron's negative results (`NOT_CONNECTED`, `BACK_PRESSURED`, `ADMIN_ACTION`,
+/// `MAX_POSITION_EXCEEDED`) plus what the client can add. The first three are transient: retry
+/// (see [`is_retryable`](Self::is_retryable)); the others are final. Aeron's `CLOSED` never
+/// happens here: a publication closes only when it is dropped, and a client that lost its
+/// driver says [`ClientClosed`](Self::ClientClosed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum OfferError {
@@ -18,7 +20,13 @@ pub enum OfferError {
     /// Aeron's admin action: the log rotated to a new term (or the publication was being
     /// updated) during the call; try again straight away (transient).
     AdminAction,
-    /// The publication is closed (final).
+    /// The publication is closed (final). Never returned: a publication closes only when it is
+    /// dropped; a client that lost its driver returns [`ClientClosed`](Self::ClientClosed).
+    #[deprecated(
+        since = "0.2.0",
+        note = "never returned since the publications write their logs themselves (a publication closes only \
+                when dropped); match on OfferError::ClientClosed instead"
+    )]
     Closed,
     /// The stream reached its maximum position for this term length (final: start a new
     /// publication or use a larger term).
@@ -30,7 +38,14 @@ pub enum OfferError {
         /// The most the publication takes (for `try_claim`: one MTU's payload).
         max: usize,
     },
-    /// aeron-rs returned something undocumented (final; please report it).
+    /// aeron-rs returned something undocumented (final; please report it). Never returned: the
+    /// publications write their logs themselves, without aeron-rs's offer and its result codes.
+    #[deprecated(
+        since = "0.2.0",
+        note = "never returned since the publications write their logs themselves instead of calling \
+                aeron-rs's offer; match on the other variants, with a wildcard arm (OfferError is \
+                non_exhaustive), instead"
+    )]
     Unexpected(i64),
     /// The client lost its media driver (final: see
     /// [`DriverLiveness::error`](crate::DriverLiveness::error) for why, and build a new client).
@@ -47,6 +62,7 @@ impl OfferError {
 
     /// A stable snake_case name, for counters and reports (`back_pressured`, ...).
     #[must_use]
+    #[allow(deprecated)] // Exhaustive on purpose: callers can still construct the deprecated variants.
     pub fn name(&self) -> &'static str {
         match self {
             Self::NotConnected => "not_connected",
@@ -62,6 +78,7 @@ impl OfferError {
 }
 
 impl fmt::Display for OfferError {
+    #[allow(deprecated)] // Exhaustive on purpose: callers can still construct the deprecated variants.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NotConnected => f.write_str("no subscriber is connected (retry, or start a subscriber)"),
@@ -90,6 +107,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(deprecated)] // The deprecated variants can still be constructed, and are final.
     fn only_the_three_transient_offer_results_are_retryable() {
         let retryable = [
             OfferError::NotConnected,

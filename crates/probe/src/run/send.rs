@@ -31,7 +31,6 @@ pub fn outcome_of(e: &OfferError) -> OfferOutcome {
         OfferError::NotConnected => OfferOutcome::NotConnected,
         OfferError::BackPressured => OfferOutcome::BackPressured,
         OfferError::AdminAction => OfferOutcome::AdminAction,
-        OfferError::Closed => OfferOutcome::Closed,
         OfferError::MaxPositionExceeded => OfferOutcome::MaxPositionExceeded,
         _ => OfferOutcome::Other,
     }
@@ -669,9 +668,10 @@ mod tests {
             (
                 Stop::Offer {
                     seq: 9,
-                    error: OfferError::Closed,
+                    error: OfferError::MaxPositionExceeded,
                 },
-                "publishing stopped at message 9: the publication is closed",
+                "publishing stopped at message 9: the stream reached its maximum position; use a larger term \
+                 length or a new publication",
                 false,
                 false,
             ),
@@ -710,6 +710,6 @@ mod tests {
             outcome_of(&OfferError::MaxPositionExceeded),
             OfferOutcome::MaxPositionExceeded
         );
-        assert_eq!(outcome_of(&OfferError::Unexpected(-9)), OfferOutcome::Other);
+        assert_eq!(outcome_of(&OfferError::ClientClosed), OfferOutcome::Other);
     }
 }
