@@ -133,3 +133,10 @@ pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
 
 /// The Aeron client this crate wraps, for reports.
 pub const CLIENT_VERSION: &str = "aeron-rs 0.1.8";
+
+/// The examples in `README.md` (the crate's readme, what crates.io shows), compiled and run as
+/// doctests so that they keep up with the API. They start an embedded driver, hence the feature.
+#[cfg(all(doctest, feature = "embedded-driver"))]
+#[doc = include_str!("../README.md")]
+#[derive(Debug)]
+pub struct ReadmeDoctests;
