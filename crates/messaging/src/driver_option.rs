@@ -48,7 +48,7 @@ pub fn env_name(property: &str) -> String {
 ///
 /// Guarantees: only settings the embedded driver can apply parse; a bad name or value is one
 /// sentence that lists the names or gives an example; the driver applies it after `AERON_*`
-/// and reads it back in [`DriverSettings`](crate::DriverSettings).
+/// and reads it back in [`DriverSettings`] (feature `embedded-driver`).
 ///
 /// ```
 /// # #[cfg(feature = "embedded-driver")]
@@ -69,6 +69,9 @@ pub fn env_name(property: &str) -> String {
 /// # #[cfg(not(feature = "embedded-driver"))]
 /// # fn main() {}
 /// ```
+///
+#[cfg_attr(feature = "embedded-driver", doc = "[`DriverSettings`]: crate::DriverSettings")]
+#[cfg_attr(not(feature = "embedded-driver"), doc = "[`DriverSettings`]: crate#features")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DriverOption {
     property: &'static str,

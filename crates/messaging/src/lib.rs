@@ -68,6 +68,8 @@
 //! # Ok(()) }
 //! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 //! ```
+// Without the feature there is no `EmbeddedDriver` to link to: the links go to "Features".
+#![cfg_attr(not(feature = "embedded-driver"), doc = "\n[`EmbeddedDriver`]: #features")]
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod channel;
