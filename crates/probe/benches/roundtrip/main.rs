@@ -439,7 +439,7 @@ fn bench_driver_options() -> Vec<aeron_latency::messaging::DriverOption> {
     v.split(';')
         .map(str::trim)
         .filter(|kv| !kv.is_empty())
-        .map(|kv| latency_probe::cli::tune::parse_driver_opt(kv).unwrap_or_else(|e| panic!("BENCH_DRIVER_OPT: {e}")))
+        .map(|kv| latency_probe::cli::parse::parse_driver_opt(kv).unwrap_or_else(|e| panic!("BENCH_DRIVER_OPT: {e}")))
         .collect()
 }
 

@@ -37,20 +37,20 @@ pub enum Cmd {
     /// NAK and retransmit timers from RTT, per-loss budget and receiver count (seed 000), with
     /// the predicted cost of a loss and the validity checks; printed for aeronmd, the Java
     /// driver and the embedded driver
-    Nak(super::tune::NakArgs),
+    Nak(super::nak::NakArgs),
     /// Socket buffers, receiver window and term length from rate, message size, RTT and
     /// receivers, checked against net.core.rmem_max/wmem_max and the driver's settings
-    Buffers(super::tune::BuffersArgs),
+    Buffers(super::buffers::BuffersArgs),
     /// Check this host and the driver for a run: cores and isolation, tasks and IRQs on the hot
     /// cores, governor, huge pages, swap, clock source, steal, log space, map count, perf,
     /// socket buffers, the driver's threads and NAK timers; each with its fix
-    Doctor(super::tune::DoctorArgs),
+    Doctor(super::doctor::DoctorArgs),
     /// Seed 000's A/B over real UDP on this host: one publisher to N MDC receivers, each with
     /// its own driver dropping a seeded fraction of data frames; Aeron's default timers
     /// against the calculator's, and two zero-loss buffer controls
-    Loss(super::tune::LossArgs),
+    Loss(super::loss::LossArgs),
     /// The embedded media driver on its own, until stdin closes or --seconds (as aeronmd)
-    Driver(super::tune::DriverArgs),
+    Driver(super::driver::DriverArgs),
     /// Seed 004 on Aeron: one run timed at each durability stage (offer returned, received,
     /// recorded by Aeron Archive A, replicated to archive B) per archive sync level, with each
     /// stage's added cost and Little's law

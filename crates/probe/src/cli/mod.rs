@@ -15,18 +15,29 @@
 //! - [`exit`], exit codes, [`Failure`], [`finish`], [`parse_args`]
 //! - [`error`], [`UsageError`]
 //! - [`probe`], [`publisher`], [`subscriber`], each program's flags and its entry
-//! - [`tune`], the tuning calculators `latency-probe nak` and `latency-probe buffers`
+//! - [`ab`], [`stages`], [`nak`], [`buffers`], [`doctor`], [`loss`], [`driver`], each of
+//!   `latency-probe`'s subcommands (`compare` and `sweep` are in [`probe`]), with [`command`]
+//!   the command line as a whole
+//! - [`parse`], flag values with units (durations, byte sizes, driver settings)
+//! - `output`, how `nak`, `buffers`, `doctor` and `loss` print text or JSON, and fail on a
+//!   FAILed check
 
 pub mod ab;
 pub mod args;
+pub mod buffers;
 pub mod command;
+pub mod doctor;
+pub mod driver;
 pub mod error;
 pub mod exit;
+pub mod loss;
+pub mod nak;
+mod output;
+pub mod parse;
 pub mod probe;
 pub mod publisher;
 pub mod stages;
 pub mod subscriber;
-pub mod tune;
 pub mod validate;
 
 pub use args::{

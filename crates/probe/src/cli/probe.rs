@@ -130,7 +130,7 @@ pub struct Args {
     /// One setting of the embedded driver, by Aeron property or AERON_* name (repeat it):
     /// e.g. --driver-opt aeron.nak.multicast.max.backoff=500us; applied after AERON_* from the
     /// environment, recorded in the report (env.driver_settings). Not with --dir
-    #[arg(long = "driver-opt", value_name = "KEY=VALUE", value_parser = super::tune::parse_driver_opt)]
+    #[arg(long = "driver-opt", value_name = "KEY=VALUE", value_parser = super::parse::parse_driver_opt)]
     pub driver_opt: Vec<aeron_latency::messaging::DriverOption>,
     /// Seconds the publisher waits for the subscriber
     #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]

@@ -247,6 +247,36 @@ fn parse_size(s: &str) -> Option<usize> {
     digits.parse::<usize>().ok()?.checked_mul(1 << shift)
 }
 
+/// The most receivers the calculators take (far beyond any Aeron group measured).
+pub const MAX_RECEIVERS: u32 = 100_000;
+
+/// Checks `--receivers` of the tuning calculators: 1 to [`MAX_RECEIVERS`].
+///
+/// # Errors
+/// One line naming the flag and the range.
+pub fn check_receivers(n: u32) -> Result<(), UsageError> {
+    if n == 0 {
+        return Err(UsageError::new("--receivers 0: a stream has at least one receiver"));
+    }
+    if n > MAX_RECEIVERS {
+        return Err(UsageError::new(format!("--receivers {n}: give 1 to {MAX_RECEIVERS}")));
+    }
+    Ok(())
+}
+
+/// Checks `--msg-size` of the tuning calculators: 1 byte to Aeron's largest message, 16 MiB.
+///
+/// # Errors
+/// One line naming the flag and the range.
+pub fn check_msg_size(n: u64) -> Result<(), UsageError> {
+    if n == 0 || n > 16 << 20 {
+        return Err(UsageError::new(format!(
+            "--msg-size {n}: give 1 to 16777216 bytes (Aeron's largest message is 16 MiB)"
+        )));
+    }
+    Ok(())
+}
+
 /// Checks that the file `flag` names can be written: not a directory, in a directory that
 /// exists (checked before the run rather than discovered after it).
 ///
