@@ -3,13 +3,21 @@
 
 use super::output::{emit, failed};
 use super::parse::{parse_bytes, parse_duration};
-use super::validate::{check_msg_size, check_receivers};
+use super::validate::{check_embedded, check_msg_size, check_receivers};
 use super::{Failure, UsageError};
 use crate::analysis::tuning::nak_plan;
-use crate::model::NakInputs;
+use crate::measure::hiccup::HiccupRequest;
+use crate::model::{Explain, Mode, NakInputs, PublicationKind};
 use crate::render::tuning::nak_text;
+use crate::run::driver::DriverChoice;
+use crate::run::experiment::{self, Experiment};
+use crate::run::process::{bin_dir, default_cores};
+use crate::run::trial::Trial;
+use crate::run::{Delivery, PongPath};
 use crate::units::format_ns;
+use aeron_latency::messaging::{Backoff, IdleStrategy};
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// `latency-probe nak`'s name in its messages.
 pub const NAK: &str = "latency-probe nak";
@@ -79,38 +87,68 @@ pub fn nak(a: &NakArgs) -> Result<(), Failure> {
 
 /// The p50 round trip of a 1 s `latency-probe --mode rtt` run on `channel` (embedded driver).
 fn measure_rtt(channel: &str) -> Result<u64, Failure> {
-    let args = super::probe::parse_experiment([
-        "latency-probe",
-        "--mode",
-        "rtt",
-        "--channel",
-        channel,
-        "--duration",
-        "1",
-        "--rate",
-        "2000",
-        "--msg-size",
-        "64",
-        "--warmup",
-        "500",
-        "--diagnostics",
-        "off",
-        "--live",
-        "off",
-        "--floor",
-        "0",
-        "--idle",
-        "backoff",
-    ])
-    .map_err(|e| Failure::setup(format!("--channel {channel}: {}", e.kind())))?;
-    let x = super::probe::check(&args)?;
-    let out = crate::run::experiment::run(&x).map_err(Failure::setup)?;
+    let x = rtt_run(channel)?;
+    let out = experiment::run(&x).map_err(Failure::setup)?;
     if !out.ok || out.report.latency_actual_ns.count == 0 {
         return Err(Failure::incomplete(format!(
             "measuring the RTT on {channel}: the round-trip run did not complete; give --rtt"
         )));
     }
     Ok(out.report.latency_actual_ns.p50)
+}
+
+/// The round-trip run that measures the RTT, as `latency-probe --mode rtt --channel CHANNEL
+/// --duration 1 --rate 2000 --msg-size 64 --warmup 500 --diagnostics off --live off --floor 0
+/// --idle backoff` would run it: the embedded driver, stream 1001 and its echo on 1002, the
+/// hot threads on the probe's default cores, and no floor, diagnostics or live line.
+///
+/// # Errors
+/// A 64-byte message does not fit `channel` on the embedded driver.
+fn rtt_run(channel: &str) -> Result<Experiment, UsageError> {
+    const STREAM: i32 = 1001;
+    const MSG_SIZE: usize = 64;
+    let pong = PongPath {
+        channel: channel.to_owned(),
+        stream: STREAM + 1,
+    };
+    check_embedded(None, None, channel, Some(&pong), MSG_SIZE)?;
+    let (sub_core, pub_core) = default_cores();
+    let trial = Trial {
+        channel: channel.to_owned(),
+        stream: STREAM,
+        pong: Some(pong),
+        publication: PublicationKind::Exclusive,
+        duration_s: 1.0,
+        rate: 2000,
+        msg_size: MSG_SIZE,
+        warmup: 500,
+        wait_s: 10.0,
+        idle: IdleStrategy::Backoff(Backoff::new()),
+        delivery: Delivery::Inline,
+        hot_path_lock: false,
+        plant_helper: false,
+        prefault: true,
+        explain: Explain::default(),
+        diagnostics: Mode::Off,
+        live: false,
+        sub_core,
+        pub_core,
+        hiccup: HiccupRequest::Auto,
+        available: aeron_latency::messaging::available_cores(),
+        floor: Duration::ZERO,
+        bin_dir: bin_dir(),
+        send_lags: false,
+        plant_delay_ns: 0,
+    };
+    Ok(Experiment {
+        runs: 1,
+        trial,
+        driver: DriverChoice::Embedded {
+            term_length: None,
+            parent_dir: None,
+            options: Vec::new(),
+        },
+    })
 }
 
 /// The flags, checked, as the calculator's inputs (`buffers` derives its recovery with them).
@@ -195,5 +233,47 @@ mod tests {
         assert!(check_nak(&a).unwrap_err().message().contains("power of two"));
         let e = check_nak(&NakArgs { rtt: Some(0), ..args() }).unwrap_err();
         assert!(e.message().contains("--rtt 0") && !e.message().contains('\n'), "{e}");
+    }
+
+    /// The experiment `latency-probe` builds from the flags the RTT run stands for.
+    fn from_flags(channel: &str) -> Result<Experiment, UsageError> {
+        let args = super::super::probe::parse_experiment([
+            "latency-probe",
+            "--mode",
+            "rtt",
+            "--channel",
+            channel,
+            "--duration",
+            "1",
+            "--rate",
+            "2000",
+            "--msg-size",
+            "64",
+            "--warmup",
+            "500",
+            "--diagnostics",
+            "off",
+            "--live",
+            "off",
+            "--floor",
+            "0",
+            "--idle",
+            "backoff",
+        ])
+        .unwrap();
+        super::super::probe::check(&args)
+    }
+
+    #[test]
+    fn the_rtt_run_is_the_round_trip_run_its_flags_describe() {
+        for channel in ["aeron:ipc", "aeron:udp?endpoint=127.0.0.1:40123", "aeron:ipc?mtu=4096"] {
+            assert_eq!(
+                format!("{:?}", rtt_run(channel).unwrap()),
+                format!("{:?}", from_flags(channel).unwrap()),
+                "{channel}"
+            );
+        }
+        let small = "aeron:ipc?mtu=64";
+        assert_eq!(rtt_run(small).unwrap_err(), from_flags(small).unwrap_err());
     }
 }

@@ -25,7 +25,7 @@ pub const COMPARE: &str = "latency-probe compare";
 pub const SWEEP: &str = "latency-probe sweep";
 
 /// Parses an experiment's command line alone (`argv[0]` then latency-probe's flags, no
-/// subcommand): how `ab` and `nak` build the runs they make from flags.
+/// subcommand): how `ab` builds the runs it makes from flags.
 ///
 /// # Errors
 /// clap's error for a flag that does not parse.
