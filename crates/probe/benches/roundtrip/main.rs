@@ -78,8 +78,8 @@
 //! Files: `raw` (`raw`, `crossbeam`), `messaging` (`messaging`, `offer_poll`, its throughput
 //! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
 //! the timing itself), `paired` (the interleaved rounds), `common` (what they share, and the
-//! harness that runs a case with the floor around it); this file: the run, in order, and the
-//! summary.
+//! harness that runs a case with the floor around it), `summary` (the summary printed after the
+//! cases); this file: the run, in order.
 
 mod c_client;
 mod common;
@@ -87,23 +87,24 @@ mod messaging;
 mod paired;
 mod raw;
 mod split;
+mod summary;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use aeron_latency::messaging::{Concurrent, EmbeddedDriver, Exclusive};
 use criterion::Criterion;
 use hdrhistogram::Histogram;
 use latency_probe::measure::floor;
-use latency_probe::model::Stats;
 
 use crate::c_client::{CFlow, CPing, C_THROUGHPUT_STREAM};
 use crate::common::{
-    round_trip_case, throughput_cases, Flowing, Mode, Placement, Plan, Row, ThroughputRow, TpCase, BIG_TERM, CHANNEL,
-    MEASUREMENT, MSG_LEN, PROBE_MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
+    round_trip_case, throughput_cases, Flowing, Mode, Placement, Plan, Row, TpCase, BIG_TERM, CHANNEL, MEASUREMENT,
+    MSG_LEN, PROBE_MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
 };
 use crate::messaging::{Flow, OfferPoll, Ping, Variant};
 use crate::raw::{Crossbeam, Raw};
-use crate::split::{clock_pair_cost, mutex_cost, split_rows, SplitRow};
+use crate::split::{clock_pair_cost, mutex_cost, split_rows};
+use crate::summary::{print_summary, Summary};
 
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg").map_or_else(|e| format!("unreadable: {e}"), |s| s.trim().to_owned())
@@ -121,257 +122,21 @@ fn main() {
     // The bench thread is the initiator / publisher, on the second-to-last core; responders on
     // the last one.
     let at = Placement::new();
-    let (initiator, responder) = (at.initiator, at.responder);
     let pinned = at.hot();
 
     if mode == Mode::List {
-        // Register the ids without starting anything.
-        let mut group = c.benchmark_group("roundtrip");
-        for id in [
-            "raw",
-            "crossbeam",
-            "messaging",
-            "messaging_exclusive",
-            "messaging_exclusive_64",
-            "offer_poll",
-            "c_client",
-            "c_client_64",
-        ] {
-            group.bench_function(id, |_| unreachable!("--list runs nothing"));
-        }
-        group.finish();
-        let mut group = c.benchmark_group("throughput");
-        for id in ["try_claim", "offer", "exclusive_try_claim", "c_try_claim"] {
-            group.bench_function(id, |_| unreachable!("--list runs nothing"));
-        }
-        group.finish();
-        c.final_summary();
+        register_ids(&mut c);
         return;
     }
 
     let load_before = load_average();
-    let measure_floor =
-        || at.unpinned(|| floor::measure(initiator, responder, plan.floor_each).expect("measuring the floor"));
-    let floor_before = measure_floor();
+    let floor_before = global_floor(&at, &plan);
+    let driver = BenchDriver::start(&at);
+    let doctor = driver.doctor(&at);
+    let dir = driver.dir.as_path();
 
-    // A running, tuned driver in AERON_DIR, else the embedded one (AERON_* from the
-    // environment, then BENCH_DRIVER_OPT).
-    let external = std::env::var_os("AERON_DIR")
-        .map(PathBuf::from)
-        .filter(|d| aeron_latency::messaging::Client::connect(d).is_ok());
-    let driver = match &external {
-        Some(_) => None,
-        None => Some(at.unpinned(|| {
-            let mut b = EmbeddedDriver::builder().private_dir().ipc_term_length(ROUND_TRIP_TERM);
-            for o in bench_driver_options() {
-                b = b.option(o);
-            }
-            b.spawn().expect("starting the embedded media driver")
-        })),
-    };
-    let dir: PathBuf = match (&external, &driver) {
-        (Some(d), _) => d.clone(),
-        (None, Some(d)) => d.dir().to_owned(),
-        (None, None) => unreachable!("one of the two is set above"),
-    };
-    let settings: Option<Vec<(String, String)>> = driver.as_ref().map(|d| {
-        d.settings()
-            .properties()
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect()
-    });
-    // Unpinned: doctor counts the cores this process may use.
-    let doctor = at.unpinned(|| {
-        latency_probe::run::doctor::doctor(&latency_probe::run::doctor::RunShape {
-            hot_cores: [initiator, responder].into_iter().flatten().collect(),
-            channel: CHANNEL,
-            rate: 1_000_000,
-            msg_size: MSG_LEN as u64,
-            ipc_term: ROUND_TRIP_TERM as u64,
-            driver_dir: &dir,
-            driver: settings.clone(),
-            steal_sample: std::time::Duration::ZERO,
-        })
-    });
-    let dir = dir.as_path();
-
-    let mut rows = Vec::new();
-    round_trip_case(
-        &mut c,
-        &at,
-        "raw",
-        &plan,
-        &mut rows,
-        || Raw::start(responder),
-        |_| String::new(),
-    );
-    round_trip_case(
-        &mut c,
-        &at,
-        "crossbeam",
-        &plan,
-        &mut rows,
-        || Crossbeam::start(responder),
-        |_| String::new(),
-    );
-    round_trip_case(
-        &mut c,
-        &at,
-        "messaging",
-        &plan,
-        &mut rows,
-        || Ping::<Concurrent>::start(dir, responder, 0, MSG_LEN),
-        Ping::finish,
-    );
-    round_trip_case(
-        &mut c,
-        &at,
-        "messaging_exclusive",
-        &plan,
-        &mut rows,
-        || Ping::<Exclusive>::start(dir, responder, 100, MSG_LEN),
-        Ping::finish,
-    );
-    round_trip_case(
-        &mut c,
-        &at,
-        "messaging_exclusive_64",
-        &plan,
-        &mut rows,
-        || Ping::<Exclusive>::start(dir, responder, 200, PROBE_MSG_LEN),
-        Ping::finish,
-    );
-    round_trip_case(
-        &mut c,
-        &at,
-        "offer_poll",
-        &plan,
-        &mut rows,
-        || OfferPoll::start(dir),
-        |o| o.notes(),
-    );
-    round_trip_case(
-        &mut c,
-        &at,
-        "c_client",
-        &plan,
-        &mut rows,
-        || CPing::start(dir, responder, 0, MSG_LEN),
-        CPing::finish,
-    );
-    round_trip_case(
-        &mut c,
-        &at,
-        "c_client_64",
-        &plan,
-        &mut rows,
-        || CPing::start(dir, responder, 200, PROBE_MSG_LEN),
-        CPing::finish,
-    );
-
-    let rs = |index: usize, use_offer: bool, fragment_limit: usize, term: Option<usize>, lagging: bool| {
-        let v = Variant {
-            use_offer,
-            fragment_limit,
-            term,
-            lagging,
-        };
-        Box::new(move || Box::new(Flow::<Concurrent>::start(dir, responder, index, v)) as Box<dyn Flowing>)
-            as Box<dyn Fn() -> Box<dyn Flowing>>
-    };
-    let ex = |index: usize, use_offer: bool| {
-        let v = Variant {
-            use_offer,
-            fragment_limit: TP_FRAGMENT_LIMIT,
-            term: Some(BIG_TERM),
-            lagging: false,
-        };
-        Box::new(move || Box::new(Flow::<Exclusive>::start(dir, responder, index, v)) as Box<dyn Flowing>)
-            as Box<dyn Fn() -> Box<dyn Flowing>>
-    };
-    let tp_rows = throughput_cases(
-        &mut c,
-        &at,
-        &plan,
-        vec![
-            TpCase {
-                name: "messaging try_claim",
-                criterion: Some("try_claim"),
-                start: rs(0, false, TP_FRAGMENT_LIMIT, Some(BIG_TERM), false),
-            },
-            TpCase {
-                name: "messaging offer",
-                criterion: Some("offer"),
-                start: rs(1, true, TP_FRAGMENT_LIMIT, Some(BIG_TERM), false),
-            },
-            TpCase {
-                name: "messaging exclusive try_claim",
-                criterion: Some("exclusive_try_claim"),
-                start: ex(6, false),
-            },
-            TpCase {
-                name: "messaging exclusive offer",
-                criterion: None,
-                start: ex(7, true),
-            },
-            TpCase {
-                name: "messaging try_claim, limit 16",
-                criterion: None,
-                start: rs(2, false, 16, Some(BIG_TERM), false),
-            },
-            TpCase {
-                name: "messaging try_claim, 8 MiB term",
-                criterion: None,
-                start: rs(3, false, TP_FRAGMENT_LIMIT, Some(8 << 20), false),
-            },
-            TpCase {
-                name: "messaging try_claim, 1 MiB term",
-                criterion: None,
-                start: rs(4, false, TP_FRAGMENT_LIMIT, Some(1 << 20), false),
-            },
-            TpCase {
-                name: "C client try_claim",
-                criterion: Some("c_try_claim"),
-                start: Box::new(move || {
-                    Box::new(CFlow::start(dir, responder, C_THROUGHPUT_STREAM, false, |c, ch, st| {
-                        c.publication(ch, st)
-                    })) as Box<dyn Flowing>
-                }),
-            },
-            TpCase {
-                name: "C client exclusive try_claim",
-                criterion: None,
-                start: Box::new(move || {
-                    Box::new(CFlow::start(
-                        dir,
-                        responder,
-                        C_THROUGHPUT_STREAM + 1,
-                        false,
-                        |c, ch, st| c.exclusive_publication(ch, st),
-                    )) as Box<dyn Flowing>
-                }),
-            },
-            TpCase {
-                name: "messaging try_claim, lagging sub",
-                criterion: None,
-                start: rs(5, false, TP_FRAGMENT_LIMIT, Some(BIG_TERM), true),
-            },
-            TpCase {
-                name: "C exclusive, lagging sub",
-                criterion: None,
-                start: Box::new(move || {
-                    Box::new(CFlow::start(
-                        dir,
-                        responder,
-                        C_THROUGHPUT_STREAM + 2,
-                        true,
-                        |c, ch, st| c.exclusive_publication(ch, st),
-                    )) as Box<dyn Flowing>
-                }),
-            },
-        ],
-    );
+    let rows = round_trips(&mut c, &at, &plan, dir);
+    let tp_rows = throughput_cases(&mut c, &at, &plan, throughput_variants(dir, at.responder));
 
     // The peers again, interleaved in short rounds: the comparison the summary judges.
     let paired =
@@ -382,19 +147,15 @@ fn main() {
     let mutex_ns = mutex_cost(plan.split_messages * 50);
     let clock_ns = clock_pair_cost(plan.split_messages * 5);
 
-    let floor_after = measure_floor();
+    let floor_after = global_floor(&at, &plan);
     let load_after = load_average();
     c.final_summary();
-    let version = match &external {
-        Some(d) => format!("external driver in {} (AERON_DIR)", d.display()),
-        None => aeron_latency::messaging::driver_version(),
-    };
-    drop(driver);
+    let (version, settings) = driver.stop();
 
     print_summary(&Summary {
         mode,
         plan,
-        cores: (initiator, responder),
+        cores: (at.initiator, at.responder),
         pinned,
         load: (load_before, load_after),
         version,
@@ -412,22 +173,283 @@ fn main() {
     }
 }
 
-struct Summary {
-    mode: Mode,
-    plan: Plan,
-    cores: (Option<usize>, Option<usize>),
-    pinned: bool,
-    load: (String, String),
-    version: String,
-    floor: (Histogram<u64>, Histogram<u64>),
-    rows: Vec<Row>,
-    tp_rows: Vec<ThroughputRow>,
-    split: Vec<SplitRow>,
-    mutex_ns: f64,
-    clock_ns: u64,
+/// `--list`: registers every case's id without starting anything.
+fn register_ids(c: &mut Criterion) {
+    let mut group = c.benchmark_group("roundtrip");
+    for id in [
+        "raw",
+        "crossbeam",
+        "messaging",
+        "messaging_exclusive",
+        "messaging_exclusive_64",
+        "offer_poll",
+        "c_client",
+        "c_client_64",
+    ] {
+        group.bench_function(id, |_| unreachable!("--list runs nothing"));
+    }
+    group.finish();
+    let mut group = c.benchmark_group("throughput");
+    for id in ["try_claim", "offer", "exclusive_try_claim", "c_try_claim"] {
+        group.bench_function(id, |_| unreachable!("--list runs nothing"));
+    }
+    group.finish();
+    c.final_summary();
+}
+
+/// The floor before or after everything: raw cache-line round trips between the two cores.
+fn global_floor(at: &Placement, plan: &Plan) -> Histogram<u64> {
+    at.unpinned(|| floor::measure(at.initiator, at.responder, plan.floor_each).expect("measuring the floor"))
+}
+
+/// The media driver the cases run against: a running, tuned one in `AERON_DIR`, else the
+/// embedded one (`AERON_*` from the environment, then `BENCH_DRIVER_OPT`).
+struct BenchDriver {
+    /// The running driver's directory, when one answers in `AERON_DIR`.
+    external: Option<PathBuf>,
+    /// The embedded driver, when there is no running one.
+    embedded: Option<EmbeddedDriver>,
+    /// The driver's Aeron directory.
+    dir: PathBuf,
     /// The embedded driver's settings (none: an external driver, unreadable).
     settings: Option<Vec<(String, String)>>,
-    doctor: latency_probe::model::Doctor,
+}
+
+impl BenchDriver {
+    /// The running driver in `AERON_DIR` if one answers, else the embedded one, started
+    /// unpinned (its threads must not inherit the bench thread's core).
+    fn start(at: &Placement) -> Self {
+        let external = std::env::var_os("AERON_DIR")
+            .map(PathBuf::from)
+            .filter(|d| aeron_latency::messaging::Client::connect(d).is_ok());
+        let embedded = match &external {
+            Some(_) => None,
+            None => Some(at.unpinned(|| {
+                let mut b = EmbeddedDriver::builder().private_dir().ipc_term_length(ROUND_TRIP_TERM);
+                for o in bench_driver_options() {
+                    b = b.option(o);
+                }
+                b.spawn().expect("starting the embedded media driver")
+            })),
+        };
+        let dir: PathBuf = match (&external, &embedded) {
+            (Some(d), _) => d.clone(),
+            (None, Some(d)) => d.dir().to_owned(),
+            (None, None) => unreachable!("one of the two is set above"),
+        };
+        let settings: Option<Vec<(String, String)>> = embedded.as_ref().map(|d| {
+            d.settings()
+                .properties()
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect()
+        });
+        BenchDriver {
+            external,
+            embedded,
+            dir,
+            settings,
+        }
+    }
+
+    /// `doctor`'s checks of this host and driver for the cases (unpinned: doctor counts the
+    /// cores this process may use).
+    fn doctor(&self, at: &Placement) -> latency_probe::model::Doctor {
+        at.unpinned(|| {
+            latency_probe::run::doctor::doctor(&latency_probe::run::doctor::RunShape {
+                hot_cores: [at.initiator, at.responder].into_iter().flatten().collect(),
+                channel: CHANNEL,
+                rate: 1_000_000,
+                msg_size: MSG_LEN as u64,
+                ipc_term: ROUND_TRIP_TERM as u64,
+                driver_dir: &self.dir,
+                driver: self.settings.clone(),
+                steal_sample: std::time::Duration::ZERO,
+            })
+        })
+    }
+
+    /// Stops the embedded driver; the driver's version (or where the external one is) and its
+    /// settings.
+    fn stop(self) -> (String, Option<Vec<(String, String)>>) {
+        let version = match &self.external {
+            Some(d) => format!("external driver in {} (AERON_DIR)", d.display()),
+            None => aeron_latency::messaging::driver_version(),
+        };
+        drop(self.embedded);
+        (version, self.settings)
+    }
+}
+
+/// The round-trip cases, in order, each with its own floor around it.
+fn round_trips(c: &mut Criterion, at: &Placement, plan: &Plan, dir: &Path) -> Vec<Row> {
+    let responder = at.responder;
+    let mut rows = Vec::new();
+    round_trip_case(
+        c,
+        at,
+        "raw",
+        plan,
+        &mut rows,
+        || Raw::start(responder),
+        |_| String::new(),
+    );
+    round_trip_case(
+        c,
+        at,
+        "crossbeam",
+        plan,
+        &mut rows,
+        || Crossbeam::start(responder),
+        |_| String::new(),
+    );
+    round_trip_case(
+        c,
+        at,
+        "messaging",
+        plan,
+        &mut rows,
+        || Ping::<Concurrent>::start(dir, responder, 0, MSG_LEN),
+        Ping::finish,
+    );
+    round_trip_case(
+        c,
+        at,
+        "messaging_exclusive",
+        plan,
+        &mut rows,
+        || Ping::<Exclusive>::start(dir, responder, 100, MSG_LEN),
+        Ping::finish,
+    );
+    round_trip_case(
+        c,
+        at,
+        "messaging_exclusive_64",
+        plan,
+        &mut rows,
+        || Ping::<Exclusive>::start(dir, responder, 200, PROBE_MSG_LEN),
+        Ping::finish,
+    );
+    round_trip_case(
+        c,
+        at,
+        "offer_poll",
+        plan,
+        &mut rows,
+        || OfferPoll::start(dir),
+        |o| o.notes(),
+    );
+    round_trip_case(
+        c,
+        at,
+        "c_client",
+        plan,
+        &mut rows,
+        || CPing::start(dir, responder, 0, MSG_LEN),
+        CPing::finish,
+    );
+    round_trip_case(
+        c,
+        at,
+        "c_client_64",
+        plan,
+        &mut rows,
+        || CPing::start(dir, responder, 200, PROBE_MSG_LEN),
+        CPing::finish,
+    );
+    rows
+}
+
+/// How a throughput case starts its flow.
+type Start<'a> = Box<dyn Fn() -> Box<dyn Flowing> + 'a>;
+
+/// The throughput variants, in the order they run and are summarised.
+fn throughput_variants(dir: &Path, responder: Option<usize>) -> Vec<TpCase<'_>> {
+    let rs = |index: usize, use_offer: bool, fragment_limit: usize, term: Option<usize>, lagging: bool| -> Start<'_> {
+        let v = Variant {
+            use_offer,
+            fragment_limit,
+            term,
+            lagging,
+        };
+        Box::new(move || Box::new(Flow::<Concurrent>::start(dir, responder, index, v)) as Box<dyn Flowing>)
+    };
+    let ex = |index: usize, use_offer: bool| -> Start<'_> {
+        let v = Variant {
+            use_offer,
+            fragment_limit: TP_FRAGMENT_LIMIT,
+            term: Some(BIG_TERM),
+            lagging: false,
+        };
+        Box::new(move || Box::new(Flow::<Exclusive>::start(dir, responder, index, v)) as Box<dyn Flowing>)
+    };
+    let c_exclusive = |stream: i32, lagging: bool| -> Start<'_> {
+        Box::new(move || {
+            Box::new(CFlow::start(dir, responder, stream, lagging, |c, ch, st| {
+                c.exclusive_publication(ch, st)
+            })) as Box<dyn Flowing>
+        })
+    };
+    let c_concurrent: Start<'_> = Box::new(move || {
+        Box::new(CFlow::start(dir, responder, C_THROUGHPUT_STREAM, false, |c, ch, st| {
+            c.publication(ch, st)
+        })) as Box<dyn Flowing>
+    });
+    let limit = TP_FRAGMENT_LIMIT;
+    vec![
+        tp(
+            "messaging try_claim",
+            Some("try_claim"),
+            rs(0, false, limit, Some(BIG_TERM), false),
+        ),
+        tp(
+            "messaging offer",
+            Some("offer"),
+            rs(1, true, limit, Some(BIG_TERM), false),
+        ),
+        tp(
+            "messaging exclusive try_claim",
+            Some("exclusive_try_claim"),
+            ex(6, false),
+        ),
+        tp("messaging exclusive offer", None, ex(7, true)),
+        tp(
+            "messaging try_claim, limit 16",
+            None,
+            rs(2, false, 16, Some(BIG_TERM), false),
+        ),
+        tp(
+            "messaging try_claim, 8 MiB term",
+            None,
+            rs(3, false, limit, Some(8 << 20), false),
+        ),
+        tp(
+            "messaging try_claim, 1 MiB term",
+            None,
+            rs(4, false, limit, Some(1 << 20), false),
+        ),
+        tp("C client try_claim", Some("c_try_claim"), c_concurrent),
+        tp(
+            "C client exclusive try_claim",
+            None,
+            c_exclusive(C_THROUGHPUT_STREAM + 1, false),
+        ),
+        tp(
+            "messaging try_claim, lagging sub",
+            None,
+            rs(5, false, limit, Some(BIG_TERM), true),
+        ),
+        tp(
+            "C exclusive, lagging sub",
+            None,
+            c_exclusive(C_THROUGHPUT_STREAM + 2, true),
+        ),
+    ]
+}
+
+/// One throughput case.
+fn tp<'a>(name: &'static str, criterion: Option<&'static str>, start: Start<'a>) -> TpCase<'a> {
+    TpCase { name, criterion, start }
 }
 
 /// `BENCH_DRIVER_OPT="KEY=VALUE;KEY=VALUE"`: the embedded driver's settings by name, as
@@ -441,212 +463,4 @@ fn bench_driver_options() -> Vec<aeron_latency::messaging::DriverOption> {
         .filter(|kv| !kv.is_empty())
         .map(|kv| latency_probe::cli::parse::parse_driver_opt(kv).unwrap_or_else(|e| panic!("BENCH_DRIVER_OPT: {e}")))
         .collect()
-}
-
-fn print_summary(s: &Summary) {
-    let core = |c: Option<usize>| c.map_or_else(|| "any".to_owned(), |c| c.to_string());
-    let before = Stats::from_histogram(&s.floor.0);
-    let after = Stats::from_histogram(&s.floor.1);
-    let mut both = s.floor.0.clone();
-    let _ = both.add(&s.floor.1);
-    let combined = Stats::from_histogram(&both);
-    let raw_batch = s.rows.iter().find(|r| r.name == "raw").and_then(|r| r.batch_median_ns);
-
-    println!();
-    println!(
-        "== roundtrip summary{} ==",
-        if s.mode == Mode::Test {
-            " (test mode: tiny counts, figures meaningless)"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "cores: bench thread {} ({}), responder {}; {}; load average before: {}, after: {}",
-        core(s.cores.0),
-        if s.pinned { "pinned" } else { "NOT pinned" },
-        core(s.cores.1),
-        s.version,
-        s.load.0,
-        s.load.1
-    );
-    match &s.settings {
-        Some(p) => {
-            let kv: Vec<String> = p.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            println!(
-                "driver settings (embedded; AERON_*, then BENCH_DRIVER_OPT): {}",
-                kv.join(" ")
-            );
-        }
-        None => println!("driver settings: unknown (an external driver does not publish them)"),
-    }
-    let names = |st: latency_probe::model::CheckStatus| -> Vec<&str> {
-        s.doctor
-            .checks
-            .iter()
-            .filter(|c| c.status == st)
-            .map(|c| c.check.as_str())
-            .collect()
-    };
-    println!(
-        "doctor: {} PASS, WARN: {}, FAIL: {} (latency-probe doctor for each fix)",
-        s.doctor.count(latency_probe::model::CheckStatus::Pass),
-        names(latency_probe::model::CheckStatus::Warn).join(", "),
-        names(latency_probe::model::CheckStatus::Fail).join(", ")
-    );
-    println!(
-        "messages {MSG_LEN} B; round-trip term {} KiB (driver default), offer_poll / throughput term {} MiB; idle: spin \
-         (hot threads), backoff (driver)",
-        ROUND_TRIP_TERM >> 10,
-        BIG_TERM >> 20
-    );
-    println!(
-        "percentiles: {} individually timed operations per case after {} warm-up. Floor = raw cache-line round trip \
-         (latency_probe::measure::floor::measure), {:.2} s right before and right after each case; each case's percentiles \
-         are divided by its own floor (before + after merged) at the same percentile. The global floor, {:.2} s \
-         before and after everything, is in the first two rows (ratios to the two merged).",
-        s.plan.measured_ops,
-        s.plan.warmup_ops,
-        s.plan.local_floor.as_secs_f64(),
-        s.plan.floor_each.as_secs_f64()
-    );
-    println!();
-    println!(
-        "{:<14} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7} {:>15} {:>7} {:>7} {:>8}",
-        "case",
-        "batch med",
-        "batch/raw",
-        "p50",
-        "p99",
-        "p99.9",
-        "max",
-        "mean",
-        "floor p50 b/a",
-        "p50/fl",
-        "p99/fl",
-        "p99.9/fl"
-    );
-    let line = |name: &str, batch: Option<f64>, st: &Stats, fl: &Stats, fl_pair: (u64, u64)| {
-        let r = latency_probe::model::ratios(st, fl);
-        let at = |label: &str| r.iter().find(|(n, _)| n == label).map_or(f64::NAN, |(_, x)| *x);
-        let moved = if latency_probe::model::regime_moved(fl_pair.0, fl_pair.1) {
-            "!"
-        } else {
-            " "
-        };
-        println!(
-            "{:<14} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7.0} {:>14}{} {:>6.1}x {:>6.1}x {:>7.1}x",
-            name,
-            batch.map_or_else(|| "-".to_owned(), |b| format!("{b:.0}")),
-            match (batch, raw_batch) {
-                (Some(b), Some(r)) if r > 0.0 => format!("{:.1}x", b / r),
-                _ => "-".to_owned(),
-            },
-            st.p50,
-            st.p99,
-            st.p999,
-            st.max,
-            st.mean,
-            format!("{}/{}", fl_pair.0, fl_pair.1),
-            moved,
-            at("p50"),
-            at("p99"),
-            at("p99.9"),
-        );
-    };
-    let global = (before.p50, after.p50);
-    line("floor before", None, &before, &combined, global);
-    line("floor after", None, &after, &combined, global);
-    let mut any_moved = false;
-    for r in &s.rows {
-        let (b, a) = (&r.local_floor.0, &r.local_floor.1);
-        let mut merged = b.clone();
-        let _ = merged.add(a);
-        let pair = (b.value_at_quantile(0.5), a.value_at_quantile(0.5));
-        any_moved |= latency_probe::model::regime_moved(pair.0, pair.1);
-        line(
-            &r.name,
-            r.batch_median_ns,
-            &r.stats,
-            &Stats::from_histogram(&merged),
-            pair,
-        );
-    }
-    println!(
-        "(ns; batch med = median of criterion's per-batch means, ns per operation; floor p50 b/a = the case's floor \
-         before / after it, '!' = moved more than {}x: that row's ratios are not trustworthy)",
-        latency_probe::model::MOVED_FACTOR
-    );
-    println!(
-        "(every percentile, the floor's included, contains the timing itself: two now_ns readings, median {} ns \
-         back to back; criterion's batch figures do not)",
-        s.clock_ns
-    );
-    if any_moved {
-        println!("WARNING: the floor moved across at least one case (marked '!'); run again for trustworthy ratios");
-    }
-    for r in s.rows.iter().filter(|r| !r.notes.is_empty()) {
-        println!("  {}: {}", r.name, r.notes);
-    }
-    if latency_probe::model::regime_moved(before.p50, after.p50) {
-        println!(
-            "WARNING: the floor moved during the run (p50 {} ns before, {} ns after, more than {}x apart): this \
-             machine's inter-core latency changed regime, so no ratio from this run is trustworthy; run again",
-            before.p50,
-            after.p50,
-            latency_probe::model::MOVED_FACTOR
-        );
-    }
-
-    println!();
-    println!(
-        "throughput ({MSG_LEN} B messages, bench thread publishes, pinned subscriber polls; {} batches of {} after \
-         a warm-up batch; M msg/s)",
-        s.plan.batches, s.plan.batch
-    );
-    println!(
-        "{:<30} {:>10} {:>8} {:>8} {:>8}",
-        "variant", "criterion", "median", "min", "max"
-    );
-    for r in &s.tp_rows {
-        let mut v = r.rates.clone();
-        v.sort_by(f64::total_cmp);
-        let m = |x: f64| format!("{:.2}", x / 1e6);
-        println!(
-            "{:<30} {:>10} {:>8} {:>8} {:>8}",
-            r.name,
-            r.batch_median_ns.map_or_else(|| "-".to_owned(), |ns| m(1e9 / ns)),
-            v.get(v.len() / 2).map_or_else(|| "-".to_owned(), |x| m(*x)),
-            v.first().map_or_else(|| "-".to_owned(), |x| m(*x)),
-            v.last().map_or_else(|| "-".to_owned(), |x| m(*x)),
-        );
-    }
-    for r in &s.tp_rows {
-        println!("  {}: {}", r.name, r.notes);
-    }
-    println!();
-    println!(
-        "each side alone (one thread: publish k messages back to back, then poll them all, {} fragments per poll; \
-         median of {} rounds): the ceiling a pub/sub pair could reach if moving the data between cores were free",
-        TP_FRAGMENT_LIMIT, s.plan.split_rounds
-    );
-    println!(
-        "{:<32} {:>8} {:>11} {:>8} {:>12}  retried publishes",
-        "", "k", "publish ns", "poll ns", "ceiling M/s"
-    );
-    for r in &s.split {
-        println!(
-            "{:<32} {:>8} {:>11.1} {:>8.1} {:>12.1}  {}",
-            r.name,
-            r.k,
-            r.publish_ns,
-            r.poll_ns,
-            1e3 / r.publish_ns.max(r.poll_ns),
-            r.retries
-        );
-    }
-    println!(
-        "uncontended std Mutex try_lock + unlock (what aeron-rs's publish and poll paths paid per call; messaging takes none): {:.1} ns",
-        s.mutex_ns
-    );
 }
