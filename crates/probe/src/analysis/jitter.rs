@@ -46,6 +46,26 @@ pub fn build(
         Hiccup::Skipped(_) => None,
     };
     let a = analyse(sides, slow, sampled, log, ctx);
+    let report = JitterReport {
+        source: source(sides),
+        verdict: a.verdict,
+        tail: TailSummary {
+            threshold_ns: a.tail_threshold_ns,
+            samples: a.tail_samples,
+            by_cause: a.tail_by_cause,
+        },
+        bands: a.bands,
+        outliers: a.outliers,
+        threads: thread_summaries(sides),
+        hiccup: hiccup_section(hiccup),
+        probe_cost: probe_cost(sides),
+        notes: notes(sides),
+    };
+    (report, group_rows(sides, log))
+}
+
+/// Where the material came from: the first side's source, with a reason when the sides differ.
+fn source(sides: &[&JitterSide]) -> SourceInfo {
     let mut source = sides.first().map(|s| s.source.clone()).unwrap_or(SourceInfo {
         name: Source::Off,
         reason: None,
@@ -61,13 +81,18 @@ pub fn build(
             ));
         }
     }
+    source
+}
+
+/// Each thread of both sides: its totals, stalls, and (with perf on every side, hot threads
+/// only) its time off the CPU.
+fn thread_summaries(sides: &[&JitterSide]) -> Vec<ThreadSummary> {
     let run_end = run_end(sides);
     let all: Vec<&ThreadJitter> = sides.iter().flat_map(|s| s.threads.iter()).collect();
-    let process_of = |pid: u32| process_name(&all, pid);
-    let threads = all
-        .iter()
+    let perf = sides.iter().all(|s| s.source.name == Source::Perf);
+    all.iter()
         .map(|t| ThreadSummary {
-            process: process_of(t.pid),
+            process: process_name(&all, t.pid),
             pid: t.pid,
             tid: t.tid,
             name: t.name.clone(),
@@ -79,29 +104,40 @@ pub fn build(
                 total_ns: l.total_ns,
                 max_ns: l.max_ns,
             }),
-            off_cpu: (t.role.is_hot() && sides.iter().all(|s| s.source.name == Source::Perf)).then(|| {
-                let mut o = OffCpuSummary {
-                    lost_records: t.off_cpu_lost,
-                    ..OffCpuSummary::default()
-                };
-                for e in &t.off_cpu {
-                    match e.kind {
-                        OffCpuKind::Preempted => o.preempted += 1,
-                        OffCpuKind::Blocked => o.blocked += 1,
-                    }
-                    let (x, y) = e.span(run_end);
-                    o.total_ns += (y - x).max(0) as u64;
-                }
-                o
-            }),
+            off_cpu: (t.role.is_hot() && perf).then(|| off_cpu(t, run_end)),
         })
-        .collect();
-    let probe_cost = sides.iter().fold(ReadCost::default(), |acc, s| ReadCost {
+        .collect()
+}
+
+/// A thread's episodes off the CPU, counted by kind and summed (an open one up to `run_end`).
+fn off_cpu(t: &ThreadJitter, run_end: i64) -> OffCpuSummary {
+    let mut o = OffCpuSummary {
+        lost_records: t.off_cpu_lost,
+        ..OffCpuSummary::default()
+    };
+    for e in &t.off_cpu {
+        match e.kind {
+            OffCpuKind::Preempted => o.preempted += 1,
+            OffCpuKind::Blocked => o.blocked += 1,
+        }
+        let (x, y) = e.span(run_end);
+        o.total_ns += (y - x).max(0) as u64;
+    }
+    o
+}
+
+/// What reading the counters cost, over both sides.
+fn probe_cost(sides: &[&JitterSide]) -> ReadCost {
+    sides.iter().fold(ReadCost::default(), |acc, s| ReadCost {
         reads: acc.reads + s.read_cost.reads,
         max_ns: acc.max_ns.max(s.read_cost.max_ns),
         total_ns: acc.total_ns + s.read_cost.total_ns,
-    });
-    let hiccup_section = match hiccup {
+    })
+}
+
+/// The hiccup meter's line: where it ran and what it saw, or why it did not run.
+fn hiccup_section(hiccup: &Hiccup<'_>) -> HiccupSection {
+    match hiccup {
         Hiccup::Ran(l) => HiccupSection {
             status: match l.core {
                 Some(c) => format!("ran on core {c}"),
@@ -117,7 +153,11 @@ pub fn build(
             gaps: None,
             threshold_ns: None,
         },
-    };
+    }
+}
+
+/// Both sides' notes, then one per thread whose perf records were dropped.
+fn notes(sides: &[&JitterSide]) -> Vec<String> {
     let mut notes: Vec<String> = sides.iter().flat_map(|s| s.notes.iter().cloned()).collect();
     for t in sides
         .iter()
@@ -140,69 +180,62 @@ pub fn build(
             t.fault_times_lost, t.name
         ));
     }
+    notes
+}
 
-    // Per-group rows: the subscriber's boundaries define the windows.
+/// Per-group rows: the subscriber's boundaries define the windows.
+fn group_rows(sides: &[&JitterSide], log: Option<&HiccupLog>) -> Vec<Option<GroupJitter>> {
     let bounds: Vec<Option<i64>> = sides.first().map(|s| s.boundaries.clone()).unwrap_or_default();
-    let windows: Vec<Option<(i64, i64)>> = (0..GROUPS)
+    (0..GROUPS)
         .map(|g| {
             let a = (*bounds.get(g)?)?;
             let b = bounds.get(g + 1..)?.iter().flatten().next().copied()?;
             Some((a, b))
         })
-        .collect();
-    let rows = (0..GROUPS)
-        .map(|g| {
-            let threads: Vec<GroupThread> = sides
-                .iter()
-                .flat_map(|s| s.threads.iter())
-                .filter_map(|t| {
-                    Some(GroupThread {
-                        name: t.name.clone(),
-                        tid: t.tid,
-                        role: t.role,
-                        counts: (*t.groups.get(g)?)?,
-                    })
-                })
-                .collect();
-            if threads.is_empty() {
-                return None;
-            }
-            let stalls = windows[g].map_or(0, |(a, b)| {
-                sides
-                    .iter()
-                    .flat_map(|s| s.threads.iter())
-                    .filter_map(|t| t.stalls.as_ref())
-                    .map(|l| l.stalls.iter().filter(|(s, _)| *s >= a && *s < b).count() as u64)
-                    .sum()
-            });
-            let hiccup = log
-                .zip(windows[g])
-                .and_then(|(l, (a, b))| l.windows(&[a, b]).first().copied());
-            let steal_ns = sides.first().and_then(|s| s.steal_ns.get(g).copied().flatten());
-            Some(GroupJitter {
-                threads,
-                stalls,
-                steal_ns,
-                hiccup,
+        .enumerate()
+        .map(|(g, window)| group_row(sides, g, window, log))
+        .collect()
+}
+
+/// Group `g`'s row (none when no thread has counts for it); `window` is its span on the
+/// subscriber's clock, when both its ends are known.
+fn group_row(
+    sides: &[&JitterSide],
+    g: usize,
+    window: Option<(i64, i64)>,
+    log: Option<&HiccupLog>,
+) -> Option<GroupJitter> {
+    let threads: Vec<GroupThread> = sides
+        .iter()
+        .flat_map(|s| s.threads.iter())
+        .filter_map(|t| {
+            Some(GroupThread {
+                name: t.name.clone(),
+                tid: t.tid,
+                role: t.role,
+                counts: (*t.groups.get(g)?)?,
             })
         })
         .collect();
-    (
-        JitterReport {
-            source,
-            verdict: a.verdict,
-            tail: TailSummary {
-                threshold_ns: a.tail_threshold_ns,
-                samples: a.tail_samples,
-                by_cause: a.tail_by_cause,
-            },
-            bands: a.bands,
-            outliers: a.outliers,
-            threads,
-            hiccup: hiccup_section,
-            probe_cost,
-            notes,
-        },
-        rows,
-    )
+    if threads.is_empty() {
+        return None;
+    }
+    let stalls = window.map_or(0, |(a, b)| {
+        sides
+            .iter()
+            .flat_map(|s| s.threads.iter())
+            .filter_map(|t| t.stalls.as_ref())
+            .map(|l| l.stalls.iter().filter(|(s, _)| *s >= a && *s < b).count() as u64)
+            .sum()
+    });
+    let hiccup = log
+        .zip(window)
+        .and_then(|(l, (a, b))| l.windows(&[a, b]).first().copied());
+    let steal_ns = sides.first().and_then(|s| s.steal_ns.get(g).copied().flatten());
+    Some(GroupJitter {
+        threads,
+        stalls,
+        steal_ns,
+        hiccup,
+    })
 }
