@@ -260,6 +260,8 @@ fn counter(dir: &Path, label: &str) -> i64 {
         .unwrap_or(0)
 }
 
+/// One arm: its drivers, the receivers, the publisher, then what the receivers measured and
+/// the drivers counted. A driver that does not start ends the arm with that problem.
 fn run_arm(
     x: &LossExperiment,
     arm: &str,
@@ -286,27 +288,73 @@ fn run_arm(
         complete: false,
         problems: Vec::new(),
     };
-    let mut drivers = Vec::new();
     let pub_dir = base.join("pub");
-    match spawn_driver(&pub_dir, &settings, None, &base.join("pub-driver.log")) {
-        Ok(k) => drivers.push(k),
+    let rx_dirs: Vec<PathBuf> = (0..x.receivers).map(|i| base.join(format!("r{i}"))).collect();
+    let drivers = match start_drivers(x, &base, &pub_dir, &rx_dirs, &settings, loss) {
+        Ok(d) => d,
         Err(e) => {
             result.problems.push(e);
             return result;
         }
+    };
+    let wait_s = x.duration.as_secs_f64() + x.warmup as f64 / x.rate as f64 + 30.0;
+    let mut subs = start_receivers(x, &base, &rx_dirs, port, wait_s, &mut result.problems);
+    std::thread::sleep(Duration::from_millis(1500));
+    if let Err(e) = publish(x, &pub_dir, port) {
+        result.problems.push(e);
     }
-    let rx_dirs: Vec<PathBuf> = (0..x.receivers).map(|i| base.join(format!("r{i}"))).collect();
-    for (i, d) in rx_dirs.iter().enumerate() {
-        let lossy = (loss > 0.0).then_some((loss, x.seed + i as u64));
-        match spawn_driver(d, &settings, lossy, &base.join(format!("r{i}-driver.log"))) {
-            Ok(k) => drivers.push(k),
-            Err(e) => {
-                result.problems.push(e);
-                return result;
-            }
+    let deadline = Instant::now() + Duration::from_secs_f64(wait_s);
+    for s in &mut subs {
+        while Instant::now() < deadline && matches!(s.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
-    let wait_s = x.duration.as_secs_f64() + x.warmup as f64 / x.rate as f64 + 30.0;
+    result.naks_sent = rx_dirs.iter().map(|d| counter(d, "NAKs sent")).sum();
+    result.retransmits_sent = counter(&pub_dir, "Retransmits sent");
+    drop(subs);
+    drop(drivers);
+    let all = read_receivers(x, &base, &mut result);
+    result.complete = all && result.problems.is_empty();
+    let _ = std::fs::remove_dir_all(&base);
+    result
+}
+
+/// The publisher's driver, then one per receiver (receiver `i`'s drops `loss` of the data
+/// frames with seed + `i`).
+///
+/// # Errors
+/// The first driver that did not start (those started before it stop).
+fn start_drivers(
+    x: &LossExperiment,
+    base: &Path,
+    pub_dir: &Path,
+    rx_dirs: &[PathBuf],
+    settings: &[(String, String)],
+    loss: f64,
+) -> Result<Vec<Kid>, String> {
+    let mut drivers = vec![spawn_driver(pub_dir, settings, None, &base.join("pub-driver.log"))?];
+    for (i, d) in rx_dirs.iter().enumerate() {
+        let lossy = (loss > 0.0).then_some((loss, x.seed + i as u64));
+        drivers.push(spawn_driver(
+            d,
+            settings,
+            lossy,
+            &base.join(format!("r{i}-driver.log")),
+        )?);
+    }
+    Ok(drivers)
+}
+
+/// One latency-sub per receiver's driver, each writing `sub<i>.json` into `base`; one that
+/// does not start is a problem of the arm.
+fn start_receivers(
+    x: &LossExperiment,
+    base: &Path,
+    rx_dirs: &[PathBuf],
+    port: u16,
+    wait_s: f64,
+    problems: &mut Vec<String>,
+) -> Vec<Kid> {
     let mut subs = Vec::new();
     for (i, d) in rx_dirs.iter().enumerate() {
         let spawned = Command::new(sibling("latency-sub"))
@@ -327,13 +375,20 @@ fn run_arm(
             .spawn();
         match spawned {
             Ok(c) => subs.push(Kid(c)),
-            Err(e) => result.problems.push(format!("starting latency-sub: {e}")),
+            Err(e) => problems.push(format!("starting latency-sub: {e}")),
         }
     }
-    std::thread::sleep(Duration::from_millis(1500));
+    subs
+}
+
+/// latency-pub on the publisher's driver, run to its end.
+///
+/// # Errors
+/// It did not start, or failed (its last line on stderr).
+fn publish(x: &LossExperiment, pub_dir: &Path, port: u16) -> Result<(), String> {
     let publisher = Command::new(sibling("latency-pub"))
         .arg("--dir")
-        .arg(&pub_dir)
+        .arg(pub_dir)
         .args([
             "--channel",
             &pub_channel(port, x.unicast),
@@ -353,23 +408,18 @@ fn run_arm(
         .stderr(Stdio::piped())
         .output();
     match publisher {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => result.problems.push(format!(
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
             "latency-pub: {}",
             String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("failed")
         )),
-        Err(e) => result.problems.push(format!("starting latency-pub: {e}")),
+        Err(e) => Err(format!("starting latency-pub: {e}")),
     }
-    let deadline = Instant::now() + Duration::from_secs_f64(wait_s);
-    for s in &mut subs {
-        while Instant::now() < deadline && matches!(s.0.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    result.naks_sent = rx_dirs.iter().map(|d| counter(d, "NAKs sent")).sum();
-    result.retransmits_sent = counter(&pub_dir, "Retransmits sent");
-    drop(subs);
-    drop(drivers);
+}
+
+/// The receivers' reports into the arm: messages received and lost, and the latency of all
+/// of them merged. True when every receiver reported, complete and with nothing lost.
+fn read_receivers(x: &LossExperiment, base: &Path, result: &mut LossArm) -> bool {
     let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
     let mut all = true;
     for i in 0..x.receivers {
@@ -399,7 +449,5 @@ fn run_arm(
     if let Some(m) = &merged {
         result.latency = Stats::from_histogram(m);
     }
-    result.complete = all && result.problems.is_empty();
-    let _ = std::fs::remove_dir_all(&base);
-    result
+    all
 }

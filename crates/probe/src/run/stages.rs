@@ -442,6 +442,9 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
     }
 }
 
+/// The archives' stages, in the watcher's order (A, then B).
+const ARCHIVE_STAGES: [&str; 2] = ["recorded by archive A", "replicated to archive B"];
+
 /// One sync level's stages from what was measured and watched.
 fn assemble(
     plan: &StagesPlan,
@@ -452,7 +455,7 @@ fn assemble(
     term: i64,
     frame: i64,
 ) -> Result<SyncRun, StagesError> {
-    let report = measured.report;
+    let report = &measured.report;
     let Some(publ) = report.publisher.as_ref() else {
         return Err(StagesError::Run("latency-pub wrote no report".into()));
     };
@@ -463,132 +466,26 @@ fn assemble(
     };
     let pacer = crate::sys::pacing::Pacer::new(start, plan.trial.rate)
         .map_err(|e| StagesError::Run(format!("the schedule: {e}")))?;
-    let first = publ.warmup_sent;
-    let count = publ.measured_sent;
-    let rate = report.rate_achieved;
     let mut notes = Vec::new();
-    let names = ["recorded by archive A", "replicated to archive B"];
-    let decode = |s: Option<&String>| s.and_then(|s| crate::model::decode(s).ok());
-    // Each measured message's actual send time: its intended one plus the lag latency-pub logged.
-    let logged = measured.send_lags.as_deref().unwrap_or_default();
-    // u32::MAX: sent 4.29 s or more behind its schedule, its actual send time unknown.
-    let saturated = logged.iter().filter(|l| **l == u32::MAX).count();
-    let lags = Some(logged).filter(|l| l.len() as u64 == count && saturated == 0);
-    if logged.len() as u64 != count {
-        notes.push(format!(
-            "latency-pub logged {} send lags for {count} measured messages: the stages are not timed from the actual \
-             send time",
-            logged.len()
-        ));
-    } else if saturated > 0 {
-        notes.push(format!(
-            "{saturated} messages were sent 4.29 s or more behind their schedule (beyond what the send-lag log holds): \
-             the stages are not timed from the actual send time"
-        ));
-    }
-    let actual_ns = |k: u64| lags.map(|l| pacer.intended_ns(k) + i64::from(l[(k - first) as usize]));
-    let mut timings = Vec::new();
-    let rtt = plan.trial.pong.is_some();
-    if rtt {
-        notes.push(
-            "offer returned is not a stage of a round trip: latency-pub reads no clock between the commit and the \
-             echo"
-                .into(),
-        );
-    } else if let Some(h) = decode(publ.offer_returned_histogram.as_ref()) {
-        timings.push(Timing {
-            name: "offer returned",
-            intended: h,
-            actual: decode(publ.publish_cost_histogram.as_ref()).filter(|_| lags.is_some()),
-        });
-    }
-    // One-way: latency-sub's report is the run's; round trips: pong's.
-    let received = if rtt {
-        measured.pong.as_ref().and_then(|p| p.histograms.as_ref())
-    } else {
-        report.histograms.as_ref()
+    let (first, count) = (publ.warmup_sent, publ.measured_sent);
+    let sends = Sends {
+        first,
+        count,
+        pacer,
+        lags: full_lags(measured.send_lags.as_deref(), count, &mut notes),
     };
-    match received {
-        Some(h) => {
-            if let Some(intended) = decode(Some(&h.intended)) {
-                timings.push(Timing {
-                    name: "received",
-                    intended,
-                    actual: decode(Some(&h.actual)).filter(|_| lags.is_some()),
-                });
-            }
-        }
-        None => notes.push("latency-sub wrote no histograms: the received stage is missing".into()),
-    }
-    if rtt {
-        if let Some(h) = report.histograms.as_ref() {
-            if let Some(intended) = decode(Some(&h.intended)) {
-                timings.push(Timing {
-                    name: "echoed back",
-                    intended,
-                    actual: decode(Some(&h.actual)).filter(|_| lags.is_some()),
-                });
-            }
-        }
-    }
+    let rtt = plan.trial.pong.is_some();
+    let mut timings = client_timings(publ, &measured, rtt, sends.lags.is_some(), &mut notes);
     let times: Vec<Vec<Option<i64>>> = watched
         .logs
         .iter()
         .zip(starts)
         .map(|(log, start)| recorded_times(log, start.unwrap_or(i64::MAX), first, count, term, frame))
         .collect();
-    for (i, start) in starts.iter().enumerate() {
-        match start {
-            None => notes.push(format!(
-                "{}: the archive never said where its recording starts, so no message is counted as recorded",
-                names[i]
-            )),
-            Some(s) if *s > end_position(first, term, frame) => notes.push(format!(
-                "{}: the recording began at stream position {s}, after the warm-up: the measured messages before \
-                 it were never recorded (use a longer --warmup)",
-                names[i]
-            )),
-            Some(_) => {}
-        }
-    }
-    // A replica cannot hold a message before the archive it copies: count any that seem to.
-    let mut out_of_order = 0;
-    if let [a, b] = times.as_slice() {
-        out_of_order = a
-            .iter()
-            .zip(b)
-            .filter(|(a, b)| matches!((a, b), (Some(a), Some(b)) if b < a))
-            .count() as u64;
-        if out_of_order > 0 {
-            notes.push(format!(
-                "{out_of_order} messages were seen replicated to archive B before recorded by archive A (the watcher \
-                 reads B before A in each round, so this means a miscount: the run is marked incomplete)"
-            ));
-        }
-    }
-    for (i, log) in watched.logs.iter().enumerate() {
-        let (intended, timed) = recorded_stage(&times[i], first, |k| pacer.intended_ns(k));
-        if timed < count {
-            notes.push(format!(
-                "{}: timed {timed} of {count} measured messages (the rest were not recorded when the watch ended: up \
-                 to {} s after the run, at once when an archive failed)",
-                names[i],
-                CATCH_UP.as_secs()
-            ));
-        }
-        if log.overflow > 0 {
-            notes.push(format!(
-                "{}: {} position changes not logged (log full)",
-                names[i], log.overflow
-            ));
-        }
-        let actual = lags.map(|_| recorded_stage(&times[i], first, |k| actual_ns(k).unwrap_or(0)).0);
-        timings.push(Timing {
-            name: names[i],
-            intended,
-            actual,
-        });
-    }
+    recording_start_notes(starts, end_position(first, term, frame), &mut notes);
+    let out_of_order = out_of_order(&times, &mut notes);
+    archive_timings(watched, &times, &sends, &mut timings, &mut notes);
+    let rate = report.rate_achieved;
     let stages = stages_of(&timings, rate);
     let complete = report.complete
         && stages
@@ -614,6 +511,167 @@ fn assemble(
         complete,
         notes,
     })
+}
+
+/// The measured messages on their schedule: the first one's index, how many, and (when
+/// latency-pub logged every one) each one's lag behind its intended send time.
+struct Sends<'a> {
+    first: u64,
+    count: u64,
+    pacer: crate::sys::pacing::Pacer,
+    lags: Option<&'a [u32]>,
+}
+
+impl Sends<'_> {
+    /// Message `k`'s actual send time: its intended one plus its logged lag.
+    fn actual_ns(&self, k: u64) -> Option<i64> {
+        self.lags
+            .map(|l| self.pacer.intended_ns(k) + i64::from(l[(k - self.first) as usize]))
+    }
+}
+
+/// latency-pub's send lags when it logged one per measured message and none saturated; else
+/// none, and a note that the stages are not timed from the actual send time.
+fn full_lags<'a>(logged: Option<&'a [u32]>, count: u64, notes: &mut Vec<String>) -> Option<&'a [u32]> {
+    let logged = logged.unwrap_or_default();
+    // u32::MAX: sent 4.29 s or more behind its schedule, its actual send time unknown.
+    let saturated = logged.iter().filter(|l| **l == u32::MAX).count();
+    if logged.len() as u64 != count {
+        notes.push(format!(
+            "latency-pub logged {} send lags for {count} measured messages: the stages are not timed from the actual \
+             send time",
+            logged.len()
+        ));
+    } else if saturated > 0 {
+        notes.push(format!(
+            "{saturated} messages were sent 4.29 s or more behind their schedule (beyond what the send-lag log holds): \
+             the stages are not timed from the actual send time"
+        ));
+    }
+    Some(logged).filter(|l| l.len() as u64 == count && saturated == 0)
+}
+
+/// A histogram from a report's encoded one.
+fn decoded(s: Option<&String>) -> Option<Histogram<u64>> {
+    s.and_then(|s| crate::model::decode(s).ok())
+}
+
+/// The stages the clients time: the offer returned (one-way), received, and echoed back
+/// (round trips); each from the actual send time too when `actual` (the lags are complete).
+fn client_timings(
+    publ: &crate::model::PubReport,
+    measured: &crate::run::trial::Measured,
+    rtt: bool,
+    actual: bool,
+    notes: &mut Vec<String>,
+) -> Vec<Timing> {
+    let mut timings = Vec::new();
+    if rtt {
+        notes.push(
+            "offer returned is not a stage of a round trip: latency-pub reads no clock between the commit and the \
+             echo"
+                .into(),
+        );
+    } else if let Some(h) = decoded(publ.offer_returned_histogram.as_ref()) {
+        timings.push(Timing {
+            name: "offer returned",
+            intended: h,
+            actual: decoded(publ.publish_cost_histogram.as_ref()).filter(|_| actual),
+        });
+    }
+    let from = |name: &'static str, h: &crate::model::Histograms| {
+        decoded(Some(&h.intended)).map(|intended| Timing {
+            name,
+            intended,
+            actual: decoded(Some(&h.actual)).filter(|_| actual),
+        })
+    };
+    // One-way: latency-sub's report is the run's; round trips: pong's.
+    let received = if rtt {
+        measured.pong.as_ref().and_then(|p| p.histograms.as_ref())
+    } else {
+        measured.report.histograms.as_ref()
+    };
+    match received {
+        Some(h) => timings.extend(from("received", h)),
+        None => notes.push("latency-sub wrote no histograms: the received stage is missing".into()),
+    }
+    if rtt {
+        if let Some(h) = measured.report.histograms.as_ref() {
+            timings.extend(from("echoed back", h));
+        }
+    }
+    timings
+}
+
+/// A note per archive that never said where its recording starts, or that started after the
+/// warm-up (which ends at stream position `warmup_end`).
+fn recording_start_notes(starts: &[Option<i64>], warmup_end: i64, notes: &mut Vec<String>) {
+    for (i, start) in starts.iter().enumerate() {
+        match start {
+            None => notes.push(format!(
+                "{}: the archive never said where its recording starts, so no message is counted as recorded",
+                ARCHIVE_STAGES[i]
+            )),
+            Some(s) if *s > warmup_end => notes.push(format!(
+                "{}: the recording began at stream position {s}, after the warm-up: the measured messages before \
+                 it were never recorded (use a longer --warmup)",
+                ARCHIVE_STAGES[i]
+            )),
+            Some(_) => {}
+        }
+    }
+}
+
+/// A replica cannot hold a message before the archive it copies: counts any that seem to
+/// (with a note when there are some).
+fn out_of_order(times: &[Vec<Option<i64>>], notes: &mut Vec<String>) -> u64 {
+    let [a, b] = times else { return 0 };
+    let n = a
+        .iter()
+        .zip(b)
+        .filter(|(a, b)| matches!((a, b), (Some(a), Some(b)) if b < a))
+        .count() as u64;
+    if n > 0 {
+        notes.push(format!(
+            "{n} messages were seen replicated to archive B before recorded by archive A (the watcher \
+             reads B before A in each round, so this means a miscount: the run is marked incomplete)"
+        ));
+    }
+    n
+}
+
+/// Each archive's stage from the times it recorded the measured messages, with a note for
+/// those it did not time and for a full position log.
+fn archive_timings(
+    watched: &Watched,
+    times: &[Vec<Option<i64>>],
+    sends: &Sends<'_>,
+    timings: &mut Vec<Timing>,
+    notes: &mut Vec<String>,
+) {
+    let (first, count) = (sends.first, sends.count);
+    for (i, log) in watched.logs.iter().enumerate() {
+        let name = ARCHIVE_STAGES[i];
+        let (intended, timed) = recorded_stage(&times[i], first, |k| sends.pacer.intended_ns(k));
+        if timed < count {
+            notes.push(format!(
+                "{name}: timed {timed} of {count} measured messages (the rest were not recorded when the watch ended: \
+                 up to {} s after the run, at once when an archive failed)",
+                CATCH_UP.as_secs()
+            ));
+        }
+        if log.overflow > 0 {
+            notes.push(format!(
+                "{name}: {} position changes not logged (log full)",
+                log.overflow
+            ));
+        }
+        let actual = sends
+            .lags
+            .map(|_| recorded_stage(&times[i], first, |k| sends.actual_ns(k).unwrap_or(0)).0);
+        timings.push(Timing { name, intended, actual });
+    }
 }
 
 /// The stream position right after message `n - 1` (of fixed `frame` bytes, in terms of

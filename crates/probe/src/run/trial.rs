@@ -329,24 +329,56 @@ fn floor_before(t: &Trial, notes: &mut Vec<String>) -> Option<FloorRun> {
 /// # Errors
 /// It could not run, or produced no report ([`TrialError::is_setup`] tells which).
 pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
-    let rtt = t.pong.is_some();
     let mut notes = Vec::new();
     let meter = hiccup_meter(t, &mut notes);
-    let diag_on = t.diagnostics != Mode::Off;
-
     let tmp = std::env::temp_dir().join(format!("latency-probe-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).map_err(|source| TrialError::TempDir {
         path: tmp.clone(),
         source,
     })?;
     let c = children(t, at.dir, &tmp);
-    let floor = floor_before(t, &mut notes);
+    let mut floor = floor_before(t, &mut notes);
+    announce(t, at);
+    // The driver's counters around the run, straight from cnc.dat (no client joins).
+    let counters_before = aeron_latency::messaging::read_driver_counters(at.dir).unwrap_or_default();
+    let (pub_status, sub_status) = run_children(t, &c, &tmp)?;
+    let counters_after = aeron_latency::messaging::read_driver_counters(at.dir).unwrap_or_default();
+    // The floor again, right after the run and under the same conditions (driver and meter up).
+    if let Some(f) = &mut floor {
+        f.after();
+    }
+    let meter = meter.map(HiccupMeter::stop);
+    let mut written = Written::read(&c);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let h = match &meter {
+        Ok(log) => crate::analysis::jitter::Hiccup::Ran(log),
+        Err(why) => crate::analysis::jitter::Hiccup::Skipped(why.to_string()),
+    };
+    let (mut report, pong) = if t.pong.is_some() {
+        rtt_report(t, at, &mut written, notes, &h, pub_status)?
+    } else {
+        (one_way_report(t, at, &mut written, notes, &h, sub_status)?, None)
+    };
+    if let Some(f) = floor {
+        add_floor(&mut report, f);
+    }
+    report.driver_counters = Some(crate::measure::counters::diff(&counters_before, &counters_after));
+    Ok(Measured {
+        report,
+        pub_status,
+        sub_status,
+        send_lags: written.send_lags,
+        pong,
+    })
+}
 
+/// The run's line on stderr: what is measured, where, on which cores.
+fn announce(t: &Trial, at: &Place<'_>) {
     eprintln!(
         "{ME}: {}{} {:.1} s at {} msg/s, {} B messages, {} warm-up; driver {} at {}; subscriber on core {}, publisher on \
          core {}",
         at.run.map_or_else(String::new, |(r, of)| format!("run {r}/{of}: ")),
-        if rtt { "round trips," } else { "one-way," },
+        if t.pong.is_some() { "round trips," } else { "one-way," },
         t.duration_s,
         t.rate,
         t.msg_size,
@@ -356,8 +388,14 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
         t.sub_core.map_or("any".into(), |c| c.to_string()),
         t.pub_core.map_or("any".into(), |c| c.to_string()),
     );
-    // The driver's counters around the run, straight from cnc.dat (no client joins).
-    let counters_before = aeron_latency::messaging::read_driver_counters(at.dir).unwrap_or_default();
+}
+
+/// Starts latency-sub, then latency-pub, and waits for both: their exits.
+///
+/// # Errors
+/// A child did not start, or latency-pub refused the setup (then latency-sub is stopped at
+/// once and `tmp` removed).
+fn run_children(t: &Trial, c: &Children, tmp: &Path) -> Result<(Option<ExitStatus>, Option<ExitStatus>), TrialError> {
     let mut sub = spawn(&t.bin_dir.join("latency-sub"), &c.sub_args).map_err(TrialError::Spawn)?;
     let mut publ = match spawn(&t.bin_dir.join("latency-pub"), &c.pub_args) {
         Ok(p) => p,
@@ -373,98 +411,125 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
         // sending anything: do not wait for latency-sub's timeout.
         let _ = sub.kill();
         let _ = sub.wait();
-        let _ = std::fs::remove_dir_all(&tmp);
+        let _ = std::fs::remove_dir_all(tmp);
         return Err(TrialError::PubRefused);
     }
     let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(t.sub_timeout_s() + 10.0));
-    let counters_after = aeron_latency::messaging::read_driver_counters(at.dir).unwrap_or_default();
-    // The floor again, right after the run and under the same conditions (driver and meter up).
-    let mut floor = floor;
-    if let Some(f) = &mut floor {
-        f.after();
-    }
-    let meter = meter.map(HiccupMeter::stop);
+    Ok((pub_status, sub_status))
+}
 
-    let read = |p: &PathBuf| -> Option<Vec<u8>> { std::fs::read(p).ok() };
-    let sub_report: Option<Report> = read(&c.sub_json).and_then(|b| serde_json::from_slice(&b).ok());
-    let read_raw = |p: &PathBuf| -> Option<RawJitter> { serde_json::from_slice(&read(p)?).ok() };
-    let (sub_jitter, pub_jitter) = (read_raw(&c.sub_raw), read_raw(&c.pub_raw));
-    let send_lags: Option<Vec<u32>> = read(&c.pub_lags).map(|b| {
-        b.chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect()
-    });
-    let mut pong = None;
-    let h = match &meter {
-        Ok(log) => crate::analysis::jitter::Hiccup::Ran(log),
-        Err(why) => crate::analysis::jitter::Hiccup::Skipped(why.to_string()),
-    };
-    let mut report = if rtt {
-        // Ping's report is the result; pong's is its one-way view of the same messages.
-        let bytes = read(&c.pub_json);
-        let ping: Option<Report> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
-        // A ping that stopped before its first round trip writes its publisher report only.
-        let stopped: Option<PubReport> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
-        let _ = std::fs::remove_dir_all(&tmp);
-        let Some(mut report) = ping else {
-            return Err(TrialError::NoPingReport {
-                reason: stopped.and_then(|p| p.incomplete_reason),
-                status: pub_status,
-            });
-        };
-        report.env.driver_kind = if at.embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
-        report.env.driver_version = at.driver_version.to_owned();
-        add_pong(&mut report, sub_report.as_ref());
-        pong = sub_report;
-        report.notes.extend(notes);
-        match (&pub_jitter, diag_on) {
-            (Some(pj), _) => crate::report::build::attach(&mut report, pj, sub_jitter.as_ref(), &h, t.explain),
-            (None, true) => report
-                .notes
-                .push("latency-pub wrote no jitter material; the jitter section covers nothing".into()),
-            (None, false) => {}
+/// What the children wrote (each none when missing or unreadable).
+struct Written {
+    /// latency-sub's report (pong's, in round trips).
+    sub_report: Option<Report>,
+    /// latency-pub's JSON: its report, or ping's round-trip report.
+    pub_json: Option<Vec<u8>>,
+    sub_jitter: Option<RawJitter>,
+    pub_jitter: Option<RawJitter>,
+    send_lags: Option<Vec<u32>>,
+}
+
+impl Written {
+    fn read(c: &Children) -> Written {
+        let read = |p: &PathBuf| -> Option<Vec<u8>> { std::fs::read(p).ok() };
+        let read_raw = |p: &PathBuf| -> Option<RawJitter> { serde_json::from_slice(&read(p)?).ok() };
+        Written {
+            sub_report: read(&c.sub_json).and_then(|b| serde_json::from_slice(&b).ok()),
+            sub_jitter: read_raw(&c.sub_raw),
+            pub_jitter: read_raw(&c.pub_raw),
+            send_lags: read(&c.pub_lags).map(|b| {
+                b.chunks_exact(4)
+                    .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                    .collect()
+            }),
+            pub_json: read(&c.pub_json),
         }
-        report
-    } else {
-        let pub_report: Option<PubReport> = read(&c.pub_json).and_then(|b| serde_json::from_slice(&b).ok());
-        let _ = std::fs::remove_dir_all(&tmp);
-        let Some(sub_report) = sub_report else {
-            return Err(TrialError::NoSubReport { status: sub_status });
-        };
-        let mut report = combine(sub_report, pub_report, at.embedded, at.driver_version);
-        report.notes.extend(notes);
-        if let Some(p) = &mut report.publisher {
-            p.jitter = None; // analysed together with the subscriber's side below
-        }
-        match (&sub_jitter, diag_on) {
-            (Some(sj), _) => crate::report::build::attach(&mut report, sj, pub_jitter.as_ref(), &h, t.explain),
-            (None, true) => report
-                .notes
-                .push("latency-sub wrote no jitter material; the jitter section covers nothing".into()),
-            (None, false) => {}
-        }
-        report
-    };
-    if let Some(f) = floor {
-        let f = f.finish(&report.latency_ns);
-        if f.moved {
-            report.notes.push(format!(
-                "the floor moved during the run (raw round trip p50 {} before, {} after): this machine's inter-core \
-                 latency changed regime; compare nothing from this run and run again",
-                format_ns(f.before.round_trip_ns.p50),
-                format_ns(f.after.as_ref().map_or(0, |a| a.round_trip_ns.p50))
-            ));
-        }
-        report.floor = Some(f);
     }
-    report.driver_counters = Some(crate::measure::counters::diff(&counters_before, &counters_after));
-    Ok(Measured {
-        report,
-        pub_status,
-        sub_status,
-        send_lags,
-        pong,
-    })
+}
+
+/// Round trips: ping's report is the result, with pong's side added; pong's own report is its
+/// one-way view of the same messages.
+fn rtt_report(
+    t: &Trial,
+    at: &Place<'_>,
+    w: &mut Written,
+    notes: Vec<String>,
+    h: &crate::analysis::jitter::Hiccup<'_>,
+    pub_status: Option<ExitStatus>,
+) -> Result<(Report, Option<Report>), TrialError> {
+    let bytes = w.pub_json.as_ref();
+    let ping: Option<Report> = bytes.and_then(|b| serde_json::from_slice(b).ok());
+    // A ping that stopped before its first round trip writes its publisher report only.
+    let stopped: Option<PubReport> = bytes.and_then(|b| serde_json::from_slice(b).ok());
+    let Some(mut report) = ping else {
+        return Err(TrialError::NoPingReport {
+            reason: stopped.and_then(|p| p.incomplete_reason),
+            status: pub_status,
+        });
+    };
+    report.env.driver_kind = if at.embedded { DRIVER_EMBEDDED } else { DRIVER_EXTERNAL }.to_owned();
+    report.env.driver_version = at.driver_version.to_owned();
+    let pong = w.sub_report.take();
+    add_pong(&mut report, pong.as_ref());
+    report.notes.extend(notes);
+    let (main, other) = (w.pub_jitter.as_ref(), w.sub_jitter.as_ref());
+    attach_jitter(&mut report, t, "latency-pub", (main, other), h);
+    Ok((report, pong))
+}
+
+/// One way: latency-sub's report with latency-pub's folded in.
+fn one_way_report(
+    t: &Trial,
+    at: &Place<'_>,
+    w: &mut Written,
+    notes: Vec<String>,
+    h: &crate::analysis::jitter::Hiccup<'_>,
+    sub_status: Option<ExitStatus>,
+) -> Result<Report, TrialError> {
+    let pub_report: Option<PubReport> = w.pub_json.as_ref().and_then(|b| serde_json::from_slice(b).ok());
+    let Some(sub_report) = w.sub_report.take() else {
+        return Err(TrialError::NoSubReport { status: sub_status });
+    };
+    let mut report = combine(sub_report, pub_report, at.embedded, at.driver_version);
+    report.notes.extend(notes);
+    if let Some(p) = &mut report.publisher {
+        p.jitter = None; // analysed together with the subscriber's side below
+    }
+    let (main, other) = (w.sub_jitter.as_ref(), w.pub_jitter.as_ref());
+    attach_jitter(&mut report, t, "latency-sub", (main, other), h);
+    Ok(report)
+}
+
+/// The jitter section from the report's own side (`sides.0`, written by `who`) and the other
+/// one; a note when diagnostics were on and that side wrote nothing.
+fn attach_jitter(
+    report: &mut Report,
+    t: &Trial,
+    who: &str,
+    sides: (Option<&RawJitter>, Option<&RawJitter>),
+    h: &crate::analysis::jitter::Hiccup<'_>,
+) {
+    match (sides.0, t.diagnostics != Mode::Off) {
+        (Some(j), _) => crate::report::build::attach(report, j, sides.1, h, t.explain),
+        (None, true) => report.notes.push(format!(
+            "{who} wrote no jitter material; the jitter section covers nothing"
+        )),
+        (None, false) => {}
+    }
+}
+
+/// The floor around the run, with a note when it moved.
+fn add_floor(report: &mut Report, f: FloorRun) {
+    let f = f.finish(&report.latency_ns);
+    if f.moved {
+        report.notes.push(format!(
+            "the floor moved during the run (raw round trip p50 {} before, {} after): this machine's inter-core \
+             latency changed regime; compare nothing from this run and run again",
+            format_ns(f.before.round_trip_ns.p50),
+            format_ns(f.after.as_ref().map_or(0, |a| a.round_trip_ns.p50))
+        ));
+    }
+    report.floor = Some(f);
 }
 
 /// Pong's side of a round-trip report: its faults, its one-way view, and whether it finished.
