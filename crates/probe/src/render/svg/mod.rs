@@ -222,10 +222,13 @@ fn log_axis(min_us: f64, max_us: f64) -> LogAxis {
     }
 }
 
+/// A chart of the plots: two ticked axes, drawn into an SVG.
+type Chart<'a, 's> = ChartContext<'a, SVGBackend<'s>, Cartesian2d<TickedAxis, TickedAxis>>;
+
 /// The mesh of a chart with the grid and text styles every plot shares: bold and light grid
 /// lines, `label`-px tick labels, `desc`-px axis descriptions.
 fn mesh<'a, 'b, 's>(
-    chart: &'b mut ChartContext<'a, SVGBackend<'s>, Cartesian2d<TickedAxis, TickedAxis>>,
+    chart: &'b mut Chart<'a, 's>,
     label: u32,
     desc: u32,
 ) -> MeshStyle<'a, 'b, TickedAxis, TickedAxis, SVGBackend<'s>> {

@@ -1,6 +1,8 @@
 //! A rate sweep: latency against offered load, with the single-queue curve of seed 001.
 
-use super::{draw_err, draw_legend_rows, linear_ticks, log_axis, log_us, mesh, save_svg, Mark, Metric, PlotError};
+use super::{
+    draw_err, draw_legend_rows, linear_ticks, log_axis, log_us, mesh, save_svg, Chart, Mark, Metric, PlotError,
+};
 use super::{TickedAxis, FONT, GREEN, GREY, PERCENTILE_COLORS, PURPLE};
 use crate::render::hgrm::NS_PER_US;
 use crate::units::{format_rate, format_us};
@@ -43,68 +45,23 @@ pub const QUEUE_KNEE_RHO: f64 = 0.7;
 /// [`PlotError::NoData`] for no points, [`PlotError::BadInput`] for a rate that is not
 /// positive and finite, [`PlotError::Draw`] or [`PlotError::Io`] naming `path`.
 pub fn sweep_svg(points: &[SweepPoint], target: Option<&str>, title: &str, path: &Path) -> Result<(), PlotError> {
-    const PLOT: &str = "rate sweep plot";
-    if points.is_empty() {
-        return Err(PlotError::NoData { plot: PLOT });
-    }
-    for (i, p) in points.iter().enumerate() {
-        let good = |r: f64| r.is_finite() && r > 0.0;
-        if !(good(p.rate_target) && p.rate_achieved.is_finite() && p.rate_achieved >= 0.0) {
-            return Err(PlotError::BadInput {
-                plot: PLOT,
-                what: format!(
-                    "sweep point {i} has target rate {} and achieved rate {}; the target must be \
-                     positive and finite, the achieved rate finite and not negative",
-                    p.rate_target, p.rate_achieved
-                ),
-            });
-        }
-    }
+    check_points(points)?;
     let mut sorted: Vec<SweepPoint> = points.to_vec();
     sorted.sort_by(|a, b| a.rate_target.total_cmp(&b.rate_target));
-    let lowest = sorted[0];
     let max_rate = sorted.iter().map(|p| p.rate_target).fold(0.0, f64::max);
-    let capacity = sorted.iter().map(|p| p.rate_achieved).fold(0.0, f64::max);
     let best = sorted
         .iter()
         .filter(|p| p.met_target)
         .map(|p| p.rate_target)
         .fold(None, |a: Option<f64>, r| Some(a.map_or(r, |a| a.max(r))));
-
-    // The single-queue curve, in (rate, ns).
-    let rho_low = lowest.rate_target / capacity;
-    let service_ns = (lowest.p50_ns.max(1) as f64) * (1.0 - rho_low);
-    let curve: Vec<(f64, f64)> = if capacity > 0.0 && rho_low < QUEUE_CURVE_MAX_RHO {
-        let end = QUEUE_CURVE_MAX_RHO * capacity;
-        (0..=200)
-            .map(|i| end * f64::from(i) / 200.0)
-            .map(|rate| (rate, service_ns / (1.0 - rate / capacity)))
-            .collect()
-    } else {
-        Vec::new()
-    };
-
-    let mut min_ns = sorted
-        .iter()
-        .map(|p| p.p50_ns.min(p.p99_ns).min(p.p999_ns))
-        .min()
-        .unwrap_or(1) as f64;
-    let mut max_ns = sorted
-        .iter()
-        .map(|p| p.p50_ns.max(p.p99_ns).max(p.p999_ns))
-        .max()
-        .unwrap_or(1) as f64;
-    for (_, ns) in &curve {
-        min_ns = min_ns.min(*ns);
-        max_ns = max_ns.max(*ns);
-    }
-    let x_hi = max_rate.max(QUEUE_CURVE_MAX_RHO * capacity) * 1.06;
+    let queue = Queue::fit(&sorted);
+    let (min_ns, max_ns) = latency_range(&sorted, &queue.curve);
+    let x_hi = max_rate.max(QUEUE_CURVE_MAX_RHO * queue.capacity) * 1.06;
 
     save_svg(PLOT, path, (1000, 680), |root| {
         let (top, legend) = root.split_vertically(590);
         let axis = log_axis(min_ns / NS_PER_US, max_ns / NS_PER_US);
         let x_ticks = linear_ticks(0.0, x_hi, 10);
-        let mut legend_rows: Vec<Vec<(Mark, String)>> = vec![Vec::new()];
         let mut chart = ChartBuilder::on(&top)
             .caption(title, (FONT, 22))
             .margin(14)
@@ -122,87 +79,195 @@ pub fn sweep_svg(points: &[SweepPoint], target: Option<&str>, title: &str, path:
             .y_label_formatter(&|y| format_us(10f64.powf(*y)))
             .draw()
             .map_err(draw_err(PLOT))?;
-
-        let metrics: [Metric<SweepPoint>; 3] = [("p50", |p| p.p50_ns), ("p99", |p| p.p99_ns), ("p99.9", |p| p.p999_ns)];
-        for ((name, get), color) in metrics.into_iter().zip(PERCENTILE_COLORS) {
-            chart
-                .draw_series(std::iter::once(PathElement::new(
-                    sorted
-                        .iter()
-                        .map(|p| (p.rate_target, log_us(get(p))))
-                        .collect::<Vec<_>>(),
-                    color.stroke_width(2),
-                )))
-                .map_err(draw_err(PLOT))?;
-            chart
-                .draw_series(sorted.iter().map(|p| {
-                    let style = if p.met_target { color.filled() } else { WHITE.filled() };
-                    EmptyElement::at((p.rate_target, log_us(get(p))))
-                        + Circle::new((0, 0), 5, style)
-                        + Circle::new((0, 0), 5, color.stroke_width(2))
-                }))
-                .map_err(draw_err(PLOT))?;
-            legend_rows[0].push((Mark::Line(color), name.to_owned()));
-        }
-        if sorted.iter().any(|p| !p.met_target) {
-            legend_rows[0].push((
-                Mark::OpenCircle(GREY),
-                "open marker: that rate missed its target".to_owned(),
-            ));
-        }
-
-        if !curve.is_empty() {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    curve.iter().map(|(r, ns)| (*r, log_us(ns.round() as u64))),
-                    9,
-                    6,
-                    GREEN.stroke_width(2),
-                ))
-                .map_err(draw_err(PLOT))?;
-            // Mark the knee of the curve.
-            let knee_rate = QUEUE_KNEE_RHO * capacity;
-            if knee_rate > lowest.rate_target {
-                let knee = (knee_rate, log_us((service_ns / (1.0 - QUEUE_KNEE_RHO)).round() as u64));
-                use plotters::style::text_anchor::{HPos, Pos, VPos};
-                let style = TextStyle::from((FONT, 13).into_font())
-                    .color(&GREEN)
-                    .pos(Pos::new(HPos::Right, VPos::Bottom));
-                chart
-                    .draw_series([EmptyElement::at(knee)
-                        + Circle::new((0, 0), 4, GREEN.filled())
-                        + Text::new(format!("knee, ρ = {QUEUE_KNEE_RHO}"), (-6, -4), style)])
-                    .map_err(draw_err(PLOT))?;
-            }
-            legend_rows.push(vec![(
-                Mark::Dashed(GREEN),
-                format!(
-                    "1/(1-ρ) single queue (seed 001), to ρ = {QUEUE_CURVE_MAX_RHO}: ρ = rate / {} msg/s, \
-                     the highest achieved; scaled to the p50 at {}",
-                    format_rate(capacity),
-                    format_rate(lowest.rate_target)
-                ),
-            )]);
+        let mut legend_rows = vec![draw_percentiles(&mut chart, &sorted)?];
+        if !queue.curve.is_empty() {
+            legend_rows.push(vec![draw_queue(&mut chart, &queue)?]);
         }
         if let Some(best) = best {
-            chart
-                .draw_series(DashedLineSeries::new(
-                    [(best, axis.lo), (best, axis.hi)],
-                    4,
-                    4,
-                    PURPLE.stroke_width(2),
-                ))
-                .map_err(draw_err(PLOT))?;
-            legend_rows.push(vec![(
-                Mark::VerticalDashes(PURPLE),
-                match target {
-                    Some(t) => format!("highest rate that met its target ({t}): {} msg/s", format_rate(best)),
-                    None => format!("highest rate that met its target: {} msg/s", format_rate(best)),
-                },
-            )]);
+            legend_rows.push(vec![draw_best(&mut chart, best, (axis.lo, axis.hi), target)?]);
         }
         draw_legend_rows(&legend, &legend_rows, 92).map_err(draw_err(PLOT))
     })
+}
+
+/// The plot's name in its errors.
+const PLOT: &str = "rate sweep plot";
+
+/// Refuses no points, and a rate that is not positive and finite (achieved: finite, not
+/// negative).
+fn check_points(points: &[SweepPoint]) -> Result<(), PlotError> {
+    if points.is_empty() {
+        return Err(PlotError::NoData { plot: PLOT });
+    }
+    for (i, p) in points.iter().enumerate() {
+        let good = |r: f64| r.is_finite() && r > 0.0;
+        if !(good(p.rate_target) && p.rate_achieved.is_finite() && p.rate_achieved >= 0.0) {
+            return Err(PlotError::BadInput {
+                plot: PLOT,
+                what: format!(
+                    "sweep point {i} has target rate {} and achieved rate {}; the target must be \
+                     positive and finite, the achieved rate finite and not negative",
+                    p.rate_target, p.rate_achieved
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Seed 001's single queue fitted to the sweep: capacity the highest achieved rate, service
+/// time such that the curve passes through the lowest rate's p50.
+struct Queue {
+    /// The lowest offered rate, whose p50 the curve passes through.
+    lowest: f64,
+    /// The highest achieved rate, msg/s.
+    capacity: f64,
+    /// S, ns.
+    service_ns: f64,
+    /// R = S/(1-ρ) as (rate, ns) up to ρ = [`QUEUE_CURVE_MAX_RHO`] (empty when the lowest rate
+    /// is already beyond it, or nothing was achieved).
+    curve: Vec<(f64, f64)>,
+}
+
+impl Queue {
+    /// The queue of `sorted` (by offered rate, not empty).
+    fn fit(sorted: &[SweepPoint]) -> Queue {
+        let lowest = sorted[0];
+        let capacity = sorted.iter().map(|p| p.rate_achieved).fold(0.0, f64::max);
+        let rho_low = lowest.rate_target / capacity;
+        let service_ns = (lowest.p50_ns.max(1) as f64) * (1.0 - rho_low);
+        let curve: Vec<(f64, f64)> = if capacity > 0.0 && rho_low < QUEUE_CURVE_MAX_RHO {
+            let end = QUEUE_CURVE_MAX_RHO * capacity;
+            (0..=200)
+                .map(|i| end * f64::from(i) / 200.0)
+                .map(|rate| (rate, service_ns / (1.0 - rate / capacity)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Queue {
+            lowest: lowest.rate_target,
+            capacity,
+            service_ns,
+            curve,
+        }
+    }
+}
+
+/// The lowest and highest latency to show, ns: every percentile drawn, and the curve.
+fn latency_range(sorted: &[SweepPoint], curve: &[(f64, f64)]) -> (f64, f64) {
+    let mut min_ns = sorted
+        .iter()
+        .map(|p| p.p50_ns.min(p.p99_ns).min(p.p999_ns))
+        .min()
+        .unwrap_or(1) as f64;
+    let mut max_ns = sorted
+        .iter()
+        .map(|p| p.p50_ns.max(p.p99_ns).max(p.p999_ns))
+        .max()
+        .unwrap_or(1) as f64;
+    for (_, ns) in curve {
+        min_ns = min_ns.min(*ns);
+        max_ns = max_ns.max(*ns);
+    }
+    (min_ns, max_ns)
+}
+
+/// A line and a marker per rate for p50, p99 and p99.9 (open markers: the rate missed its
+/// target); their legend row.
+fn draw_percentiles(chart: &mut Chart<'_, '_>, sorted: &[SweepPoint]) -> Result<Vec<(Mark, String)>, PlotError> {
+    let mut row = Vec::new();
+    let metrics: [Metric<SweepPoint>; 3] = [("p50", |p| p.p50_ns), ("p99", |p| p.p99_ns), ("p99.9", |p| p.p999_ns)];
+    for ((name, get), color) in metrics.into_iter().zip(PERCENTILE_COLORS) {
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                sorted
+                    .iter()
+                    .map(|p| (p.rate_target, log_us(get(p))))
+                    .collect::<Vec<_>>(),
+                color.stroke_width(2),
+            )))
+            .map_err(draw_err(PLOT))?;
+        chart
+            .draw_series(sorted.iter().map(|p| {
+                let style = if p.met_target { color.filled() } else { WHITE.filled() };
+                EmptyElement::at((p.rate_target, log_us(get(p))))
+                    + Circle::new((0, 0), 5, style)
+                    + Circle::new((0, 0), 5, color.stroke_width(2))
+            }))
+            .map_err(draw_err(PLOT))?;
+        row.push((Mark::Line(color), name.to_owned()));
+    }
+    if sorted.iter().any(|p| !p.met_target) {
+        row.push((
+            Mark::OpenCircle(GREY),
+            "open marker: that rate missed its target".to_owned(),
+        ));
+    }
+    Ok(row)
+}
+
+/// The single-queue curve, dashed, with its knee marked; its legend entry.
+fn draw_queue(chart: &mut Chart<'_, '_>, q: &Queue) -> Result<(Mark, String), PlotError> {
+    chart
+        .draw_series(DashedLineSeries::new(
+            q.curve.iter().map(|(r, ns)| (*r, log_us(ns.round() as u64))),
+            9,
+            6,
+            GREEN.stroke_width(2),
+        ))
+        .map_err(draw_err(PLOT))?;
+    // Mark the knee of the curve.
+    let knee_rate = QUEUE_KNEE_RHO * q.capacity;
+    if knee_rate > q.lowest {
+        let knee = (
+            knee_rate,
+            log_us((q.service_ns / (1.0 - QUEUE_KNEE_RHO)).round() as u64),
+        );
+        use plotters::style::text_anchor::{HPos, Pos, VPos};
+        let style = TextStyle::from((FONT, 13).into_font())
+            .color(&GREEN)
+            .pos(Pos::new(HPos::Right, VPos::Bottom));
+        chart
+            .draw_series([EmptyElement::at(knee)
+                + Circle::new((0, 0), 4, GREEN.filled())
+                + Text::new(format!("knee, ρ = {QUEUE_KNEE_RHO}"), (-6, -4), style)])
+            .map_err(draw_err(PLOT))?;
+    }
+    Ok((
+        Mark::Dashed(GREEN),
+        format!(
+            "1/(1-ρ) single queue (seed 001), to ρ = {QUEUE_CURVE_MAX_RHO}: ρ = rate / {} msg/s, \
+             the highest achieved; scaled to the p50 at {}",
+            format_rate(q.capacity),
+            format_rate(q.lowest)
+        ),
+    ))
+}
+
+/// A vertical dashed line at `best`, the highest rate that met its target, across the y axis
+/// (`y`: low, high); its legend entry.
+fn draw_best(
+    chart: &mut Chart<'_, '_>,
+    best: f64,
+    y: (f64, f64),
+    target: Option<&str>,
+) -> Result<(Mark, String), PlotError> {
+    chart
+        .draw_series(DashedLineSeries::new(
+            [(best, y.0), (best, y.1)],
+            4,
+            4,
+            PURPLE.stroke_width(2),
+        ))
+        .map_err(draw_err(PLOT))?;
+    Ok((
+        Mark::VerticalDashes(PURPLE),
+        match target {
+            Some(t) => format!("highest rate that met its target ({t}): {} msg/s", format_rate(best)),
+            None => format!("highest rate that met its target: {} msg/s", format_rate(best)),
+        },
+    ))
 }
 
 #[cfg(test)]
