@@ -16,18 +16,18 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{
-    self, Client, ConcurrentPublication, EmbeddedDriver, IdleStrategy, MessageHeader, Subscriber,
+    self, Client, ConcurrentPublication, EmbeddedDriver, IdleStrategy, MessageHeader, PinnedThread, Subscriber,
 };
 use hdrhistogram::Histogram;
 
 use common::{
-    latency_histogram, placement, print_summary, record, spawn_hot, two_cores, Args, Clock, Retries, CHANNEL,
-    PING_STREAM, PONG_STREAM,
+    latency_histogram, placement, print_summary, record, spawn_hot, two_cores, Args, Clock, PongReport, Retries,
+    CHANNEL, PING_STREAM, PONG_STREAM,
 };
 
 /// Aeron's Ping sample sends 32-byte messages: here the sequence number, ping's clock reading,
@@ -88,25 +88,9 @@ struct PingReport {
 }
 
 fn run() -> Result<(), String> {
-    let mut args = Args::from_env(USAGE);
-    let embedded = args.flag("--embedded");
-    let dir: Option<PathBuf> = args.value("--dir")?;
-    let count: u64 = args.value("--count")?.unwrap_or(100_000);
-    let warmup: u64 = args.value("--warmup")?.unwrap_or(10_000);
-    let idle = args.idle("yield")?;
-    let core: Option<usize> = args.value("--core")?;
-    args.finish()?;
-    if embedded && dir.is_some() {
-        return Err(
-            "--embedded starts its own driver; drop --dir (or drop --embedded to use the driver at DIR)".into(),
-        );
-    }
-    if count == 0 {
-        return Err("--count must be at least 1".into());
-    }
-
+    let o = Options::from_args()?;
     // The driver: our own, or the one at --dir / $AERON_DIR.
-    let driver = if embedded {
+    let driver = if o.embedded {
         Some(
             EmbeddedDriver::builder()
                 .private_dir()
@@ -119,35 +103,17 @@ fn run() -> Result<(), String> {
     };
     let dir = match &driver {
         Some(d) => d.dir().to_owned(),
-        None => dir.unwrap_or_else(messaging::default_aeron_dir),
+        None => o.dir.clone().unwrap_or_else(messaging::default_aeron_dir),
     };
 
     // Thread placement: with --embedded, ping and pong on two cores of their own if we may.
-    let (ping_core, pong_core) = match (embedded, core, two_cores()) {
+    let (ping_core, pong_core) = match (o.embedded, o.core, two_cores()) {
         (true, None, Some((a, b))) => (Some(a), Some(b)),
         (true, Some(c), _) => (Some(c), None),
         (_, c, _) => (c, None),
     };
-
-    // With --embedded, pong gets its own client, as if it were another process.
-    let pong_thread = if embedded {
-        let pong_client = Client::connect(&dir).map_err(|e| e.to_string())?;
-        let mut sub = pong_client
-            .subscription(CHANNEL, PING_STREAM)
-            .map_err(|e| e.to_string())?;
-        let mut publ = pong_client
-            .publication(CHANNEL, PONG_STREAM)
-            .map_err(|e| e.to_string())?;
-        let mut idle = idle.clone();
-        let limit = warmup + count;
-        let t = spawn_hot("pong", pong_core, move || {
-            let timeout = Duration::from_secs(10);
-            let report = common::pong(&mut sub, &mut publ, &mut idle, Some(limit), timeout, timeout);
-            drop((sub, publ, pong_client));
-            report
-        })
-        .map_err(|e| format!("could not start the pong thread: {e}"))?;
-        Some(t)
+    let pong_thread = if o.embedded {
+        Some(start_pong(&dir, &o, pong_core)?)
     } else {
         None
     };
@@ -167,7 +133,7 @@ fn run() -> Result<(), String> {
     }
 
     let ping_thread = {
-        let idle = idle.clone();
+        let (idle, warmup, count) = (o.idle.clone(), o.warmup, o.count);
         spawn_hot("ping", ping_core, move || ping(publ, sub, warmup, count, idle))
             .map_err(|e| format!("could not start the ping thread: {e}"))?
     };
@@ -179,11 +145,84 @@ fn run() -> Result<(), String> {
         None => None,
     };
 
+    print_setup(&o, driver.as_ref(), &dir, &ping_place, pong_place.as_deref());
+    print_results(&r, pong_report.as_ref());
+    drop(client);
+    drop(driver);
+    match r.error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The command line, checked.
+struct Options {
+    embedded: bool,
+    dir: Option<PathBuf>,
+    count: u64,
+    warmup: u64,
+    idle: IdleStrategy,
+    core: Option<usize>,
+}
+
+impl Options {
+    fn from_args() -> Result<Options, String> {
+        let mut args = Args::from_env(USAGE);
+        let embedded = args.flag("--embedded");
+        let dir: Option<PathBuf> = args.value("--dir")?;
+        let count: u64 = args.value("--count")?.unwrap_or(100_000);
+        let warmup: u64 = args.value("--warmup")?.unwrap_or(10_000);
+        let idle = args.idle("yield")?;
+        let core: Option<usize> = args.value("--core")?;
+        args.finish()?;
+        if embedded && dir.is_some() {
+            return Err(
+                "--embedded starts its own driver; drop --dir (or drop --embedded to use the driver at DIR)".into(),
+            );
+        }
+        if count == 0 {
+            return Err("--count must be at least 1".into());
+        }
+        Ok(Options {
+            embedded,
+            dir,
+            count,
+            warmup,
+            idle,
+            core,
+        })
+    }
+}
+
+/// With --embedded, pong on a thread of its own with its own client, as if it were another
+/// process; it stops after the warm-up and the measured round trips.
+fn start_pong(dir: &Path, o: &Options, core: Option<usize>) -> Result<PinnedThread<PongReport>, String> {
+    let pong_client = Client::connect(dir).map_err(|e| e.to_string())?;
+    let mut sub = pong_client
+        .subscription(CHANNEL, PING_STREAM)
+        .map_err(|e| e.to_string())?;
+    let mut publ = pong_client
+        .publication(CHANNEL, PONG_STREAM)
+        .map_err(|e| e.to_string())?;
+    let mut idle = o.idle.clone();
+    let limit = o.warmup + o.count;
+    spawn_hot("pong", core, move || {
+        let timeout = Duration::from_secs(10);
+        let report = common::pong(&mut sub, &mut publ, &mut idle, Some(limit), timeout, timeout);
+        drop((sub, publ, pong_client));
+        report
+    })
+    .map_err(|e| format!("could not start the pong thread: {e}"))
+}
+
+/// What ran: the messages, the driver, the threads, the idle strategy and the timing model.
+fn print_setup(o: &Options, driver: Option<&EmbeddedDriver>, dir: &Path, ping_place: &str, pong_place: Option<&str>) {
+    let (count, warmup) = (o.count, o.warmup);
     println!(
         "ping: {count} round trips (after {warmup} warm-up) of {PING_LEN}-byte messages, {CHANNEL} stream \
          {PING_STREAM} -> pong -> stream {PONG_STREAM}"
     );
-    match &driver {
+    match driver {
         Some(d) => println!(
             "driver: embedded {}, IPC term {} KiB, in {}",
             messaging::driver_version(),
@@ -192,12 +231,16 @@ fn run() -> Result<(), String> {
         ),
         None => println!("driver: external, at {}", dir.display()),
     }
-    match &pong_place {
+    match pong_place {
         Some(pong) => println!("threads: ping {ping_place}, pong {pong} (same process)"),
         None => println!("threads: ping {ping_place}; pong runs in its own process"),
     }
-    println!("idle strategy: {idle}");
+    println!("idle strategy: {}", o.idle);
     println!("timing model: {TIMING_MODEL}");
+}
+
+/// The round trips measured, and what pong (on a thread of ours) did.
+fn print_results(r: &PingReport, pong: Option<&PongReport>) {
     println!("round-trip time:");
     print_summary(&r.rtt);
     println!(
@@ -207,17 +250,11 @@ fn run() -> Result<(), String> {
         r.retries,
         r.unexpected
     );
-    if let Some(p) = pong_report {
+    if let Some(p) = pong {
         println!(
             "pong: echoed {} messages (claim retries: {}; dropped {}); stopped: {}",
             p.echoed, p.retries, p.dropped, p.stopped
         );
-    }
-    drop(client);
-    drop(driver);
-    match r.error {
-        Some(e) => Err(e),
-        None => Ok(()),
     }
 }
 
