@@ -162,20 +162,13 @@ fn bad_driver_dirs(tag: &str) -> Vec<(PathBuf, &'static str)> {
     ]
 }
 
+/// latency-probe, in the messages.
+const PROBE: &str = "latency-probe";
+
 #[test]
-fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything() {
-    let tmp = scratch("probe");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut cleanup = Cleanup(vec![tmp.clone()]);
-    let tmp_s = tmp.to_str().unwrap();
-    let file = tmp.join("a-file");
-    std::fs::write(&file, b"x").unwrap();
-    let file_s = file.to_str().unwrap();
-    let missing = tmp.join("missing");
-    let missing_s = missing.to_str().unwrap();
-    let json_in_missing = missing.join("r.json");
-    let p = "latency-probe";
-    let mut cases = vec![
+fn latency_probe_refuses_bad_rates_durations_and_sizes_with_one_line_before_starting_anything() {
+    let p = PROBE;
+    let cases = [
         case(p, &["--rate", "0"], "--rate 0", "between 1 and 100,000,000"),
         case(
             p,
@@ -235,6 +228,26 @@ fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything()
             "--msg-size 16384",
             "a larger --term-length",
         ),
+    ];
+    for c in &cases {
+        refuse(c);
+    }
+    let mtu_env = [("AERON_IPC_MTU_LENGTH", "4096")];
+    refuse(&Case {
+        env: &mtu_env,
+        ..case(
+            p,
+            &["--msg-size", "8192"],
+            "--msg-size 8192",
+            "(from AERON_IPC_MTU_LENGTH)",
+        )
+    });
+}
+
+#[test]
+fn latency_probe_refuses_bad_cores_idle_and_hiccup_with_one_line_before_starting_anything() {
+    let p = PROBE;
+    let cases = [
         case(
             p,
             &["--idle", "busy"],
@@ -251,6 +264,16 @@ fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything()
             "--hiccup",
             "expected auto, off or a core number",
         ),
+    ];
+    for c in &cases {
+        refuse(c);
+    }
+}
+
+#[test]
+fn latency_probe_refuses_bad_channels_and_modes_with_one_line_before_starting_anything() {
+    let p = PROBE;
+    let cases = [
         case(
             p,
             &["--channel", "aeron:udp"],
@@ -306,6 +329,16 @@ fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything()
             "--delivery",
             "use --delivery inline",
         ),
+    ];
+    for c in &cases {
+        refuse(c);
+    }
+}
+
+#[test]
+fn latency_probe_refuses_bad_waits_and_floors_with_one_line_before_starting_anything() {
+    let p = PROBE;
+    let cases = [
         case(p, &["--wait", "-1"], "--wait -1", "give 0 or more"),
         case(p, &["--wait", "NaN"], "--wait NaN", "give 0 or more"),
         case(p, &["--wait", "1e300"], "--wait", "at most 10000000 seconds"),
@@ -324,6 +357,26 @@ fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything()
         case(p, &["--floor", "-0.5"], "--floor -0.5", "give 0 or more"),
         case(p, &["--floor", "NaN"], "--floor NaN", "give 0 or more"),
         case(p, &["--floor", "60"], "--floor 60", "at most 10 seconds"),
+    ];
+    for c in &cases {
+        refuse(c);
+    }
+}
+
+#[test]
+fn latency_probe_refuses_bad_driver_and_output_flags_with_one_line_before_starting_anything() {
+    let tmp = scratch("probe");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let _cleanup = Cleanup(vec![tmp.clone()]);
+    let tmp_s = tmp.to_str().unwrap();
+    let file = tmp.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let file_s = file.to_str().unwrap();
+    let missing = tmp.join("missing");
+    let missing_s = missing.to_str().unwrap();
+    let json_in_missing = missing.join("r.json");
+    let p = PROBE;
+    let cases = [
         case(p, &["--term-length", "100000"], "--term-length 100000", "power of two"),
         case(p, &["--term-length", "32768"], "--term-length 32768", "power of two"),
         case(p, &["--driver-dir", missing_s], "--driver-dir", "mkdir -p"),
@@ -350,25 +403,20 @@ fn latency_probe_refuses_every_bad_flag_with_one_line_before_starting_anything()
         ),
         case(p, &["--no-such-flag"], "--no-such-flag", "see latency-probe --help"),
     ];
-    let mtu_env = [("AERON_IPC_MTU_LENGTH", "4096")];
-    cases.push(Case {
-        env: &mtu_env,
-        ..case(
-            p,
-            &["--msg-size", "8192"],
-            "--msg-size 8192",
-            "(from AERON_IPC_MTU_LENGTH)",
-        )
-    });
+    for c in &cases {
+        refuse(c);
+    }
+}
+
+#[test]
+fn latency_probe_refuses_a_dir_without_a_live_driver_with_one_line_before_starting_anything() {
+    let p = PROBE;
     let dirs = bad_driver_dirs(p);
-    cleanup.0.extend(dirs.iter().map(|(d, _)| d.clone()));
+    let _cleanup = Cleanup(dirs.iter().map(|(d, _)| d.clone()).collect());
     for (dir, fix) in &dirs {
         let mut c = case(p, &["--dir"], "--dir", fix);
         c.args.push(dir.to_str().unwrap().to_owned());
-        cases.push(c);
-    }
-    for c in &cases {
-        refuse(c);
+        refuse(&c);
     }
     // The dead driver's line names its directory.
     let dead = &dirs[4].0;

@@ -10,7 +10,7 @@ use common::{run_probe, scratch, stderr};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use latency_probe::model::Report;
+use latency_probe::model::{Report, Stats};
 
 /// Small, quick, polite runs: yield-idling hot threads, a 1 MiB term, no floor.
 const QUICK: [&str; 10] = [
@@ -75,7 +75,7 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     let out = run_probe(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Report = serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
-    let l = report.latency_ns;
+    let l = &report.latency_ns;
     assert_eq!(l.count, 15_000);
 
     // The report carries the histograms; they give its percentiles.
@@ -85,8 +85,17 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     assert_eq!(overall.value_at_quantile(0.99), l.p99);
     assert_eq!(h.groups.len(), 20);
 
-    // .hgrm: every row is the histogram's value at its percentile (µs, 3 decimals); the
-    // footer has the count and the max.
+    check_hgrm(&dir, l, &overall);
+    check_hlog(&dir, l);
+    check_csv_and_plots(&dir);
+    check_runs(&dir, &report, &stderr(&out));
+    check_compare(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// .hgrm: every row is the histogram's value at its percentile (µs, 3 decimals); the footer
+/// has the count and the max.
+fn check_hgrm(dir: &Path, l: &Stats, overall: &Histogram<u64>) {
     let hgrm = std::fs::read_to_string(dir.join("latency.hgrm")).unwrap();
     let rows = hgrm_rows(&hgrm);
     assert!(rows.len() > 20, "{hgrm}");
@@ -119,9 +128,11 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
         p99_row.0 * 1000.0 >= l.p99 as f64 - 1.0,
         "the p99 row is at or above the report's p99"
     );
+}
 
-    // .hlog: 20 intervals of intended latency (untagged) and 20 of actual (tag "actual"),
-    // adding up to the overall histogram.
+/// .hlog: 20 intervals of intended latency (untagged) and 20 of actual (tag "actual"), adding
+/// up to the overall histogram.
+fn check_hlog(dir: &Path, l: &Stats) {
     let hlog = std::fs::read(dir.join("latency.hlog")).unwrap();
     let mut merged: Option<Histogram<u64>> = None;
     let (mut untagged, mut tagged, mut last_start, mut covered) = (0, 0, -1.0, 0.0);
@@ -180,8 +191,10 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     assert_eq!(merged.value_at_quantile(0.5), l.p50);
     assert_eq!(merged.value_at_quantile(0.999), l.p999);
     assert_eq!(merged.max(), l.max);
+}
 
-    // CSV and plots.
+/// groups.csv has a row per group; the plots parse and hold their series.
+fn check_csv_and_plots(dir: &Path) {
     let csv = std::fs::read_to_string(dir.join("groups.csv")).unwrap();
     assert_eq!(csv.lines().count(), 21, "{csv}");
     let texts = svg(&dir.join("spectrum.svg"));
@@ -194,8 +207,10 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     for series in ["p50", "p99", "p99.9", "max"] {
         assert!(texts.contains(series), "groups.svg lacks {series}: {texts}");
     }
+}
 
-    // --runs 2: each run's report, the runs table, the variation.
+/// --runs 2: each run's report, the runs table, the variation; and the live lines on `err`.
+fn check_runs(dir: &Path, report: &Report, err: &str) {
     let runs = report.runs.as_ref().expect("runs summary");
     assert_eq!(runs.runs.len(), 2);
     assert_eq!(
@@ -213,14 +228,16 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
         counters.watched.iter().any(|w| w.label.starts_with("Errors")),
         "the driver's Errors counter is watched: {counters:?}"
     );
-    let text = stderr(&out);
-    assert!(text.contains("run 2/2"), "{text}");
+    assert!(err.contains("run 2/2"), "{err}");
     assert!(
-        text.contains("latency-sub: 1 s: received") && text.contains("p99 of the last"),
-        "--live on: a line a second from latency-sub: {text}"
+        err.contains("latency-sub: 1 s: received") && err.contains("p99 of the last"),
+        "--live on: a line a second from latency-sub: {err}"
     );
+}
 
-    // compare: run 1 against the report (2 runs recorded in B: the verdicts are judged).
+/// compare: run 1 against the report (2 runs recorded in B: the verdicts are judged); a file
+/// that is no report is refused.
+fn check_compare(dir: &Path) {
     let c = run_probe(&[
         "compare",
         dir.join("run-1.json").to_str().unwrap(),
@@ -239,7 +256,6 @@ fn out_dir_files_read_back_with_hdrhistograms_readers_give_the_reports_percentil
     ]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("is not a latency-probe or latency-sub JSON report"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
