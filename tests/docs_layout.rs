@@ -1,7 +1,9 @@
 //! The docs' layout map (`docs/layout.md`) matches the tree: every path it names exists, and it
 //! names every top-level module of each crate (each file and folder right under `src/`), every
 //! test, bench, example and script file. A file added without a line in the map, or a map line
-//! left behind by a move, fails here with the path to fix.
+//! left behind by a move, fails here with the path to fix. And no source file holds more than
+//! 700 lines of non-test code (the rest of the house rule, functions under 120 lines, is
+//! clippy's `too_many_lines`, set in clippy.toml).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -88,4 +90,48 @@ fn paths_in_backticks_are_read_and_other_code_is_not() {
         n.into_iter().collect::<Vec<_>>(),
         ["crates/probe/src/run", "src/lib.rs"]
     );
+}
+
+/// Every `.rs` file under `dir`, recursively (relative to the root).
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// Lines before a file's `#[cfg(test)]` module (all of them without one).
+fn non_test_lines(text: &str) -> usize {
+    text.lines().take_while(|l| !l.starts_with("#[cfg(test)]")).count()
+}
+
+#[test]
+fn no_source_file_is_over_700_lines_of_non_test_code() {
+    // Sources, benches and examples; test files (tests/, the fuzz corpus) are not held to it.
+    let mut files = Vec::new();
+    for dir in [
+        "src",
+        "crates/messaging/src",
+        "crates/probe/src",
+        "crates/probe/benches",
+        "examples",
+        "benches",
+    ] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "found only {} source files", files.len());
+    let over: Vec<String> = files
+        .iter()
+        .filter_map(|p| {
+            let n = non_test_lines(&std::fs::read_to_string(p).unwrap());
+            (n > 700).then(|| format!("{} ({n} lines)", p.strip_prefix(root()).unwrap().display()))
+        })
+        .collect();
+    assert!(over.is_empty(), "split these by job (docs/layout.md): {over:?}");
+    assert_eq!(non_test_lines("a\nb\n#[cfg(test)]\nmod tests {}\n"), 2);
 }
