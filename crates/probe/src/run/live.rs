@@ -125,6 +125,9 @@ impl Live {
 }
 
 /// The printing thread; stops (and prints nothing more) when dropped. It wakes once per line.
+/// On a terminal each line overwrites the one before (carriage return, erase line) and the
+/// last is erased when it stops, so the live line never pushes the report off the screen;
+/// elsewhere (a file, a pipe) each is a line of its own.
 #[derive(Debug)]
 pub struct Printer {
     stop: Option<crossbeam_channel::Sender<()>>,
@@ -139,14 +142,24 @@ impl Printer {
     pub fn spawn(live: Arc<Live>, program: &'static str, every: Duration) -> std::io::Result<Printer> {
         // Dropping the sender ends the wait at once.
         let (stop, stopped) = crossbeam_channel::bounded::<()>(0);
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let handle = std::thread::Builder::new().name("live-line".into()).spawn(move || {
             let started = Instant::now();
             let mut next = started + every;
             while let Err(crossbeam_channel::RecvTimeoutError::Timeout) =
                 stopped.recv_timeout(next.saturating_duration_since(Instant::now()))
             {
-                let _ = writeln!(std::io::stderr().lock(), "{}", live.line(program, started.elapsed()));
+                let line = live.line(program, started.elapsed());
+                let mut err = std::io::stderr().lock();
+                let _ = if terminal {
+                    write!(err, "\r\x1b[2K{line}").and_then(|()| err.flush())
+                } else {
+                    writeln!(err, "{line}")
+                };
                 next += every;
+            }
+            if terminal {
+                let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
             }
         })?;
         Ok(Printer {
