@@ -10,7 +10,8 @@
 //! Drivers: a fresh embedded driver per arm run, as a plain `latency-probe` run has. An arm
 //! may change driver settings (`--driver-opt`), which only a fresh driver takes; and a driver
 //! kept idle across rounds would still be a shared, warm resource for one arm and not the
-//! other. The start costs about a second per run, outside the measured phase.
+//! other. The start costs about 0.13 s of an arm run's ~1.2 s, outside the measured phase
+//! (docs/results/2026-11-26-ab-driver-start.md).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
