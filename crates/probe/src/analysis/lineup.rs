@@ -62,6 +62,20 @@ pub(crate) struct Hit {
     pub(crate) who: Option<(i32, [u8; 16])>,
 }
 
+impl Hit {
+    /// A hit that is not a preemption; its words are written only when `detail` (the listed
+    /// outliers), so the thousands of samples that are only counted stay cheap.
+    fn new(key: Cause, tid: i32, overlap: u64, detail: bool, words: impl FnOnce() -> String) -> Hit {
+        Hit {
+            key,
+            words: if detail { words() } else { String::new() },
+            tid,
+            overlap,
+            who: None,
+        }
+    }
+}
+
 /// Hypervisor steal (all CPUs) in the group that contains `t`, ns.
 pub(crate) fn steal_near(sides: &[&JitterSide], t: i64) -> u64 {
     let Some(side) = sides.first() else { return 0 };
@@ -226,22 +240,14 @@ impl<'a> Lineup<'a> {
         if !counts(overlap) {
             return;
         }
-        hits.push(Hit {
-            key: Cause::PageFaults,
-            words: if detail {
-                format!(
-                    "{} took {} page faults in its window (about {} each, measured here)",
-                    t.name,
-                    thousands(faults),
-                    format_ns(self.ctx.fault_cost_ns)
-                )
-            } else {
-                String::new()
-            },
-            tid: t.tid,
-            overlap,
-            who: None,
-        });
+        hits.push(Hit::new(Cause::PageFaults, t.tid, overlap, detail, || {
+            format!(
+                "{} took {} page faults in its window (about {} each, measured here)",
+                t.name,
+                thousands(faults),
+                format_ns(self.ctx.fault_cost_ns)
+            )
+        }));
     }
 
     /// `t`'s stalls in the window that being off CPU does not explain, by what else lines up:
@@ -276,17 +282,9 @@ impl<'a> Lineup<'a> {
                 continue;
             }
             let (key, what) = self.stall_cause(t, stall, len, faulting, overlap);
-            hits.push(Hit {
-                key,
-                words: if detail {
-                    format!("{} stalled for {} {what}", t.name, format_ns(len))
-                } else {
-                    String::new()
-                },
-                tid: t.tid,
-                overlap,
-                who: None,
-            });
+            hits.push(Hit::new(key, t.tid, overlap, detail, || {
+                format!("{} stalled for {} {what}", t.name, format_ns(len))
+            }));
         }
     }
 
@@ -349,17 +347,10 @@ impl<'a> Lineup<'a> {
                 .find(|t| t.role.is_hot() && t.role != Role::Handoff)
                 .map_or("the probe", |t| t.name.as_str());
             for (a, l) in sd.reads.iter().filter(|(a, l)| overlaps((*a, a + *l as i64), w)) {
-                hits.push(Hit {
-                    key: Cause::ProbeReads,
-                    words: if detail {
-                        format!("{owner} paused {} for the probe's own counter read", format_ns(*l))
-                    } else {
-                        String::new()
-                    },
-                    tid: 0,
-                    overlap: clip((*a, a + *l as i64), w),
-                    who: None,
-                });
+                let overlap = clip((*a, a + *l as i64), w);
+                hits.push(Hit::new(Cause::ProbeReads, 0, overlap, detail, || {
+                    format!("{owner} paused {} for the probe's own counter read", format_ns(*l))
+                }));
             }
         }
     }

@@ -157,12 +157,13 @@ fn tail_headline(hot: &[&ThreadJitter], findings: &[Finding], futex: &str, perf:
             });
         match elsewhere {
             Some(o) => format!(
-                "futex-driven jitter: {}. The samples above p99.9 line up more with {} ({:.0}%): see below",
+                "{}: {}. The samples above p99.9 line up more with {} ({:.0}%): see below",
+                Cause::Futex.lead(),
                 f.evidence,
                 o.cause,
                 o.tail_share.unwrap_or(0.0) * 100.0
             ),
-            None => format!("futex-driven jitter: {}", f.evidence),
+            None => format!("{}: {}", Cause::Futex.lead(), f.evidence),
         }
     } else if hot.is_empty() {
         "unknown: no hot thread could be watched (see notes)".into()
