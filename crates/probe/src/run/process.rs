@@ -83,18 +83,26 @@ pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, SpawnError> {
 /// Waits for a child up to `limit`, killing it after that, or at once when SIGINT/SIGTERM
 /// arrived and is being caught ([`crate::sys::signals`]).
 ///
-/// Checks rarely (every 250 ms once it has waited a while): on a machine whose cores are all
-/// taken by the hot threads, each wake-up of this thread preempts one of them, and the jitter
-/// report would name it.
+/// Wakes when the child exits (`poll` on its pidfd), else every 250 ms to look at the
+/// deadline and the signal flag: on a machine whose cores are all taken by the hot threads,
+/// each wake-up of this thread preempts one of them, and the jitter report would name it.
+/// Without a pidfd (Linux < 5.3) it looks every 5 ms at first, backing off to 250 ms.
 pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     let deadline = std::time::Instant::now() + limit;
+    let exit = crate::sys::child::ExitSignal::open(child);
     let mut pause = Duration::from_millis(5);
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
             Ok(None) if std::time::Instant::now() < deadline && !crate::sys::signals::interrupted() => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(250));
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match &exit {
+                    Some(e) => e.wait(left.min(Duration::from_millis(250))),
+                    None => {
+                        std::thread::sleep(pause.min(left));
+                        pause = (pause * 2).min(Duration::from_millis(250));
+                    }
+                }
             }
             _ => {
                 let _ = child.kill();
@@ -107,6 +115,16 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_gives_the_exit_status_and_kills_a_child_past_its_limit() {
+        let mut quick = Command::new("sh").args(["-c", "sleep 0.05; exit 3"]).spawn().unwrap();
+        let s = wait_bounded(&mut quick, Duration::from_secs(30)).unwrap();
+        assert_eq!(s.code(), Some(3));
+        let mut slow = Command::new("sleep").arg("30").spawn().unwrap();
+        let s = wait_bounded(&mut slow, Duration::from_millis(100)).unwrap();
+        assert_eq!(s.code(), None, "killed by a signal: {s:?}");
+    }
 
     #[test]
     fn a_missing_binary_says_to_build_it() {

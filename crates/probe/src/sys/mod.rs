@@ -3,6 +3,7 @@
 //!
 //! Names only the model and units.
 
+pub mod child;
 pub mod clock;
 pub mod doctor;
 pub mod env;
