@@ -4,13 +4,21 @@
 
 use std::path::PathBuf;
 
-use super::args::OutputArgs;
+use super::args::{OutputArgs, TermLength};
 use super::{Failure, UsageError};
 use crate::model::{AbColumn, AbFile, AbOrder};
 use crate::run::ab::Ab;
 
 /// The program name in messages.
 pub const AB: &str = "latency-probe ab";
+
+/// The embedded driver's IPC term setting, by Aeron property.
+const IPC_TERM_PROPERTY: &str = "aeron.ipc.term.buffer.length";
+
+/// An arm run's wall time beyond its measured phase and its two floors: the driver's start,
+/// the children's start and connection, the teardown (about 0.17 s with a fitted term:
+/// docs/results/2026-11-26-ab-term-fit.md).
+const RUN_OVERHEAD_S: f64 = 0.3;
 
 /// Flags `ab` sets itself on every arm run.
 const OWN_FLAGS: [&str; 4] = ["--duration", "--json", "--quiet", "--runs"];
@@ -145,9 +153,18 @@ fn probe_in(flag: &str, dir: Option<&PathBuf>) -> Result<PathBuf, UsageError> {
     }
 }
 
-/// Checks one arm's full command line as latency-probe would, before anything starts; returns
-/// the estimated wall time of one of its runs, seconds.
-fn check_arm(name: &str, common: &[String], own: &[String], duration: f64) -> Result<f64, UsageError> {
+/// One arm's command line, checked.
+struct ArmPlan {
+    /// The estimated wall time of one of its runs, seconds.
+    run_s: f64,
+    /// The IPC term fitted to its runs ([`TermLength::fit`]), where it leaves the term to the
+    /// embedded driver's default (no `--term-length`, no `--dir`, no term by `--driver-opt` or
+    /// `AERON_IPC_TERM_BUFFER_LENGTH`).
+    fit: Option<usize>,
+}
+
+/// Checks one arm's full command line as latency-probe would, before anything starts.
+fn check_arm(name: &str, common: &[String], own: &[String], duration: f64) -> Result<ArmPlan, UsageError> {
     if let Some(f) = own.iter().chain(common).find(|f| OWN_FLAGS.contains(&f.as_str())) {
         return Err(UsageError::new(format!(
             "arm {name}: {f} is set by ab itself (--duration per round, --json and --quiet per run, no --runs); \
@@ -172,7 +189,14 @@ fn check_arm(name: &str, common: &[String], own: &[String], duration: f64) -> Re
     })?;
     super::probe::check(&args).map_err(|e| UsageError::new(format!("arm {name}: {e}")))?;
     let a = &args;
-    Ok(a.run.seconds() + 2.0 * a.floor + 1.5)
+    let term_chosen = a.term_length.is_some()
+        || a.stream.dir.is_some()
+        || a.driver_opt.iter().any(|o| o.property() == IPC_TERM_PROPERTY)
+        || std::env::var_os("AERON_IPC_TERM_BUFFER_LENGTH").is_some();
+    Ok(ArmPlan {
+        run_s: a.run.seconds() + 2.0 * a.floor + RUN_OVERHEAD_S,
+        fit: (!term_chosen).then(|| TermLength::fit(&a.run)),
+    })
 }
 
 /// `ab`'s flags, checked, as the comparison to run.
@@ -201,6 +225,13 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
     let b_flags = split_flags(&a.b).map_err(|e| UsageError::new(format!("--b: {e}")))?;
     let run_a = check_arm("A", &a.probe_args, &a_flags, a.duration)?;
     let run_b = check_arm("B", &a.probe_args, &b_flags, a.duration)?;
+    // One term for both arms, so they differ only by what the user changed; as bytes, which a
+    // latency-probe of an older build (--a-bin) reads too.
+    let fitted_term = run_a.fit.zip(run_b.fit).map(|(x, y)| x.max(y));
+    let mut common = a.probe_args.clone();
+    if let Some(t) = fitted_term {
+        common.extend(["--term-length".to_owned(), t.to_string()]);
+    }
     let work_dir = match &a.keep {
         Some(d) => {
             std::fs::create_dir_all(d).map_err(|e| UsageError::new(format!("--keep {}: {e}", d.display())))?;
@@ -213,7 +244,8 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
         probe_b: probe_in("--b-bin", a.b_bin.as_ref())?,
         a_flags,
         b_flags,
-        common: a.probe_args.clone(),
+        common,
+        fitted_term,
         a_around: (a.a_before.clone(), a.a_after.clone()),
         b_around: (a.b_before.clone(), a.b_after.clone()),
         rounds: a.rounds,
@@ -223,7 +255,7 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
         seed: a.seed.unwrap_or_else(crate::run::ab::fresh_seed),
         confidence: a.confidence,
         work_dir,
-        run_estimate_s: run_a.max(run_b),
+        run_estimate_s: run_a.run_s.max(run_b.run_s),
         early_stop: !a.no_early_stop,
         resolve: a.resolve,
     })
@@ -293,7 +325,22 @@ pub fn ab(a: &AbArgs) -> Result<(), Failure> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_flags;
+    use super::{check_arm, split_flags};
+
+    fn flags(s: &str) -> Vec<String> {
+        split_flags(s).unwrap()
+    }
+
+    #[test]
+    fn an_arm_that_leaves_the_term_to_the_default_gets_one_fitted_to_its_runs() {
+        let common = flags("--rate 20000 --msg-size 64 --warmup 2000 --diagnostics off");
+        let fitted = check_arm("A", &common, &[], 0.3).unwrap();
+        assert_eq!(fitted.fit, Some(2 << 20));
+        for own in ["--term-length 1m", "--driver-opt aeron.ipc.term.buffer.length=1m"] {
+            let chosen = check_arm("B", &common, &flags(own), 0.3).unwrap();
+            assert_eq!(chosen.fit, None, "{own}");
+        }
+    }
 
     #[test]
     fn arm_flags_split_like_a_shell_keeps_quotes() {

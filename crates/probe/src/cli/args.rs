@@ -265,6 +265,56 @@ impl RunArgs {
     }
 }
 
+/// `--term-length`: the embedded driver's IPC term, in bytes or fitted to the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TermLength {
+    /// This many bytes (checked against Aeron's rule later).
+    Bytes(usize),
+    /// The smallest that holds the run twice over ([`TermLength::fit`]).
+    Fit,
+}
+
+impl TermLength {
+    /// `fit`, or bytes with binary suffixes (`1m`).
+    ///
+    /// # Errors
+    /// Neither `fit` nor a size.
+    pub fn parse(s: &str) -> Result<Self, UsageError> {
+        if s.trim().eq_ignore_ascii_case("fit") {
+            return Ok(TermLength::Fit);
+        }
+        let b = super::parse::parse_bytes(s)
+            .map_err(|e| UsageError::new(format!("{}, or fit (sized to the run)", e.message())))?;
+        usize::try_from(b)
+            .map(TermLength::Bytes)
+            .map_err(|_| UsageError::new(format!("{s}: too large for this machine")))
+    }
+
+    /// The bytes for `run`.
+    #[must_use]
+    pub fn bytes(self, run: &RunArgs) -> usize {
+        match self {
+            TermLength::Bytes(b) => b,
+            TermLength::Fit => Self::fit(run),
+        }
+    }
+
+    /// The smallest power of two from 64 KiB that holds twice the run's frames (every message
+    /// and 64 more, each a frame of the message and Aeron's 32-byte header, aligned to 32), at
+    /// most Aeron's default of 64 MiB. The run then never leaves its first term and never
+    /// meets the publication window (half a term), as with the default term, while the driver
+    /// allocates, and each client faults in and frees, far less (what that saves a short run:
+    /// docs/results/2026-11-26-ab-term-fit.md).
+    #[must_use]
+    pub fn fit(run: &RunArgs) -> usize {
+        const MIN: u64 = 64 << 10;
+        let frame = (run.msg_size as u64 + 32).next_multiple_of(32);
+        let bytes = (run.total_messages() + 64).saturating_mul(frame).saturating_mul(2);
+        let term = bytes.checked_next_power_of_two().unwrap_or(u64::MAX);
+        term.clamp(MIN, crate::run::doctor::AERON_IPC_TERM_DEFAULT) as usize
+    }
+}
+
 /// Builds the publisher configuration.
 #[must_use]
 pub fn pub_config(
@@ -451,4 +501,49 @@ pub struct DeliveryArgs {
     /// 2 ms and works for 200 µs: planted preemption by one of our own threads
     #[arg(long = "plant-helper")]
     pub plant_helper: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(duration: f64, rate: u64, msg_size: usize, warmup: u64) -> RunArgs {
+        RunArgs {
+            duration,
+            rate,
+            msg_size,
+            warmup,
+        }
+    }
+
+    #[test]
+    fn a_fitted_term_holds_the_run_twice_within_aeron_s_bounds() {
+        // 2,000 + 6,000 messages of 64 B: frames of 96 B, 776,448 B twice over: 2 MiB.
+        assert_eq!(TermLength::Fit.bytes(&run(0.3, 20_000, 64, 2_000)), 2 << 20);
+        // 128 B messages are 160 B frames: (10,000 + 10 + 64) x 160 x 2 = 3,223,680 B: 4 MiB.
+        assert_eq!(TermLength::fit(&run(0.001, 10_000, 128, 10_000)), 4 << 20);
+        assert_eq!(TermLength::fit(&run(0.001, 1_000, 64, 1)), 64 << 10, "at least 64 KiB");
+        assert_eq!(
+            TermLength::fit(&run(100.0, 1_000_000, 1024, 0)),
+            64 << 20,
+            "at most 64 MiB"
+        );
+        for r in [run(0.3, 20_000, 64, 2_000), run(2.0, 1_000_000, 256, 10_000)] {
+            let t = TermLength::fit(&r);
+            assert!(t.is_power_of_two());
+            let frame = (r.msg_size as u64 + 32).next_multiple_of(32);
+            assert!(t as u64 >= 2 * r.total_messages() * frame || t == 64 << 20);
+        }
+        assert_eq!(TermLength::Bytes(1 << 20).bytes(&run(0.3, 20_000, 64, 2_000)), 1 << 20);
+    }
+
+    #[test]
+    fn term_lengths_read_as_fit_or_a_size() {
+        assert_eq!(TermLength::parse("fit").unwrap(), TermLength::Fit);
+        assert_eq!(TermLength::parse("FIT").unwrap(), TermLength::Fit);
+        assert_eq!(TermLength::parse("1m").unwrap(), TermLength::Bytes(1 << 20));
+        assert_eq!(TermLength::parse("65536").unwrap(), TermLength::Bytes(65_536));
+        let e = TermLength::parse("big").unwrap_err();
+        assert!(e.message().contains("or fit"), "{}", e.message());
+    }
 }

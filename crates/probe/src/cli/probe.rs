@@ -1,7 +1,7 @@
 //! `latency-probe`'s command line: its flags, their checks, and its three commands (the
 //! experiment, `compare`, `sweep`), each returning the [`Failure`] its binary exits with.
 
-use super::args::{DeliveryArgs, DiagnosticsArgs, ModeArgs, OutDirArgs, OutputArgs, RunArgs, StreamArgs};
+use super::args::{DeliveryArgs, DiagnosticsArgs, ModeArgs, OutDirArgs, OutputArgs, RunArgs, StreamArgs, TermLength};
 use super::validate::{check_core, check_embedded, parse_idle, parse_rate, seconds, MAX_SECONDS};
 use super::{Failure, UsageError};
 use crate::measure::floor::DEFAULT_FLOOR_SECONDS;
@@ -119,9 +119,12 @@ pub struct Args {
     /// Idle strategy of both hot threads: spin, noop, yield, sleep-ns[:N], backoff
     #[arg(long, default_value = "spin", value_parser = parse_idle)]
     pub idle: aeron_latency::messaging::IdleStrategy,
-    /// IPC term length of the embedded driver in bytes (power of two, 64 KiB..1 GiB) [default: $AERON_IPC_TERM_BUFFER_LENGTH, else 64 MiB]
-    #[arg(long = "term-length", allow_negative_numbers = true)]
-    pub term_length: Option<usize>,
+    /// IPC term length of the embedded driver: bytes (power of two, 64 KiB..1 GiB; 1m = 1 MiB), or
+    /// fit: the smallest that holds the run's messages twice over, at most 64 MiB (what ab uses:
+    /// a short run then spends far less time allocating and freeing its logs) [default:
+    /// $AERON_IPC_TERM_BUFFER_LENGTH, else 64 MiB]
+    #[arg(long = "term-length", allow_negative_numbers = true, value_parser = TermLength::parse)]
+    pub term_length: Option<TermLength>,
     /// Directory the embedded driver puts its files in: a fresh aeron-$USER-<pid>-0 inside it,
     /// removed on exit; it needs room for 2 streams x 3 terms + 16 MiB (Docker's /dev/shm has
     /// 64 MiB) [default: beside $AERON_DIR, else /dev/shm]. Not with --dir
@@ -292,15 +295,16 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
 /// The driver: a running one (`--dir`), or the embedded one's settings, checked.
 fn check_driver(a: &Args, pong: Option<&crate::run::PongPath>) -> Result<DriverChoice, UsageError> {
     let Some(dir) = &a.stream.dir else {
+        let term_length = a.term_length.map(|t| t.bytes(&a.run));
         check_embedded(
-            a.term_length,
+            term_length,
             a.driver_dir.as_deref(),
             &a.stream.channel,
             pong,
             a.run.msg_size,
         )?;
         return Ok(DriverChoice::Embedded {
-            term_length: a.term_length,
+            term_length,
             parent_dir: a.driver_dir.clone(),
             options: a.driver_opt.clone(),
         });

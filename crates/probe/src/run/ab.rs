@@ -10,8 +10,10 @@
 //! Drivers: a fresh embedded driver per arm run, as a plain `latency-probe` run has. An arm
 //! may change driver settings (`--driver-opt`), which only a fresh driver takes; and a driver
 //! kept idle across rounds would still be a shared, warm resource for one arm and not the
-//! other. The start costs about 0.13 s of an arm run's ~1.2 s, outside the measured phase
-//! (docs/results/2026-11-26-ab-driver-start.md).
+//! other. The start costs about 0.13 s of an arm run, outside the measured phase
+//! (docs/results/2026-11-26-ab-driver-start.md). Both arms get an IPC term fitted to their
+//! runs where neither chooses one (`cli::ab`): Aeron's default 64 MiB term costs each run
+//! about 0.45 s to allocate and free (docs/results/2026-11-26-ab-term-fit.md).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -34,8 +36,10 @@ pub struct Ab {
     pub a_flags: Vec<String>,
     /// Arm B's.
     pub b_flags: Vec<String>,
-    /// Flags for both arms (after `--`).
+    /// Flags for both arms (after `--`, and `--term-length` where `ab` fitted it).
     pub common: Vec<String>,
+    /// The IPC term `ab` chose for both arms, fitted to their runs (none: an arm chose its own).
+    pub fitted_term: Option<usize>,
     /// A command run (by `sh -c`) before each arm run of A, and one after it.
     pub a_around: (Option<String>, Option<String>),
     /// The same for B.
@@ -311,6 +315,13 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
     let (percentiles, interval_confidence) =
         early.unwrap_or_else(|| (crate::analysis::ab::judge(&rounds, looks.last), looks.last));
     let mut notes = notes(&rounds, moved);
+    if let Some(t) = ab.fitted_term {
+        notes.push(format!(
+            "both arms ran with --term-length {t}: the smallest IPC term that holds an arm run twice over (a \
+             default 64 MiB term costs each arm run about 0.5 s to allocate and free); pass --term-length to \
+             choose"
+        ));
+    }
     notes.extend(looks.note(stopped_early, n, ab.resolve));
     let report = AbReport {
         schema_version: crate::model::SCHEMA_VERSION,
