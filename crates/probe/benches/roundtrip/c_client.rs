@@ -3,14 +3,14 @@
 
 use std::hint::spin_loop;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aeron_latency::messaging::PinnedThread;
 
 use crate::common::{
-    big_term_channel, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Counter, Flowing, Op, Retries, Retry,
-    SubReport, CHANNEL, PROBE_MSG_LEN, RT_FRAGMENT_LIMIT, STUCK, TP_FRAGMENT_LIMIT,
+    big_term_channel, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Control, Counter, Flowing, Op,
+    Pausable, Retries, Retry, SubReport, CHANNEL, PROBE_MSG_LEN, RT_FRAGMENT_LIMIT, STUCK, TP_FRAGMENT_LIMIT,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ pub(crate) struct CPing {
     sub: rusteron_client::AeronSubscription,
     seq: u64,
     retries: Retries,
-    stop: Arc<AtomicBool>,
+    ctl: Arc<Control>,
     pong: Option<PinnedThread<(u64, Retries)>>,
     _client: CClient,
 }
@@ -178,8 +178,8 @@ impl CPing {
         );
         let (ping_stream, pong_stream) = (C_PING_STREAM + offset, C_PONG_STREAM + offset);
         let client = CClient::connect(dir);
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
+        let ctl = Arc::new(Control::default());
+        let ctl2 = ctl.clone();
         let pong = spawn_c_thread(
             "c-pong",
             dir,
@@ -192,7 +192,7 @@ impl CPing {
             },
             move |(sub, publ)| {
                 let (mut echoed, mut retries) = (0u64, Retries::default());
-                while !stop2.load(Ordering::Relaxed) {
+                while ctl2.running() {
                     let n = sub
                         .poll_fn(
                             |msg: &[u8], _| {
@@ -220,19 +220,28 @@ impl CPing {
             sub,
             seq: 0,
             retries: Retries::default(),
-            stop,
+            ctl,
             pong: Some(pong),
             _client: client,
         }
     }
 
     pub(crate) fn finish(&mut self) -> String {
-        self.stop.store(true, Ordering::Relaxed);
+        self.ctl.stop();
         let (echoed, retries) = self
             .pong
             .take()
             .map_or((0, Retries::default()), |t| t.join().expect("C pong panicked"));
         format!("echoed {echoed}; retried claims: ping {}, pong {retries}", self.retries)
+    }
+}
+
+impl Pausable for CPing {
+    fn pause(&mut self) {
+        self.ctl.pause();
+    }
+    fn resume(&mut self) {
+        self.ctl.resume();
     }
 }
 
@@ -272,7 +281,7 @@ pub(crate) struct CFlow<P: CPublish> {
     sent: u64,
     retries: Retries,
     received: Arc<Counter>,
-    stop: Arc<AtomicBool>,
+    ctl: Arc<Control>,
     subscriber: Option<PinnedThread<SubReport>>,
     _client: CClient,
 }
@@ -288,8 +297,8 @@ impl<P: CPublish> CFlow<P> {
         let client = CClient::connect(dir);
         let channel = big_term_channel();
         let received = Arc::new(Counter(AtomicU64::new(0)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (received2, stop2) = (received.clone(), stop.clone());
+        let ctl = Arc::new(Control::default());
+        let (received2, ctl2) = (received.clone(), ctl.clone());
         let ch = channel.clone();
         let subscriber = spawn_c_thread(
             "c-tp-sub",
@@ -318,7 +327,7 @@ impl<P: CPublish> CFlow<P> {
                         received2.0.store(r.received, Ordering::Release);
                     } else {
                         r.empty_polls += 1;
-                        if stop2.load(Ordering::Relaxed) {
+                        if !ctl2.running() {
                             break;
                         }
                         spin_loop();
@@ -337,7 +346,7 @@ impl<P: CPublish> CFlow<P> {
             sent: 0,
             retries: Retries::default(),
             received,
-            stop,
+            ctl,
             subscriber: Some(subscriber),
             _client: client,
         }
@@ -345,6 +354,10 @@ impl<P: CPublish> CFlow<P> {
 }
 
 impl<P: CPublish> Flowing for CFlow<P> {
+    fn control(&self) -> &Control {
+        &self.ctl
+    }
+
     #[inline]
     fn send(&mut self, n: u64) {
         for _ in 0..n {
@@ -358,7 +371,7 @@ impl<P: CPublish> Flowing for CFlow<P> {
     }
 
     fn finish(&mut self) -> String {
-        self.stop.store(true, Ordering::Relaxed);
+        self.ctl.stop();
         let r = self
             .subscriber
             .take()

@@ -4,7 +4,8 @@
 
 use std::hint::spin_loop;
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{available_cores, Client, PinnedThread, ThreadBuilder};
@@ -239,6 +240,69 @@ pub(crate) fn spawn_pinned<T: Send + 'static>(
         .unwrap_or_else(|e| panic!("starting thread {name}: {e}"))
 }
 
+/// What a responder thread (a pong, a throughput subscriber) is told to do: run, stand still
+/// (parked, off its core, so the floor can be measured on that core right before and after the
+/// case's measured operations), or stop. One atomic load per look, as the stop flag it replaces.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    state: AtomicU8,
+    /// The responder, once it has parked (to unpark it).
+    thread: OnceLock<std::thread::Thread>,
+}
+
+const RUN: u8 = 0;
+const PAUSE_ASKED: u8 = 1;
+const PAUSED: u8 = 2;
+const STOP: u8 = 3;
+
+impl Control {
+    /// For the responder, at each look: true to go on (after standing still while paused),
+    /// false to stop.
+    #[inline]
+    pub(crate) fn running(&self) -> bool {
+        self.state.load(Ordering::Acquire) == RUN || self.stand_still()
+    }
+
+    #[cold]
+    fn stand_still(&self) -> bool {
+        let _ = self.thread.set(std::thread::current());
+        let _ = self
+            .state
+            .compare_exchange(PAUSE_ASKED, PAUSED, Ordering::SeqCst, Ordering::SeqCst);
+        loop {
+            match self.state.load(Ordering::SeqCst) {
+                RUN => return true,
+                STOP => return false,
+                _ => std::thread::park(),
+            }
+        }
+    }
+
+    /// Asks the responder to stand still and waits until it does (its last operation answered:
+    /// call it between operations).
+    pub(crate) fn pause(&self) {
+        self.state.store(PAUSE_ASKED, Ordering::SeqCst);
+        spin_until("pausing the responder", || self.state.load(Ordering::SeqCst) == PAUSED);
+    }
+
+    /// Lets a paused responder run again.
+    pub(crate) fn resume(&self) {
+        self.set(RUN);
+    }
+
+    /// Tells the responder to stop (paused or not).
+    pub(crate) fn stop(&self) {
+        self.set(STOP);
+    }
+
+    fn set(&self, state: u8) {
+        self.state.store(state, Ordering::SeqCst);
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+}
+
 /// Where the bench thread runs. It is pinned to the initiator core only while it measures:
 /// threads inherit their creator's affinity, so the driver, the aeron-rs conductors and the
 /// responders are all started while it may run anywhere (else they would all land on, and
@@ -334,6 +398,15 @@ pub(crate) trait Op {
     fn op(&mut self);
 }
 
+/// A case whose responder can stand still between its operations, so the paired rounds measure
+/// the floor on its core right before and after the measured ones (`paired`).
+pub(crate) trait Pausable {
+    /// Stands the responder still (off its core) and returns once it does.
+    fn pause(&mut self);
+    /// Lets it run again.
+    fn resume(&mut self);
+}
+
 /// Criterion: `iters` operations timed as one batch.
 fn time_batch(case: &mut impl Op, iters: u64, batches: &mut Batches) -> Duration {
     let t0 = Instant::now();
@@ -405,6 +478,8 @@ pub(crate) trait Flowing {
     fn send(&mut self, n: u64);
     /// Stops the subscriber; what both sides saw, in words.
     fn finish(&mut self) -> String;
+    /// Its subscriber's [`Control`], to pause it between batches.
+    fn control(&self) -> &Control;
 }
 
 /// `batches` batches of `batch` messages: messages/s of each.

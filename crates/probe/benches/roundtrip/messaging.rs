@@ -4,7 +4,7 @@
 
 use std::hint::spin_loop;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use aeron_latency::messaging::{
@@ -12,8 +12,8 @@ use aeron_latency::messaging::{
 };
 
 use crate::common::{
-    big_term_channel, connect, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Counter, Flowing, Op, Retries,
-    Retry, SubReport, CHANNEL, PROBE_MSG_LEN, RT_FRAGMENT_LIMIT,
+    big_term_channel, connect, lag, message, seq_of, spawn_pinned, spin_until, wait_for, Control, Counter, Flowing, Op,
+    Pausable, Retries, Retry, SubReport, CHANNEL, PROBE_MSG_LEN, RT_FRAGMENT_LIMIT,
 };
 
 const PING_STREAM: i32 = 1002;
@@ -90,7 +90,7 @@ pub(crate) struct Ping<P: Pub = Concurrent> {
     sub: Subscriber,
     seq: u64,
     claim_retries: Retries,
-    stop: Arc<AtomicBool>,
+    ctl: Arc<Control>,
     pong: Option<PinnedThread<PongReport>>,
     report: Option<PongReport>,
     _client: Client,
@@ -117,11 +117,11 @@ impl<P: Pub> Ping<P> {
         wait_for("messaging streams", || {
             publ.is_connected() && sub.is_connected() && pong_sub.is_connected() && pong_publ.is_connected()
         });
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
+        let ctl = Arc::new(Control::default());
+        let ctl2 = ctl.clone();
         let pong = spawn_pinned("messaging-pong", core, move || {
             let mut r = PongReport::default();
-            while !stop2.load(Ordering::Relaxed) {
+            while ctl2.running() {
                 let n = pong_sub
                     .poll(
                         &mut |msg: &[u8], _: &MessageHeader<'_>| {
@@ -146,7 +146,7 @@ impl<P: Pub> Ping<P> {
             sub,
             seq: 0,
             claim_retries: Retries::default(),
-            stop,
+            ctl,
             pong: Some(pong),
             report: None,
             _client: client,
@@ -155,7 +155,7 @@ impl<P: Pub> Ping<P> {
 
     /// Stops and joins pong; returns what both sides saw.
     pub(crate) fn finish(&mut self) -> String {
-        self.stop.store(true, Ordering::Relaxed);
+        self.ctl.stop();
         if let Some(t) = self.pong.take() {
             self.report = Some(t.join().expect("the pong thread panicked"));
         }
@@ -164,6 +164,15 @@ impl<P: Pub> Ping<P> {
             "echoed {}; retried claims: ping {}, pong {}",
             r.echoed, self.claim_retries, r.claim_retries
         )
+    }
+}
+
+impl<P: Pub> Pausable for Ping<P> {
+    fn pause(&mut self) {
+        self.ctl.pause();
+    }
+    fn resume(&mut self) {
+        self.ctl.resume();
     }
 }
 
@@ -276,7 +285,7 @@ pub(crate) struct Flow<P: Pub = Concurrent> {
     sent: u64,
     retries: Retries,
     received: Arc<Counter>,
-    stop: Arc<AtomicBool>,
+    ctl: Arc<Control>,
     subscriber: Option<PinnedThread<SubReport>>,
     report: Option<SubReport>,
     _client: Client,
@@ -296,8 +305,8 @@ impl<P: Pub> Flow<P> {
         let publ = P::add(&client, &channel, stream);
         wait_for("throughput stream", || publ.is_connected() && sub.is_connected());
         let received = Arc::new(Counter(AtomicU64::new(0)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (received2, stop2) = (received.clone(), stop.clone());
+        let ctl = Arc::new(Control::default());
+        let (received2, ctl2) = (received.clone(), ctl.clone());
         let (limit, lagging) = (v.fragment_limit, v.lagging);
         let subscriber = spawn_pinned("tp-sub", core, move || {
             let mut r = SubReport::default();
@@ -321,7 +330,7 @@ impl<P: Pub> Flow<P> {
                     received2.0.store(r.received, Ordering::Release);
                 } else {
                     r.empty_polls += 1;
-                    if stop2.load(Ordering::Relaxed) {
+                    if !ctl2.running() {
                         break;
                     }
                     spin_loop();
@@ -339,7 +348,7 @@ impl<P: Pub> Flow<P> {
             sent: 0,
             retries: Retries::default(),
             received,
-            stop,
+            ctl,
             subscriber: Some(subscriber),
             report: None,
             _client: client,
@@ -348,6 +357,10 @@ impl<P: Pub> Flow<P> {
 }
 
 impl<P: Pub> Flowing for Flow<P> {
+    fn control(&self) -> &Control {
+        &self.ctl
+    }
+
     #[inline]
     fn send(&mut self, n: u64) {
         for _ in 0..n {
@@ -362,7 +375,7 @@ impl<P: Pub> Flowing for Flow<P> {
     }
 
     fn finish(&mut self) -> String {
-        self.stop.store(true, Ordering::Relaxed);
+        self.ctl.stop();
         if let Some(t) = self.subscriber.take() {
             self.report = Some(t.join().expect("the subscriber thread panicked"));
         }

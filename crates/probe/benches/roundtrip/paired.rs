@@ -12,8 +12,10 @@
 //! fresh (its own clients and streams; only two threads may spin on this machine, so cases
 //! cannot idle side by side), in an order that rotates from round to round.
 //!
-//! Floors: the floor's p50 is measured (`Plan::paired_floor` long) right before every case and
-//! once after a round's last one, so each case run has a floor on both sides. A case run whose
+//! Floors: the floor's p50 is measured (`Plan::paired_floor` long) right before each case run's
+//! warm-up and right after its last measured operation, with the case already started and its
+//! responder standing still (parked, off its core: [`Pausable`]), so the window between the two
+//! floors is the case's own operations, not its start-up and teardown. A case run whose
 //! two floors differ by over `MOVED_FACTOR` saw the regime change under it: its round is run
 //! again, at most [`MAX_RERUNS`] times in all, and after that the case run is left out of every
 //! comparison (counted in the summary). A comparison of two cases uses the rounds in which both
@@ -36,7 +38,7 @@ use latency_probe::measure::floor;
 use latency_probe::model::{regime_moved, Stats};
 
 use crate::c_client::{CFlow, CPing, C_THROUGHPUT_STREAM};
-use crate::common::{percentiles_of, Flowing, Op, Placement, Plan, BIG_TERM, MSG_LEN, TP_FRAGMENT_LIMIT};
+use crate::common::{percentiles_of, Flowing, Op, Pausable, Placement, Plan, BIG_TERM, MSG_LEN, TP_FRAGMENT_LIMIT};
 use crate::messaging::{Flow, Ping, Variant};
 use crate::raw::Raw;
 
@@ -53,18 +55,29 @@ const FIGURES: [(&str, f64); 3] = [("p50", 0.5), ("p99", 0.99), ("p99.9", 0.999)
 const TP_CASES: [&str; 4] = ["messaging_exclusive", "messaging", "c_client_exclusive", "c_client"];
 const TP_PEER: [usize; 2] = [2, 3];
 
-/// A started round-trip case: its operation, and how to stop it.
-trait Started {
-    fn op(&mut self);
+/// A started round-trip case: its operation, standing its responder still, and stopping it.
+trait Started: Op + Pausable {
     fn finish(&mut self);
 }
 
-struct Case<C: Op>(C, fn(&mut C) -> String);
+struct Case<C: Op + Pausable>(C, fn(&mut C) -> String);
 
-impl<C: Op> Started for Case<C> {
+impl<C: Op + Pausable> Op for Case<C> {
     fn op(&mut self) {
         self.0.op();
     }
+}
+
+impl<C: Op + Pausable> Pausable for Case<C> {
+    fn pause(&mut self) {
+        self.0.pause();
+    }
+    fn resume(&mut self) {
+        self.0.resume();
+    }
+}
+
+impl<C: Op + Pausable> Started for Case<C> {
     fn finish(&mut self) {
         let _ = (self.1)(&mut self.0);
     }
@@ -72,7 +85,7 @@ impl<C: Op> Started for Case<C> {
 
 impl Op for Box<dyn Started> {
     fn op(&mut self) {
-        Started::op(self.as_mut());
+        Op::op(self.as_mut());
     }
 }
 
@@ -131,21 +144,16 @@ impl<T> CaseRun<T> {
     }
 }
 
-/// One round: each case run once, in an order rotated by `rotation` (the counted rounds so far,
-/// so re-runs keep the order balanced), with a floor measured before each and after the last.
+/// One round: each case run once (`measure(i)`, its floors included), in an order rotated by
+/// `rotation` (the counted rounds so far, so re-runs keep the order balanced).
 fn round<T: Default + Copy, const N: usize>(
-    floor_p50: &dyn Fn() -> u64,
     rotation: usize,
-    mut measure: impl FnMut(usize) -> T,
+    mut measure: impl FnMut(usize) -> CaseRun<T>,
 ) -> [CaseRun<T>; N] {
     let mut out = [CaseRun::<T>::default(); N];
-    let mut before = floor_p50();
     for k in 0..N {
         let i = (k + rotation) % N;
-        out[i].figures = measure(i);
-        let after = floor_p50();
-        out[i].floor = (before, after);
-        before = after;
+        out[i] = measure(i);
     }
     out
 }
@@ -179,11 +187,11 @@ fn same_floor<T>(x: &CaseRun<T>, y: &CaseRun<T>) -> bool {
 }
 
 /// Runs `count` rounds of `measure`, re-running those in which a case's floor moved (at most
-/// [`MAX_RERUNS`]); `measure(i, run)` measures case `i` in the `run`th round run (1-based).
+/// [`MAX_RERUNS`]); `measure(i, run)` measures case `i`, with its floors, in the `run`th round
+/// run (1-based).
 fn rounds<T: Default + Copy, const N: usize>(
-    floor_p50: &dyn Fn() -> u64,
     count: usize,
-    mut measure: impl FnMut(usize, usize) -> T,
+    mut measure: impl FnMut(usize, usize) -> CaseRun<T>,
 ) -> Rounds<T, N> {
     let mut out = Rounds {
         rounds: Vec::new(),
@@ -192,7 +200,7 @@ fn rounds<T: Default + Copy, const N: usize>(
     let mut run = 0;
     while out.rounds.len() < count {
         run += 1;
-        let r: [CaseRun<T>; N] = round(floor_p50, out.rounds.len(), |i| measure(i, run));
+        let r: [CaseRun<T>; N] = round(out.rounds.len(), |i| measure(i, run));
         if let Some(moved) = r.iter().find(|c| !c.usable()) {
             if out.reruns.len() < MAX_RERUNS {
                 out.reruns.push(moved.floor);
@@ -217,22 +225,36 @@ pub(crate) fn run(dir: &Path, at: &Placement, plan: &Plan) -> Paired {
         at.unpinned(|| floor::measure(at.initiator, at.responder, plan.paired_floor).expect("measuring the floor"))
             .value_at_quantile(0.5)
     };
-    let round_trips = rounds(&floor_p50, plan.paired_rounds, |i, run| {
+    let round_trips = rounds(plan.paired_rounds, |i, run| {
         let mut case = at.unpinned(|| start(i, dir, at, run));
-        at.hot();
+        case.pause();
+        let before = floor_p50();
+        at.unpinned(|| case.resume());
         let h = percentiles_of(&mut case, plan.paired_warmup, plan.paired_ops);
+        case.pause();
+        let after = floor_p50();
         case.finish();
-        Stats::from_histogram(&h)
+        CaseRun {
+            figures: Stats::from_histogram(&h),
+            floor: (before, after),
+        }
     });
-    let throughput = rounds(&floor_p50, plan.paired_tp_rounds, |i, run| {
+    let throughput = rounds(plan.paired_tp_rounds, |i, run| {
         let mut flow = at.unpinned(|| start_flow(i, dir, at, run));
-        at.hot();
+        flow.control().pause();
+        let before = floor_p50();
+        flow.control().resume();
         flow.send(plan.paired_batch / 10);
         let t0 = Instant::now();
         flow.send(plan.paired_batch);
         let ns = ns_per(t0.elapsed(), plan.paired_batch);
+        flow.control().pause();
+        let after = floor_p50();
         let _ = flow.finish();
-        ns
+        CaseRun {
+            figures: ns,
+            floor: (before, after),
+        }
     });
     Paired {
         round_trips,

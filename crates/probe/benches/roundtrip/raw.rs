@@ -8,7 +8,7 @@ use aeron_latency::messaging::PinnedThread;
 use crossbeam_channel::{Receiver, Sender, TryRecvError, TrySendError};
 use latency_probe::measure::floor;
 
-use crate::common::{spawn_pinned, spin_until, Op};
+use crate::common::{spawn_pinned, spin_until, Op, Pausable};
 
 // ---------------------------------------------------------------------------------------------
 // raw: the cache-line ping-pong of `latency_probe::measure::floor`, as an `Op`.
@@ -16,19 +16,45 @@ use crate::common::{spawn_pinned, spin_until, Op};
 pub(crate) struct Raw {
     line: Arc<floor::Line>,
     next: u64,
+    core: Option<usize>,
     responder: Option<PinnedThread<()>>,
 }
 
 impl Raw {
     pub(crate) fn start(core: Option<usize>) -> Self {
-        let line = Arc::new(floor::Line::default());
-        let l2 = line.clone();
-        let responder = spawn_pinned("raw-pong", core, move || floor::respond(&l2));
-        Raw {
-            line,
+        let mut raw = Raw {
+            line: Arc::new(floor::Line::default()),
             next: 1,
-            responder: Some(responder),
+            core,
+            responder: None,
+        };
+        raw.resume();
+        raw
+    }
+
+    /// Stops and joins the responder.
+    fn stop(&mut self) {
+        self.line.0.store(floor::STOP, Ordering::Release);
+        if let Some(t) = self.responder.take() {
+            let _ = t.join();
         }
+    }
+}
+
+/// Standing still is stopping the responder; running again, a new one on a new line.
+impl Pausable for Raw {
+    fn pause(&mut self) {
+        self.stop();
+    }
+
+    fn resume(&mut self) {
+        if self.responder.is_some() {
+            return;
+        }
+        self.line = Arc::new(floor::Line::default());
+        self.next = 1;
+        let l2 = self.line.clone();
+        self.responder = Some(spawn_pinned("raw-pong", self.core, move || floor::respond(&l2)));
     }
 }
 
@@ -44,10 +70,7 @@ impl Op for Raw {
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        self.line.0.store(floor::STOP, Ordering::Release);
-        if let Some(t) = self.responder.take() {
-            let _ = t.join();
-        }
+        self.stop();
     }
 }
 
