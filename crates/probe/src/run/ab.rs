@@ -317,9 +317,9 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
     let mut notes = notes(&rounds, moved);
     if let Some(t) = ab.fitted_term {
         notes.push(format!(
-            "both arms ran with --term-length {t}: the smallest IPC term that holds an arm run twice over (a \
-             default 64 MiB term costs each arm run about 0.5 s to allocate and free); pass --term-length to \
-             choose"
+            "both arms ran with --term-length {t}: the smallest IPC term that holds an arm run twice over \
+             (with Aeron's default of 64 MiB every arm run allocates and frees a 192 MiB log); pass \
+             --term-length to choose"
         ));
     }
     notes.extend(looks.note(stopped_early, n, ab.resolve));
