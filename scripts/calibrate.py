@@ -28,8 +28,8 @@ import sys
 import time
 
 FIGURES = ["p50", "p90", "p99", "p999", "max", "mean"]
-DEFAULT_AB = "--rounds 30 --duration 0.3"
-DEFAULT_PROBE = "--rate 20000 --msg-size 64 --idle spin --diagnostics off --floor 0.1 --warmup 2000"
+DEFAULT_AB = "--rounds 60 --duration 0.15"
+DEFAULT_PROBE = "--rate 20000 --msg-size 64 --idle spin --diagnostics off --floor 0.05 --warmup 1000"
 
 
 def parse():
