@@ -98,7 +98,9 @@ pub struct AbArgs {
     /// `--json`, `--quiet`.
     #[command(flatten)]
     pub out: OutputArgs,
-    /// latency-probe flags for both arms, after --, e.g. -- --mode rtt --rate 100000 --msg-size 64
+    /// latency-probe flags for both arms, after --, e.g. -- --mode rtt --rate 100000 --msg-size 64.
+    /// Where neither arm sets the IPC term, both get --term-length fitted to their runs (a
+    /// note says which; -- --term-length 64m for Aeron's default)
     #[arg(last = true, allow_hyphen_values = true)]
     pub probe_args: Vec<String>,
 }
