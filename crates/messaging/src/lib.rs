@@ -42,6 +42,8 @@
 //! - `embedded-driver` (off by default): [`EmbeddedDriver`], an Aeron C 1.54 media driver in
 //!   this process (builds Aeron from source: CMake >= 3.30, libclang). Without it, connect to a
 //!   running `aeronmd` or Java `MediaDriver` with [`Client::connect`].
+//! - `tap` (off by default): the latency of a service's own traffic; so far the send stamp,
+//!   `Publication::stamp_send_time` (the module `tap`).
 //!
 //! # Example
 //! ```
@@ -93,6 +95,8 @@ mod process;
 mod publication;
 mod reader;
 mod subscription;
+#[cfg(feature = "tap")]
+pub mod tap;
 mod thread;
 
 pub use channel::{validate_channel, MAX_CHANNEL_LENGTH};
@@ -131,6 +135,8 @@ pub use publication::{ExclusivePublisher, Publisher};
 pub use subscription::{
     ControlledAction, Handoff, HandoffOptions, HeaderValues, MessageHeader, SubscribeError, Subscriber,
 };
+#[cfg(feature = "tap")]
+pub use tap::StampClock;
 pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
 
 /// The Aeron client this crate wraps, for reports.

@@ -214,6 +214,10 @@ pub struct Publication<K: PublicationKind> {
     /// The client's liveness state (one load per call).
     live: Arc<AtomicU8>,
     channel: String,
+    /// The clock each message's send time is stamped from, into its reserved value (none: the
+    /// reserved value is the caller's).
+    #[cfg(feature = "tap")]
+    stamp: Option<crate::tap::StampClock>,
     /// Keeps the publication registered with the driver; dropping it removes it (a unit test
     /// locks it to show nothing here waits for it).
     #[allow(dead_code, reason = "held for its Drop")]
@@ -249,6 +253,8 @@ impl<K: PublicationKind> Publication<K> {
             mapping,
             live,
             channel: channel.to_owned(),
+            #[cfg(feature = "tap")]
+            stamp: None,
             registration,
         })
     }
@@ -282,7 +288,22 @@ impl<K: PublicationKind> Publication<K> {
     /// a term rotation: straight away).
     #[inline]
     pub fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
-        self.append(msg, None)
+        let stamp = self.stamp_now();
+        self.append(msg, stamp)
+    }
+
+    /// The send stamp of a message sent now: the clock's reading when this publication stamps
+    /// ([`stamp_send_time`](Self::stamp_send_time), feature `tap`), else none.
+    #[inline(always)]
+    fn stamp_now(&self) -> Option<i64> {
+        #[cfg(feature = "tap")]
+        {
+            self.stamp.map(crate::tap::StampClock::now_ns)
+        }
+        #[cfg(not(feature = "tap"))]
+        {
+            None
+        }
     }
 
     /// [`offer`](Self::offer) with the frame's reserved value set to `reserved_value` (Aeron's
@@ -315,15 +336,25 @@ impl<K: PublicationKind> Publication<K> {
     /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
     #[inline]
     pub fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
+        let stamp = self.stamp_now();
+        self.claim(len, stamp)
+    }
+
+    #[inline]
+    fn claim(&mut self, len: usize, stamp: Option<i64>) -> Result<Claim<'_>, OfferError> {
         let r = self.reserve(len, self.log.max_payload, framed_length(len))?;
         self.log.claim(r.index, r.offset, r.term_id, len);
-        Ok(Claim {
+        let mut claim = Claim {
             log: &self.log,
             index: r.index,
             offset: r.offset,
             len,
             done: false,
-        })
+        };
+        if let Some(v) = stamp {
+            claim.set_reserved_value(v);
+        }
+        Ok(claim)
     }
 
     /// The stream position after the last message written to this publication's log (a byte
@@ -415,6 +446,46 @@ impl<K: PublicationKind> Publication<K> {
 
     /// Closes the publication: the driver is told at once.
     pub fn close(self) {}
+}
+
+/// Send stamps (feature `tap`, [`crate::tap`]).
+#[cfg(feature = "tap")]
+impl<K: PublicationKind> Publication<K> {
+    /// Stamps every message's send time into its frame's reserved value, on `clock` (none:
+    /// stops; off by default). [`offer`](Self::offer) and [`try_claim`](Self::try_claim) then
+    /// read the clock once per attempt, right before claiming the space (a retried message
+    /// carries its accepted attempt's time); [`offer_with_reserved_value`](Self::offer_with_reserved_value)
+    /// and [`Claim::set_reserved_value`] still write what they are given. Every fragment of a
+    /// fragmented message carries the stamp.
+    pub fn stamp_send_time(&mut self, clock: Option<crate::tap::StampClock>) {
+        self.stamp = clock;
+    }
+
+    /// The clock this publication stamps from, if it stamps.
+    #[must_use]
+    pub fn send_stamp(&self) -> Option<crate::tap::StampClock> {
+        self.stamp
+    }
+
+    /// [`offer`](Self::offer) with the send stamp `now` the caller already read (on the clock
+    /// its subscribers expect), so the clock is not read twice; whether or not this publication
+    /// stamps by itself.
+    ///
+    /// # Errors
+    /// As [`offer`](Self::offer).
+    #[inline]
+    pub fn offer_stamped(&mut self, msg: &[u8], now: i64) -> Result<u64, OfferError> {
+        self.append(msg, Some(now))
+    }
+
+    /// [`try_claim`](Self::try_claim) with the send stamp `now` the caller already read.
+    ///
+    /// # Errors
+    /// As [`try_claim`](Self::try_claim).
+    #[inline]
+    pub fn try_claim_stamped(&mut self, len: usize, now: i64) -> Result<Claim<'_>, OfferError> {
+        self.claim(len, Some(now))
+    }
 }
 
 /// A claimed range of the log; write the message, then [`commit`](Self::commit).

@@ -417,3 +417,23 @@ fn try_claim_commit_and_poll_on_two_threads_allocate_nothing() {
 fn exclusive_try_claim_commit_and_poll_on_two_threads_allocate_nothing() {
     assert_allocation_free::<Exclusive>("two threads", Send::Claim, two_threads);
 }
+
+/// The send stamp (feature `tap`): a stamping publication's offer and claim allocate nothing
+/// either (the clock read is the vDSO's `clock_gettime`).
+#[cfg(feature = "tap")]
+#[test]
+fn stamped_offer_and_try_claim_allocate_nothing() {
+    let d = driver();
+    for (stream_id, how) in [(31, Send::Offer), (32, Send::Claim)] {
+        let mut s = stream::<Exclusive>(&d, stream_id);
+        s.publisher.stamp_send_time(Some(messaging::StampClock::Monotonic));
+        let counted = one_thread(&mut s, how, SMALL);
+        let total = WARMUP + MEASURED;
+        assert_eq!((counted.sent, counted.received), (total, total), "stamped {how:?}");
+        assert_eq!(
+            counted.publisher,
+            (0, 0),
+            "stamped {how:?} allocated (allocations, bytes)"
+        );
+    }
+}
