@@ -301,10 +301,10 @@ impl TermLength {
 
     /// The smallest power of two from 64 KiB that holds twice the run's frames (every message
     /// and 64 more, each a frame of the message and Aeron's 32-byte header, aligned to 32), at
-    /// most Aeron's default of 64 MiB. The run then never leaves its first term and never
-    /// meets the publication window (half a term), as with the default term, while the driver
-    /// allocates, and each client faults in and frees, far less (what that saves a short run:
-    /// docs/results/2026-11-26-ab-term-fit.md).
+    /// most Aeron's default of 64 MiB. A run on a new publication then never leaves its first
+    /// term and never meets the publication window (half a term), as with the default term,
+    /// while the driver allocates, and each client faults in and frees, far less (what that
+    /// saves a short run: docs/results/2026-11-26-ab-term-fit.md).
     #[must_use]
     pub fn fit(run: &RunArgs) -> usize {
         const MIN: u64 = 64 << 10;
