@@ -47,8 +47,12 @@ impl StampClock {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         // SAFETY: `ts` is a valid, writable timespec for the call; both clock ids exist on every
         // Linux kernel, so clock_gettime only writes `ts`.
-        unsafe { libc::clock_gettime(id, &raw mut ts) };
-        ts.tv_sec.saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec)
+        let rc = unsafe { libc::clock_gettime(id, &raw mut ts) };
+        debug_assert_eq!(rc, 0, "clock_gettime({self}) failed");
+        // `time_t` and `c_long` are i64 on 64-bit Linux but narrower on some 32-bit targets.
+        #[allow(clippy::unnecessary_cast)]
+        let ns = (ts.tv_sec as i64) * 1_000_000_000 + ts.tv_nsec as i64;
+        ns
     }
 }
 

@@ -27,20 +27,12 @@ in between: ping's claim + encode + commit, pong's poll + claim + copy + commit,
 /// Nanoseconds on `CLOCK_MONOTONIC`: one clock for every process on this host.
 ///
 /// Served by the vDSO (no syscall). The epoch is unspecified (usually boot), so only differences
-/// between readings on the same host mean anything.
+/// between readings on the same host mean anything. The reading is messaging's
+/// [`StampClock::Monotonic`](aeron_latency::messaging::StampClock), the clock a stamping
+/// publication writes into the reserved value: one reader for both.
 #[inline]
-#[allow(unsafe_code)]
 pub fn now_ns() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, exclusively borrowed `timespec` that lives for the whole call, and
-    // CLOCK_MONOTONIC is a clock id every Linux kernel supports, so clock_gettime only writes
-    // into `ts` and cannot fail (EFAULT/EINVAL are impossible here).
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    debug_assert_eq!(rc, 0, "clock_gettime(CLOCK_MONOTONIC) failed");
-    // `time_t` and `c_long` are i64 on 64-bit Linux but narrower on some 32-bit targets.
-    #[allow(clippy::unnecessary_cast)]
-    let ns = (ts.tv_sec as i64) * 1_000_000_000 + ts.tv_nsec as i64;
-    ns
+    aeron_latency::messaging::StampClock::Monotonic.now_ns()
 }
 
 #[cfg(test)]
