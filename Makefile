@@ -22,6 +22,11 @@ REQUIRE_PERF ?= $(shell [ "$$(id -u)" = 0 ] && echo 1 || echo 0)
 # not skip.
 # Expanded when the test recipe runs, i.e. after the bootstrap.
 REQUIRE_JAVA ?= $(shell java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])' && [ -f .tools/aeron-all-1.51.0.jar ] && echo 1 || echo 0)
+# Where the bootstrap installed them, the tap's tests must read its logs with HdrHistogram's
+# HistogramLogProcessor (Java and the HdrHistogram jar) and its Prometheus textfile with the
+# Prometheus client's parser (.tools/venv), not skip.
+REQUIRE_HDR_JAVA ?= $(shell java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])' && [ -f .tools/HdrHistogram-2.2.2.jar ] && echo 1 || echo 0)
+REQUIRE_PROMETHEUS ?= $(shell .tools/venv/bin/python -c 'import prometheus_client' 2>/dev/null && echo 1 || echo 0)
 
 # `make fuzz` settings: seconds per target (libFuzzer -max_total_time), which targets
 # (fuzz/fuzz_targets/*.rs), and the toolchain cargo-fuzz needs (libFuzzer and ASan need nightly).
@@ -71,8 +76,9 @@ test: bootstrap
 	$(WITH_CMAKE) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(WITH_CMAKE) RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 	@rustup run $(MSRV) rustc --version >/dev/null 2>&1 || rustup toolchain install $(MSRV) --profile minimal
-	$(WITH_CMAKE) $(CARGO) +$(MSRV) check -p messaging --lib --target-dir target/msrv
-	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) $(CARGO) test --workspace
+	$(WITH_CMAKE) $(CARGO) +$(MSRV) check -p messaging --features tap --lib --target-dir target/msrv
+	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) \
+		TAP_REQUIRE_HDR_JAVA=$(REQUIRE_HDR_JAVA) TAP_REQUIRE_PROMETHEUS=$(REQUIRE_PROMETHEUS) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
 	$(WITH_CMAKE) BENCH_PAIRED=1 $(CARGO) test -p latency-probe --bench roundtrip
@@ -89,11 +95,12 @@ conformance: bootstrap loom miri
 	$(WITH_CMAKE) MESSAGING_STRESS_ROUNDS=$(RACE_ROUNDS) scripts/expect-tests.sh 2 \
 		$(CARGO) test -p messaging --features embedded-driver --lib one_core
 
-# The loom models of the log's protocol (src/log/model.rs), in a target dir of their own
+# The loom models of the log's protocol (src/log/model.rs) and the tap's phaser
+# (src/tap/phaser.rs), in a target dir of their own
 # (the cfg changes every dependency's build). LOOM_MAX_PREEMPTIONS bounds the search (2).
 loom: bootstrap
-	$(WITH_CMAKE) RUSTFLAGS="--cfg messaging_loom" CARGO_TARGET_DIR=target/loom scripts/expect-tests.sh 3 \
-		$(CARGO) test -p messaging --lib --release log::model
+	$(WITH_CMAKE) RUSTFLAGS="--cfg messaging_loom" CARGO_TARGET_DIR=target/loom scripts/expect-tests.sh 4 \
+		$(CARGO) test -p messaging --features tap --lib --release -- log::model tap::phaser::model
 
 # Miri over the appender and term reader tests on heap logs (src/log/tests.rs, src/reader.rs),
 # installing the nightly toolchain's miri and rust-src when missing.

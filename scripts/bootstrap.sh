@@ -62,7 +62,6 @@ fi
 # Aeron's aeron-all jar. Optional: where either cannot be had, say so and go on (the stages
 # tests then skip, and everything else still builds and runs).
 AERON_VERSION=1.51.0
-AERON_JAR="$TOOLS/aeron-all-$AERON_VERSION.jar"
 AERON_SHA1=4d17308cba9d4ff3ff97833d6dac52e3289f81e1
 if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
   echo "bootstrap: installing a Java 17 runtime (openjdk-17-jre-headless) for latency-probe stages"
@@ -70,23 +69,44 @@ if ! java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'; then
     echo "bootstrap: could not install Java: latency-probe stages and its tests are skipped (install a JRE 17 and rerun)"
   fi
 fi
-if [ ! -f "$AERON_JAR" ]; then
+# fetch_jar GROUP_PATH ARTIFACT VERSION SHA1 WHAT: downloads ARTIFACT-VERSION.jar from Maven
+# Central into $TOOLS unless it is there, checking its SHA-1; on failure says which tests skip.
+fetch_jar() {
+  local group="$1" artifact="$2" version="$3" sha1="$4" what="$5"
+  local jar="$TOOLS/$artifact-$version.jar"
+  [ -f "$jar" ] && return 0
   mkdir -p "$TOOLS"
-  echo "bootstrap: downloading aeron-all-$AERON_VERSION.jar from Maven Central into $TOOLS"
-  if python3 - "$AERON_JAR" "$AERON_VERSION" "$AERON_SHA1" <<'PY'
+  echo "bootstrap: downloading $artifact-$version.jar from Maven Central into $TOOLS"
+  if python3 - "$jar" "https://repo1.maven.org/maven2/$group/$artifact/$version/$artifact-$version.jar" "$sha1" <<'PY'
 import hashlib, sys, urllib.request
-path, version, sha1 = sys.argv[1:]
-url = f"https://repo1.maven.org/maven2/io/aeron/aeron-all/{version}/aeron-all-{version}.jar"
+path, url, sha1 = sys.argv[1:]
 data = urllib.request.urlopen(url, timeout=60).read()
 if hashlib.sha1(data).hexdigest() != sha1:
     sys.exit(f"{url}: sha1 {hashlib.sha1(data).hexdigest()}, expected {sha1}")
 open(path + ".tmp", "wb").write(data)
 PY
   then
-    mv "$AERON_JAR.tmp" "$AERON_JAR"
+    mv "$jar.tmp" "$jar"
   else
-    rm -f "$AERON_JAR.tmp"
-    echo "bootstrap: could not download the aeron-all jar: latency-probe stages and its tests are skipped (or set AERON_ALL_JAR)"
+    rm -f "$jar.tmp"
+    echo "bootstrap: could not download $artifact-$version.jar: $what"
   fi
+}
+fetch_jar io/aeron aeron-all "$AERON_VERSION" "$AERON_SHA1" \
+  "latency-probe stages and its tests are skipped (or set AERON_ALL_JAR)"
+# HdrHistogram's Java tools (HistogramLogProcessor), which the tap's tests run over the logs the
+# tap writes. Optional as above: without Java or the jar those tests skip.
+fetch_jar org/hdrhistogram HdrHistogram 2.2.2 7959933ebcc0f05b2eaa5af0a0c8689fa257b15c \
+  "the tap's HistogramLogProcessor test is skipped"
+
+# The Prometheus Python client, whose text-format parser the tap's tests run over tap.prom.
+# Optional: without it that test skips.
+if [ ! -x "$TOOLS/venv/bin/python" ]; then
+  python3 -m venv "$TOOLS/venv" || true
+fi
+if [ -x "$TOOLS/venv/bin/python" ] && ! "$TOOLS/venv/bin/python" -c 'import prometheus_client' 2>/dev/null; then
+  echo "bootstrap: installing PyPI's prometheus_client into $TOOLS/venv (the tap's textfile test)"
+  "$TOOLS/venv/bin/pip" install -q --disable-pip-version-check 'prometheus_client>=0.20' ||
+    echo "bootstrap: could not install prometheus_client: the tap's textfile test is skipped"
 fi
 exit 0

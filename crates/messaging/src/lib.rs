@@ -115,6 +115,8 @@ pub use driver::{
     DEFAULT_DRIVER_IDLE,
 };
 pub use driver_option::{env_name as driver_env_name, DriverOption};
+#[cfg(feature = "tap")]
+pub use error::TapError;
 pub use error::{
     AddError, AsyncError, ConnectError, DriverLaunchError, LivenessError, OfferError, ParseIdleError, PollError,
     PrefaultError, SpawnError,
@@ -136,15 +138,16 @@ pub use subscription::{
     ControlledAction, Handoff, HandoffOptions, HeaderValues, MessageHeader, SubscribeError, Subscriber,
 };
 #[cfg(feature = "tap")]
-pub use tap::StampClock;
+pub use tap::{RecordLatency, StampClock, Tap};
 pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
 
 /// The Aeron client this crate wraps, for reports.
 pub const CLIENT_VERSION: &str = "aeron-rs 0.1.8";
 
 /// The examples in `README.md` (the crate's readme, what crates.io shows), compiled and run as
-/// doctests so that they keep up with the API. They start an embedded driver, hence the feature.
-#[cfg(all(doctest, feature = "embedded-driver"))]
+/// doctests so that they keep up with the API. They start an embedded driver and use the tap,
+/// hence the features (`make test` builds the workspace, which turns both on).
+#[cfg(all(doctest, feature = "embedded-driver", feature = "tap"))]
 #[doc = include_str!("../README.md")]
 #[derive(Debug)]
 pub struct ReadmeDoctests;

@@ -89,10 +89,32 @@ impl From<ControlledAction> for Step {
 /// [`values`](Self::values) copies every field out, to keep after the handler returns.
 #[derive(Clone, Copy)]
 pub struct MessageHeader<'a> {
-    frame: Frame<'a>,
+    pub(crate) frame: Frame<'a>,
+    /// The receive time the tap read for this message (feature `tap`).
+    #[cfg(feature = "tap")]
+    pub(crate) received: Option<i64>,
 }
 
-impl MessageHeader<'_> {
+impl<'a> MessageHeader<'a> {
+    #[inline]
+    pub(crate) fn new(frame: Frame<'a>) -> Self {
+        Self {
+            frame,
+            #[cfg(feature = "tap")]
+            received: None,
+        }
+    }
+
+    /// The receive time the tap read for this message, when its subscription records latency
+    /// ([`Subscriber::record_latency`]) and the message carries a stamp (feature `tap`): the
+    /// time to subtract from when the service forwards it (see [`crate::tap::Stamp`]).
+    #[cfg(feature = "tap")]
+    #[inline]
+    #[must_use]
+    pub fn received_ns(&self) -> Option<i64> {
+        self.received
+    }
+
     /// The publishing session (one per publication).
     #[inline]
     #[must_use]
@@ -212,6 +234,9 @@ pub struct Subscriber {
     live: Arc<std::sync::atomic::AtomicU8>,
     /// Image count and events, kept by the image handlers on the conductor thread.
     images: Arc<Images>,
+    /// The latency recorder (feature `tap`), when asked for.
+    #[cfg(feature = "tap")]
+    pub(crate) tap: Option<Box<crate::tap::SubscriberTap>>,
     _client: Arc<Inner>,
 }
 
@@ -243,6 +268,8 @@ impl Subscriber {
             stream_id,
             live: client.shared.lost.state.clone(),
             images,
+            #[cfg(feature = "tap")]
+            tap: None,
             _client: client,
         }
     }
@@ -267,15 +294,30 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
-        let mut deliver = |bytes: &[u8], frame: &Frame<'_>| {
-            handler(bytes, &MessageHeader { frame: *frame });
+        #[cfg(feature = "tap")]
+        if self.tap.is_some() {
+            return self.poll_tapped(handler, fragment_limit);
+        }
+        self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
+            handler(bytes, &MessageHeader::new(*frame));
             Step::Continue
-        };
+        })
+    }
+
+    /// Reads fragments as [`read`](Self::read) does and hands `deliver` every complete
+    /// message: an unfragmented frame as it is, fragments once their image's assembly has the
+    /// whole message.
+    #[inline]
+    pub(crate) fn read_messages(
+        &mut self,
+        fragment_limit: usize,
+        deliver: &mut impl FnMut(&[u8], &Frame<'_>) -> Step,
+    ) -> Result<usize, PollError> {
         self.read(fragment_limit, &mut |assembly, bytes, frame| {
             if frame.flags() & UNFRAGMENTED == UNFRAGMENTED {
                 deliver(bytes, frame)
             } else {
-                assembly.fragment(bytes, frame, &mut deliver)
+                assembly.fragment(bytes, frame, deliver)
             }
         })
     }
@@ -283,7 +325,7 @@ impl Subscriber {
     /// Takes the image changes the conductor queued, then reads the images round robin
     /// (Aeron's subscription poll), handing each fragment to `on` with its image's assembly.
     #[inline]
-    fn read(
+    pub(crate) fn read(
         &mut self,
         fragment_limit: usize,
         on: &mut impl FnMut(&mut Assembly, &[u8], &Frame<'_>) -> Step,
@@ -349,13 +391,12 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
-        let mut deliver = |bytes: &[u8], frame: &Frame<'_>| handler(bytes, &MessageHeader { frame: *frame }).into();
-        self.read(fragment_limit, &mut |assembly, bytes, frame| {
-            if frame.flags() & UNFRAGMENTED == UNFRAGMENTED {
-                deliver(bytes, frame)
-            } else {
-                assembly.fragment(bytes, frame, &mut deliver)
-            }
+        #[cfg(feature = "tap")]
+        if self.tap.is_some() {
+            return self.controlled_poll_tapped(handler, fragment_limit);
+        }
+        self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
+            handler(bytes, &MessageHeader::new(*frame)).into()
         })
     }
 

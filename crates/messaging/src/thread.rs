@@ -56,6 +56,12 @@ impl<T> PinnedThread<T> {
         self.tid
     }
 
+    /// The std handle (to unpark it).
+    #[cfg(feature = "tap")]
+    pub(crate) fn thread(&self) -> &std::thread::Thread {
+        self.handle.thread()
+    }
+
     /// Whether the thread has returned.
     #[must_use]
     pub fn is_finished(&self) -> bool {

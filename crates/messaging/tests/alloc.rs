@@ -437,3 +437,45 @@ fn stamped_offer_and_try_claim_allocate_nothing() {
         );
     }
 }
+
+/// The tap's recording (feature `tap`): a subscription that records every stamped message's
+/// latency allocates nothing once its session's histograms exist (made at its first message,
+/// in the warm-up), on one thread and on two; the writer thread swapping the intervals
+/// meanwhile does not change that.
+#[cfg(feature = "tap")]
+#[test]
+fn recording_polls_allocate_nothing() {
+    let d = driver();
+    let dir = std::env::temp_dir().join(format!("tap-alloc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tap = messaging::tap::Tap::builder(&dir)
+        .interval(Duration::from_millis(2))
+        .start()
+        .expect("tap starts");
+    type Run = fn(&mut Stream<Exclusive>, Send, usize) -> Counted;
+    let runs: [(i32, &str, Run); 2] = [(41, "one thread", one_thread), (42, "two threads", two_threads)];
+    for (stream_id, threads, run) in runs {
+        let mut s = stream::<Exclusive>(&d, stream_id);
+        s.publisher.stamp_send_time(Some(messaging::StampClock::Monotonic));
+        let figure = messaging::tap::RecordLatency::hop(format!("s{stream_id}"));
+        s.subscriber.record_latency(&tap, figure).expect("records");
+        let counted = run(&mut s, Send::Offer, SMALL);
+        let total = WARMUP + MEASURED;
+        assert_eq!((counted.sent, counted.received), (total, total), "{threads}");
+        assert_eq!(
+            (counted.publisher, counted.subscriber),
+            ((0, 0), (0, 0)),
+            "{threads}: stamping and recording allocated (allocations, bytes) on (publishing, polling) thread"
+        );
+    }
+    let summary = tap.stop().expect("the tap wrote every interval");
+    for f in &summary.figures {
+        assert_eq!(
+            (f.recorded, f.negative),
+            (WARMUP + MEASURED, 0),
+            "{}: every message recorded once, none negative on one host's monotonic clock",
+            f.name
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -5,7 +5,7 @@
 //!
 //! One file per operation: connecting, adding, offering, polling, the client's own reports
 //! (liveness and asynchronous errors), launching the embedded driver, prefaulting, and this
-//! process's threads.
+//! process's threads; the tap (feature `tap`).
 
 mod add;
 mod connect;
@@ -14,6 +14,8 @@ mod liveness;
 mod offer;
 mod poll;
 mod prefault;
+#[cfg(feature = "tap")]
+mod tap;
 mod thread;
 
 pub use add::AddError;
@@ -23,6 +25,8 @@ pub use liveness::{AsyncError, LivenessError};
 pub use offer::OfferError;
 pub use poll::PollError;
 pub use prefault::PrefaultError;
+#[cfg(feature = "tap")]
+pub use tap::TapError;
 pub use thread::{ParseIdleError, SpawnError};
 
 #[cfg(test)]

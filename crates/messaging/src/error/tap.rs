@@ -1,0 +1,96 @@
+//! [`TapError`]: starting the tap, naming its figures, writing its logs.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::SpawnError;
+
+/// Why the tap could not start, take a figure, or write.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TapError {
+    /// The tap's directory cannot be made or written.
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The directory holds an earlier tap's files, which new logs would mix with.
+    NotEmpty {
+        /// The directory.
+        dir: PathBuf,
+        /// One of those files.
+        file: String,
+    },
+    /// A figure name with characters a file name or a log tag cannot carry.
+    BadName {
+        /// The name given.
+        name: String,
+    },
+    /// The writer thread could not start or be pinned.
+    Spawn(SpawnError),
+    /// Writing a log, the status file or the Prometheus textfile failed.
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A histogram could not be encoded for a log.
+    Encode {
+        /// The log.
+        path: PathBuf,
+        /// The encoder's message.
+        detail: String,
+    },
+    /// The writer thread panicked: the last interval may be missing.
+    WriterPanicked,
+}
+
+impl fmt::Display for TapError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TapError::Dir { dir, source } => write!(
+                f,
+                "the tap cannot use {}: {source}; give it a directory this process may create and write",
+                dir.display()
+            ),
+            TapError::NotEmpty { dir, file } => write!(
+                f,
+                "{} holds an earlier tap's {file}; move those files away or give the tap a new directory",
+                dir.display()
+            ),
+            TapError::BadName { name } => write!(
+                f,
+                "figure name {name:?} is not a file name and log tag: use 1-64 letters, digits, '-', '_' or \
+                 '.', not starting with '.'"
+            ),
+            TapError::Spawn(e) => write!(f, "the tap's writer thread did not start: {e}"),
+            TapError::Write { path, source } => write!(
+                f,
+                "the tap could not write {}: {source}; check the disk's space and the directory's permissions",
+                path.display()
+            ),
+            TapError::Encode { path, detail } => write!(
+                f,
+                "the tap could not encode an interval for {}: {detail}; this is a bug, please report it",
+                path.display()
+            ),
+            TapError::WriterPanicked => write!(
+                f,
+                "the tap's writer thread panicked, so its last interval may be missing; please report it"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for TapError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TapError::Dir { source, .. } | TapError::Write { source, .. } => Some(source),
+            TapError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The tap (feature `tap`): the latency of a service's own traffic, per hop and end to end,
+//! with no byte added to its messages.
+//!
+//! - **Stamp**: a publication that stamps writes the time it sends each message into the
+//!   frame's reserved value ([`Publication::stamp_send_time`](crate::Publication::stamp_send_time)).
+//!   A service that forwards messages writes a forwarded [`Stamp`] (its own send time and the
+//!   message's age since the origin), so the next hop records both its hop and end to end.
+//! - **Record**: a subscription that records
+//!   ([`Subscriber::record_latency`](crate::Subscriber::record_latency)) puts each stamped
+//!   message's receive time minus its stamp into an HdrHistogram per session, on the polling
+//!   thread; a [`FigureRecorder`] records what a service measures itself (receive to publish).
+//! - **Write**: the [`Tap`]'s thread writes one interval log (`.hlog`, HdrHistogram's format,
+//!   readable by its `HistogramLogProcessor` and by `latency-probe tap`) per figure every
+//!   interval, rotates them, and keeps a status file ([`STATUS_FILE`]) and a Prometheus textfile
+//!   ([`PROMETHEUS_FILE`]) up to date.
+//!
+//! Guarantees:
+//! - off by default: a publication that does not stamp writes the reserved value as before
+//!   (zero, or what [`offer_with_reserved_value`](crate::Publication::offer_with_reserved_value)
+//!   and [`Claim::set_reserved_value`](crate::Claim::set_reserved_value) give), so services that
+//!   use the reserved value for their own purpose keep it; a subscription records only when
+//!   asked;
+//! - one meaning: a stamp is nanoseconds on the stated [`StampClock`], read once per attempt
+//!   right before the space for the message is claimed (the probe's "actual send" point), or the
+//!   time the caller already read ([`offer_stamped`](crate::Publication::offer_stamped),
+//!   [`try_claim_stamped`](crate::Publication::try_claim_stamped): no second clock read);
+//! - the receive time is read once per poll, when the poll reaches its first stamped message;
+//!   the messages after it in the same poll share it (read again only for one stamped after
+//!   it, which the publisher appended meanwhile), so the time they waited behind the
+//!   handler's work on earlier ones counts as time inside the receiver, not on the hop (poll
+//!   with a fragment limit of 1 to time each message on its own);
+//! - nothing lost, nothing twice: every message a subscription hands over is counted once in
+//!   its hop's figure (recorded, negative, or unstamped); with
+//!   [`controlled_poll`](crate::Subscriber::controlled_poll), only when the handler keeps it
+//!   (not on `Abort`, which hands it over again);
+//! - the hot path takes no lock, allocates nothing and makes no syscall: the clock read is
+//!   `clock_gettime` from the vDSO, and a poll's latencies reach their session's interval in
+//!   one writer section (two atomic adds) at its end; the histograms are allocated when a session
+//!   first appears;
+//! - failures reach the caller: the writer keeps going after a failed write and
+//!   [`Tap::stop`] returns the first [`TapError`](crate::TapError).
+//!
+//! ```
+//! # #[cfg(feature = "embedded-driver")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use messaging::tap::{RecordLatency, StampClock, Tap};
+//! use messaging::{Client, EmbeddedDriver};
+//!
+//! let dir = std::env::temp_dir().join(format!("tap-doc-{}", std::process::id()));
+//! let driver = EmbeddedDriver::builder().private_dir().spawn()?;
+//! let client = Client::builder().dir(driver.dir()).build()?;
+//! let tap = Tap::builder(&dir).start()?;
+//! let mut sub = client.subscription("aeron:ipc", 10)?;
+//! sub.record_latency(&tap, RecordLatency::hop("feed"))?;
+//! let mut publ = client.publication("aeron:ipc", 10)?;
+//! publ.stamp_send_time(Some(StampClock::Monotonic));
+//! while !sub.is_connected() {
+//!     std::thread::yield_now();
+//! }
+//! let mut got = 0;
+//! for _ in 0..100 {
+//!     while publ.offer(b"tick").is_err() {
+//!         std::thread::yield_now();
+//!     }
+//! }
+//! while got < 100 {
+//!     got += sub.poll(&mut |_, _| {}, 10)?;
+//! }
+//! let summary = tap.stop()?;
+//! assert_eq!(summary.figures[0].recorded, 100);
+//! assert!(dir.join("feed.hlog").exists());
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
+//! ```
+
+mod export;
+mod phaser;
+mod poll;
+mod record;
+mod stamp;
+mod writer;
+
+pub use export::BUCKETS_S;
+pub(crate) use record::SubscriberTap;
+pub use record::{FigureRecorder, RecordLatency};
+pub use stamp::{Latency, Stamp, MAX_AGE_NS, MAX_FORWARDED_HOP_NS};
+pub use writer::{FigureSummary, Tap, TapBuilder, TapSummary, PROMETHEUS_FILE, STATUS_FILE};
+
+/// The clock a send stamp is read from. Both are nanoseconds as `clock_gettime` gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StampClock {
+    /// `CLOCK_MONOTONIC`: publisher and subscriber on one host (the default choice).
+    Monotonic,
+    /// `CLOCK_REALTIME`: hosts whose clocks are synchronised (PTP); a receiver's clock behind
+    /// the sender's gives negative latencies, which a reader should count, not drop.
+    Realtime,
+}
+
+impl StampClock {
+    /// Its name where figures are recorded: `"monotonic"` or `"realtime"`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            StampClock::Monotonic => "monotonic",
+            StampClock::Realtime => "realtime",
+        }
+    }
+
+    /// Now on this clock, nanoseconds.
+    #[inline]
+    #[must_use]
+    pub fn now_ns(self) -> i64 {
+        let id = match self {
+            StampClock::Monotonic => libc::CLOCK_MONOTONIC,
+            StampClock::Realtime => libc::CLOCK_REALTIME,
+        };
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid, writable timespec for the call; both clock ids exist on every
+        // Linux kernel, so clock_gettime only writes `ts`.
+        let rc = unsafe { libc::clock_gettime(id, &raw mut ts) };
+        debug_assert_eq!(rc, 0, "clock_gettime({self}) failed");
+        // `time_t` and `c_long` are i64 on 64-bit Linux but narrower on some 32-bit targets.
+        #[allow(clippy::unnecessary_cast)]
+        let ns = (ts.tv_sec as i64) * 1_000_000_000 + ts.tv_nsec as i64;
+        ns
+    }
+}
+
+impl std::fmt::Display for StampClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StampClock;
+
+    #[test]
+    fn the_clocks_read_as_clock_gettime_gives_them() {
+        let (a, b) = (StampClock::Monotonic.now_ns(), StampClock::Monotonic.now_ns());
+        assert!(a > 0 && b >= a, "monotonic: {a} then {b}");
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64;
+        let real = StampClock::Realtime.now_ns();
+        assert!(
+            (real - wall).abs() < 1_000_000_000,
+            "realtime {real} vs the system time {wall}"
+        );
+        assert_eq!(StampClock::Realtime.to_string(), "realtime");
+        assert_eq!(StampClock::Monotonic.name(), "monotonic");
+    }
+}

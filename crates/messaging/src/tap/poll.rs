@@ -1,0 +1,101 @@
+//! A subscription that records latency: [`Subscriber::record_latency`] and the polls that
+//! record (the plain polls hand over to these when a recorder is set, so a subscription that
+//! does not record pays one branch).
+
+use crate::error::TapError;
+use crate::log::term_reader::{Frame, Step};
+use crate::subscription::{ControlledAction, MessageHeader, Subscriber};
+use crate::PollError;
+
+use super::record::{RecordLatency, SubscriberTap};
+use super::stamp::Stamp;
+use super::writer::Tap;
+
+impl Subscriber {
+    /// Records the latency of every stamped message this subscription hands over into `tap`:
+    /// the hop (and, when asked, end to end) of each session into its own interval, written
+    /// to the figure's log by the tap's thread. Call it on the thread that polls, before the
+    /// measured phase (a session's histograms are allocated when its first message comes).
+    /// Replaces an earlier recorder; the publishers must stamp on the tap's clock.
+    ///
+    /// # Errors
+    /// [`TapError::BadName`] for a figure name that is not a file name.
+    pub fn record_latency(&mut self, tap: &Tap, what: RecordLatency) -> Result<(), TapError> {
+        self.tap = Some(Box::new(SubscriberTap::new(tap, what, self.stream_id())?));
+        Ok(())
+    }
+
+    /// Stops recording (what was recorded stays in the tap's intervals).
+    pub fn stop_recording(&mut self) {
+        self.tap = None;
+    }
+
+    /// [`Subscriber::poll`] with the recorder: one entry per message handed over.
+    pub(crate) fn poll_tapped<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
+    where
+        F: FnMut(&[u8], &MessageHeader<'_>),
+    {
+        let mut tap = self.tap.take().expect("the caller checked");
+        let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
+            let received = tap.on_message(frame.session_id(), frame.reserved_value());
+            handler(
+                bytes,
+                &MessageHeader {
+                    frame: *frame,
+                    received,
+                },
+            );
+            Step::Continue
+        });
+        tap.end_poll();
+        self.tap = Some(tap);
+        result
+    }
+
+    /// [`Subscriber::controlled_poll`] with the recorder: a message the handler refuses
+    /// (`Abort`) is not recorded; it comes again and is recorded when kept.
+    pub(crate) fn controlled_poll_tapped<F>(
+        &mut self,
+        handler: &mut F,
+        fragment_limit: usize,
+    ) -> Result<usize, PollError>
+    where
+        F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
+    {
+        let mut tap = self.tap.take().expect("the caller checked");
+        let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
+            let received = tap.on_message(frame.session_id(), frame.reserved_value());
+            let action = handler(
+                bytes,
+                &MessageHeader {
+                    frame: *frame,
+                    received,
+                },
+            );
+            if action == ControlledAction::Abort {
+                tap.unrecord_last();
+            }
+            action.into()
+        });
+        tap.end_poll();
+        self.tap = Some(tap);
+        result
+    }
+}
+
+impl MessageHeader<'_> {
+    /// The stamp to forward this message with when the service sends it on at `now` (its
+    /// stamp clock): its send time and the message's age since the origin (the age it came
+    /// with, plus its hop, plus `now` minus the receive time). `None` unless its subscription
+    /// records ([`Subscriber::record_latency`]) and it carried a stamp. Write it with
+    /// [`offer_with_reserved_value`](crate::Publication::offer_with_reserved_value) or
+    /// [`Claim::set_reserved_value`](crate::Claim::set_reserved_value) and
+    /// [`Stamp::to_reserved`].
+    #[inline]
+    #[must_use]
+    pub fn forwarded_stamp(&self, now: i64) -> Option<Stamp> {
+        let received = self.received?;
+        let latency = Stamp::from_reserved(self.reserved_value()).latency(received)?;
+        Some(Stamp::forwarded(now, latency.end_to_end_ns + (now - received)))
+    }
+}

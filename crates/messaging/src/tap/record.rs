@@ -1,0 +1,362 @@
+//! The recording side of the tap: what a polling thread (or a service's own code) records, and
+//! how it reaches the writer without a lock, an allocation or a syscall per message.
+//!
+//! Each source (one session of a subscription's figure, or one [`FigureRecorder`]) owns a
+//! [`Phaser`] of two [`Counts`] allocated when the source is made. A subscription's poll
+//! reads the clock once, at the first stamped message, keeps up to [`BATCH`] latencies on its
+//! own stack-like buffer, and records them at the end of the poll (or when the buffer is full)
+//! in one writer section per session: two atomic adds per poll, not per message, and
+//! never around the handler, so a handler that panics or blocks leaves no section open.
+
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+use hdrhistogram::Histogram;
+
+use super::phaser::Phaser;
+use super::stamp::{Latency, Stamp};
+use super::writer::{Shared, Tap};
+use super::StampClock;
+use crate::error::TapError;
+
+/// Latencies a subscription keeps before recording them (more in one poll are recorded in
+/// several sections).
+pub(crate) const BATCH: usize = 32;
+
+/// What one source recorded in one interval.
+#[derive(Debug, Clone)]
+pub(crate) struct Counts {
+    /// Latencies from 0 up, nanoseconds (values above the highest trackable are recorded at it
+    /// and counted in `saturated`).
+    pub(crate) histogram: Histogram<u64>,
+    /// Latencies below zero (a receiver's clock behind the sender's), counted, not recorded.
+    pub(crate) negative: u64,
+    /// Latencies above the histogram's range (recorded at its highest value), plus forwarded
+    /// stamps whose age saturated (end to end is then a lower bound).
+    pub(crate) saturated: u64,
+    /// Messages without a stamp (reserved value 0): not recorded.
+    pub(crate) unstamped: u64,
+    /// The sum of the recorded latencies, nanoseconds (Prometheus's `_sum`).
+    pub(crate) sum_ns: u64,
+}
+
+impl Counts {
+    pub(crate) fn new(highest_ns: u64) -> Counts {
+        Counts {
+            histogram: Histogram::new_with_bounds(1, highest_ns, 3).expect("1 <= highest, 3 digits"),
+            negative: 0,
+            saturated: 0,
+            unstamped: 0,
+            sum_ns: 0,
+        }
+    }
+
+    /// Records one latency: no allocation (the histogram does not resize).
+    #[inline]
+    pub(crate) fn record(&mut self, ns: i64) {
+        if ns < 0 {
+            self.negative += 1;
+            return;
+        }
+        let v = ns as u64;
+        if v > self.histogram.high() {
+            self.saturated += 1;
+        }
+        self.histogram.saturating_record(v);
+        self.sum_ns = self.sum_ns.saturating_add(v);
+    }
+
+    /// Stamped messages counted: recorded plus negative.
+    pub(crate) fn messages(&self) -> u64 {
+        self.histogram.len() + self.negative
+    }
+
+    /// Adds `other` (same range) into this one.
+    pub(crate) fn add(&mut self, other: &Counts) {
+        self.histogram
+            .add(&other.histogram)
+            .expect("same range, no resize needed");
+        self.negative += other.negative;
+        self.saturated += other.saturated;
+        self.unstamped += other.unstamped;
+        self.sum_ns = self.sum_ns.saturating_add(other.sum_ns);
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.histogram.reset();
+        self.negative = 0;
+        self.saturated = 0;
+        self.unstamped = 0;
+        self.sum_ns = 0;
+    }
+}
+
+/// One source of one figure, as the writer holds it.
+pub(crate) struct Source {
+    pub(crate) figure: usize,
+    /// Its tag in the figure's log: `session-<id>` or `recorder-<n>`.
+    pub(crate) tag: String,
+    pub(crate) counts: Phaser<Counts>,
+    /// The Linux thread id that records into it (0 until it first records).
+    pub(crate) tid: AtomicI32,
+}
+
+impl Source {
+    pub(crate) fn new(figure: usize, tag: String, highest_ns: u64) -> Source {
+        Source {
+            figure,
+            tag,
+            counts: Phaser::new(Counts::new(highest_ns), Counts::new(highest_ns)),
+            tid: AtomicI32::new(0),
+        }
+    }
+
+    fn note_thread(&self) {
+        if self.tid.load(Ordering::Relaxed) == 0 {
+            self.tid.store(crate::thread::current_tid(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a subscription records: the figure its hop goes to and, optionally, the figure for end
+/// to end (from the origin, through any forwarders: see [`Stamp`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordLatency {
+    pub(crate) hop: String,
+    pub(crate) end_to_end: Option<String>,
+}
+
+impl RecordLatency {
+    /// Records each stamped message's hop (receive time minus the last sender's stamp) into the
+    /// figure `name` (one `.hlog` per figure; letters, digits, `-`, `_`, `.`).
+    #[must_use]
+    pub fn hop(name: impl Into<String>) -> Self {
+        Self {
+            hop: name.into(),
+            end_to_end: None,
+        }
+    }
+
+    /// Also records end to end (receive time minus the origin's send stamp) into the figure
+    /// `name`. For a send stamp it equals the hop.
+    #[must_use]
+    pub fn end_to_end(mut self, name: impl Into<String>) -> Self {
+        self.end_to_end = Some(name.into());
+        self
+    }
+}
+
+/// One session's sources, on the polling thread.
+struct Session {
+    id: i32,
+    hop: Arc<Source>,
+    end_to_end: Option<Arc<Source>>,
+}
+
+/// One delivered message, kept until the end of the poll.
+#[derive(Clone, Copy, Default)]
+struct Pending {
+    session: u32,
+    /// The hop, nanoseconds; [`UNSTAMPED`] for a message without a stamp.
+    hop_ns: i64,
+    end_to_end_ns: i64,
+    age_saturated: bool,
+}
+
+/// [`Pending::hop_ns`] of a message without a stamp.
+const UNSTAMPED: i64 = i64::MIN;
+
+/// A subscription's recorder, held by its polling thread.
+pub(crate) struct SubscriberTap {
+    shared: Arc<Shared>,
+    what: RecordLatency,
+    stream_id: i32,
+    clock: StampClock,
+    sessions: Vec<Session>,
+    /// The receive time of this poll, 0 until a stamped message came.
+    now: i64,
+    pending: [Pending; BATCH],
+    len: usize,
+}
+
+impl SubscriberTap {
+    pub(crate) fn new(tap: &Tap, what: RecordLatency, stream_id: i32) -> Result<SubscriberTap, TapError> {
+        let shared = tap.shared();
+        shared.figure(&what.hop, Some(stream_id))?;
+        if let Some(e2e) = &what.end_to_end {
+            shared.figure(e2e, Some(stream_id))?;
+        }
+        Ok(SubscriberTap {
+            clock: shared.clock,
+            shared,
+            what,
+            stream_id,
+            sessions: Vec::new(),
+            now: 0,
+            pending: [Pending::default(); BATCH],
+            len: 0,
+        })
+    }
+
+    /// The session's index, making its sources when it is new (cold: an image arrived).
+    #[inline]
+    fn session(&mut self, id: i32) -> usize {
+        match self.sessions.iter().position(|s| s.id == id) {
+            Some(i) => i,
+            None => self.add_session(id),
+        }
+    }
+
+    #[cold]
+    fn add_session(&mut self, id: i32) -> usize {
+        let tag = format!("session-{id}");
+        let source = |name: &str| self.shared.source(name, Some(self.stream_id), tag.clone());
+        let hop = source(&self.what.hop);
+        let end_to_end = self.what.end_to_end.as_deref().map(source);
+        hop.note_thread();
+        if let Some(e2e) = &end_to_end {
+            e2e.note_thread();
+        }
+        self.sessions.push(Session { id, hop, end_to_end });
+        self.sessions.len() - 1
+    }
+
+    /// A delivered message: its latency is kept for the end of the poll (exactly one entry per
+    /// call, so [`unrecord_last`](Self::unrecord_last) can take it back). Returns the receive
+    /// time (the poll's one clock read) when it carries a stamp.
+    #[inline]
+    pub(crate) fn on_message(&mut self, session_id: i32, reserved: i64) -> Option<i64> {
+        let session = self.session(session_id) as u32;
+        if self.len == BATCH {
+            self.flush();
+        }
+        let latency = match Stamp::from_reserved(reserved) {
+            Stamp::Absent => None,
+            stamp => {
+                if self.now == 0 {
+                    self.now = self.clock.now_ns();
+                }
+                match stamp.latency(self.now) {
+                    // Sent after this poll read the clock (the publisher appended meanwhile):
+                    // read it again rather than record a negative latency that is not one.
+                    Some(l) if l.hop_ns < 0 => {
+                        self.now = self.clock.now_ns();
+                        stamp.latency(self.now)
+                    }
+                    l => l,
+                }
+            }
+        };
+        self.pending[self.len] = match latency {
+            Some(Latency {
+                hop_ns,
+                end_to_end_ns,
+                age_saturated,
+            }) => Pending {
+                session,
+                hop_ns,
+                end_to_end_ns,
+                age_saturated,
+            },
+            None => Pending {
+                session,
+                hop_ns: UNSTAMPED,
+                ..Pending::default()
+            },
+        };
+        self.len += 1;
+        latency.map(|_| self.now)
+    }
+
+    /// The end of a poll: records what it kept and forgets its clock read.
+    #[inline]
+    pub(crate) fn end_poll(&mut self) {
+        if self.len > 0 {
+            self.flush();
+        }
+        self.now = 0;
+    }
+
+    /// Takes back the entry of the last message (the handler refused it with `Abort`: it
+    /// comes again and is recorded then).
+    #[inline]
+    pub(crate) fn unrecord_last(&mut self) {
+        self.len -= 1;
+    }
+
+    /// Records the kept latencies, one writer section per run of one session's messages.
+    fn flush(&mut self) {
+        let mut start = 0;
+        while start < self.len {
+            let i = self.pending[start].session;
+            let end = start
+                + self.pending[start..self.len]
+                    .iter()
+                    .take_while(|p| p.session == i)
+                    .count();
+            let run = &self.pending[start..end];
+            let s = &self.sessions[i as usize];
+            // SAFETY: this polling thread is the only writer of its sessions' sources.
+            unsafe {
+                s.hop.counts.enter(|c| {
+                    for p in run {
+                        if p.hop_ns == UNSTAMPED {
+                            c.unstamped += 1;
+                        } else {
+                            c.record(p.hop_ns);
+                        }
+                    }
+                });
+            }
+            if let Some(e2e) = &s.end_to_end {
+                // SAFETY: as above.
+                unsafe {
+                    e2e.counts.enter(|c| {
+                        for p in run.iter().filter(|p| p.hop_ns != UNSTAMPED) {
+                            c.record(p.end_to_end_ns);
+                            c.saturated += u64::from(p.age_saturated);
+                        }
+                    });
+                }
+            }
+            start = end;
+        }
+        self.len = 0;
+    }
+}
+
+/// A figure a service records itself, e.g. the time a message spent inside it (receive to
+/// publish). One per recording thread; [`record`](Self::record) takes no lock, allocates
+/// nothing and makes no syscall (two uncontended atomic adds per call).
+pub struct FigureRecorder {
+    source: Arc<Source>,
+    _shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for FigureRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FigureRecorder").field("tag", &self.source.tag).finish()
+    }
+}
+
+impl FigureRecorder {
+    pub(crate) fn new(tap: &Tap, name: &str) -> Result<FigureRecorder, TapError> {
+        let shared = tap.shared();
+        shared.figure(name, None)?;
+        let n = shared.next_recorder();
+        let source = shared.source(name, None, format!("recorder-{n}"));
+        Ok(FigureRecorder {
+            source,
+            _shared: shared,
+        })
+    }
+
+    /// Records one latency, nanoseconds (a negative one is counted, not recorded).
+    #[inline]
+    pub fn record(&mut self, ns: i64) {
+        self.source.note_thread();
+        // SAFETY: `&mut self` makes this recorder's thread the source's only writer (the
+        // recorder is `Send`, not `Sync`/`Clone`).
+        unsafe { self.source.counts.enter(|c| c.record(ns)) };
+    }
+}

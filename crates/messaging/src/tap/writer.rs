@@ -1,0 +1,629 @@
+//! The tap's owner and its background writer: [`Tap`] registers figures and their sources;
+//! its thread (named `aeron-tap`, pinnable, never spinning: it sleeps until the next interval)
+//! swaps every source's interval, writes one interval log per figure, rotates the logs, and
+//! rewrites the status file and the Prometheus textfile.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+
+use super::export::{self, FigureView};
+use super::record::{Counts, FigureRecorder, Source};
+use super::StampClock;
+use crate::error::TapError;
+use crate::thread::{PinnedThread, ThreadBuilder};
+
+/// The status file's name in the tap's directory.
+pub const STATUS_FILE: &str = "tap.json";
+/// The Prometheus textfile's name in the tap's directory (node_exporter's textfile collector
+/// reads `*.prom`).
+pub const PROMETHEUS_FILE: &str = "tap.prom";
+
+/// Starts a [`Tap`]: where it writes, how often, how it rotates, on which clock.
+#[derive(Debug, Clone)]
+pub struct TapBuilder {
+    dir: PathBuf,
+    interval: Duration,
+    rotate_bytes: Option<u64>,
+    rotate_every: Option<Duration>,
+    clock: StampClock,
+    highest: Duration,
+    writer_core: Option<usize>,
+    prometheus: bool,
+}
+
+impl TapBuilder {
+    /// How often an interval is written (default 1 s, HdrHistogram's usual).
+    #[must_use]
+    pub fn interval(mut self, every: Duration) -> Self {
+        self.interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Starts a figure's next log once its current one holds this many bytes (default: never).
+    #[must_use]
+    pub fn rotate_bytes(mut self, bytes: u64) -> Self {
+        self.rotate_bytes = Some(bytes);
+        self
+    }
+
+    /// Starts a figure's next log once its current one is this old (default: never).
+    #[must_use]
+    pub fn rotate_every(mut self, age: Duration) -> Self {
+        self.rotate_every = Some(age);
+        self
+    }
+
+    /// The clock the subscriptions read receive times from; the publishers must stamp on the
+    /// same one (default [`StampClock::Monotonic`]: one host). Recorded in the status file.
+    #[must_use]
+    pub fn clock(mut self, clock: StampClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The highest latency the histograms hold (default 10 s); above it a latency is recorded
+    /// at the highest value and counted as saturated.
+    #[must_use]
+    pub fn highest(mut self, highest: Duration) -> Self {
+        self.highest = highest.max(Duration::from_micros(1));
+        self
+    }
+
+    /// Pins the writer thread to `core` (default: not pinned; keep it off the hot cores).
+    #[must_use]
+    pub fn writer_core(mut self, core: Option<usize>) -> Self {
+        self.writer_core = core;
+        self
+    }
+
+    /// Whether to write the Prometheus textfile [`PROMETHEUS_FILE`] (default yes).
+    #[must_use]
+    pub fn prometheus(mut self, on: bool) -> Self {
+        self.prometheus = on;
+        self
+    }
+
+    /// Creates the directory and starts the writer thread.
+    ///
+    /// # Errors
+    /// [`TapError::Dir`] when the directory cannot be made or written,
+    /// [`TapError::NotEmpty`] when it holds an earlier tap's files, [`TapError::Spawn`] when
+    /// the writer thread cannot start or be pinned.
+    pub fn start(self) -> Result<Tap, TapError> {
+        let dir_err = |source| TapError::Dir {
+            dir: self.dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(dir_err)?;
+        let earlier = std::fs::read_dir(&self.dir)
+            .map_err(dir_err)?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.ends_with(".hlog") || n == STATUS_FILE || n == PROMETHEUS_FILE);
+        if let Some(file) = earlier {
+            return Err(TapError::NotEmpty { dir: self.dir, file });
+        }
+        let highest_ns = u64::try_from(self.highest.as_nanos()).unwrap_or(u64::MAX).max(2);
+        let shared = Arc::new(Shared {
+            clock: self.clock,
+            dir: self.dir.clone(),
+            highest_ns,
+            registry: Mutex::default(),
+            stop: AtomicBool::new(false),
+            recorders: AtomicU64::new(0),
+            error: Mutex::default(),
+        });
+        let mut w = Writer::new(shared.clone(), &self);
+        w.write_exports().map_err(|e| match e {
+            TapError::Write { source, .. } => dir_err(source),
+            other => other,
+        })?;
+        let thread = ThreadBuilder::new()
+            .name("aeron-tap")
+            .affinity_opt(self.writer_core)
+            .spawn(move || w.run())
+            .map_err(TapError::Spawn)?;
+        Ok(Tap {
+            shared,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// The tap of one process: the figures its subscriptions and recorders record, and the thread
+/// that writes them. Start it with [`Tap::builder`]; hand it to
+/// [`Subscriber::record_latency`](crate::Subscriber::record_latency) and
+/// [`Tap::figure`]; end it with [`Tap::stop`], which writes the last interval and says whether
+/// every write succeeded.
+pub struct Tap {
+    shared: Arc<Shared>,
+    thread: Option<PinnedThread<TapSummary>>,
+}
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tap")
+            .field("dir", &self.shared.dir)
+            .field("clock", &self.shared.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tap {
+    /// A tap writing into `dir` (made if missing; it must not hold an earlier tap's files).
+    #[must_use]
+    pub fn builder(dir: impl Into<PathBuf>) -> TapBuilder {
+        TapBuilder {
+            dir: dir.into(),
+            interval: Duration::from_secs(1),
+            rotate_bytes: None,
+            rotate_every: None,
+            clock: StampClock::Monotonic,
+            highest: Duration::from_secs(10),
+            writer_core: None,
+            prometheus: true,
+        }
+    }
+
+    /// A recorder for a figure the service measures itself (e.g. receive to publish).
+    ///
+    /// # Errors
+    /// [`TapError::BadName`] for a name other than letters, digits, `-`, `_` and `.`.
+    pub fn figure(&self, name: &str) -> Result<FigureRecorder, TapError> {
+        FigureRecorder::new(self, name)
+    }
+
+    /// The directory the logs go to.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// The clock receive times are read from.
+    #[must_use]
+    pub fn clock(&self) -> StampClock {
+        self.shared.clock
+    }
+
+    /// The writer thread's Linux thread id.
+    #[must_use]
+    pub fn writer_tid(&self) -> i32 {
+        self.thread.as_ref().map_or(0, PinnedThread::tid)
+    }
+
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    /// Writes the last interval, closes the logs and says what was recorded.
+    ///
+    /// # Errors
+    /// The first [`TapError::Write`] the writer met (it goes on after one: later intervals
+    /// may have been written), or [`TapError::WriterPanicked`].
+    pub fn stop(mut self) -> Result<TapSummary, TapError> {
+        let summary = self.halt()?;
+        match self.shared.error.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            Some(e) => Err(e),
+            None => Ok(summary),
+        }
+    }
+
+    fn halt(&mut self) -> Result<TapSummary, TapError> {
+        self.shared.stop.store(true, Ordering::Release);
+        let thread = self.thread.take().ok_or(TapError::WriterPanicked)?;
+        thread.thread().unpark();
+        thread.join().map_err(|_| TapError::WriterPanicked)
+    }
+}
+
+impl Drop for Tap {
+    /// Stops the writer (the last interval is written); call [`Tap::stop`] to see errors.
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            let _ = self.halt();
+        }
+    }
+}
+
+/// What a tap recorded, per figure, from start to stop.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TapSummary {
+    /// The figures, in the order they were first named.
+    pub figures: Vec<FigureSummary>,
+}
+
+/// One figure's totals and files.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FigureSummary {
+    /// Its name (the log's file name without `.hlog`).
+    pub name: String,
+    /// The stream its subscription reads; `None` for a [`FigureRecorder`]'s figure.
+    pub stream_id: Option<i32>,
+    /// Latencies recorded in its logs (0 and up).
+    pub recorded: u64,
+    /// Negative latencies (counted, not in the logs).
+    pub negative: u64,
+    /// Latencies above the highest trackable value or with a saturated age (in the logs, at
+    /// the highest value or as a lower bound).
+    pub saturated: u64,
+    /// Messages without a stamp.
+    pub unstamped: u64,
+    /// Its logs, oldest first.
+    pub files: Vec<PathBuf>,
+    histogram: hdrhistogram::Histogram<u64>,
+}
+
+impl FigureSummary {
+    /// The latency at quantile `q` (0 to 1) of everything recorded, nanoseconds (HdrHistogram's
+    /// `value_at_quantile`: 3 significant digits); `None` when nothing was recorded.
+    #[must_use]
+    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
+        (!self.histogram.is_empty()).then(|| self.histogram.value_at_quantile(q))
+    }
+
+    /// The largest latency recorded, nanoseconds; `None` when nothing was recorded.
+    #[must_use]
+    pub fn max_ns(&self) -> Option<u64> {
+        (!self.histogram.is_empty()).then(|| self.histogram.max())
+    }
+}
+
+/// One figure as the registry holds it.
+struct Figure {
+    name: String,
+    stream: Option<i32>,
+}
+
+#[derive(Default)]
+struct Registry {
+    figures: Vec<Figure>,
+    sources: Vec<Arc<Source>>,
+}
+
+/// What the tap's handles and its writer share.
+pub(crate) struct Shared {
+    pub(crate) clock: StampClock,
+    dir: PathBuf,
+    highest_ns: u64,
+    registry: Mutex<Registry>,
+    stop: AtomicBool,
+    recorders: AtomicU64,
+    error: Mutex<Option<TapError>>,
+}
+
+impl Shared {
+    /// Registers the figure `name` (once; cold: a subscription or recorder is being made).
+    pub(crate) fn figure(&self, name: &str, stream: Option<i32>) -> Result<usize, TapError> {
+        let ok = !name.is_empty()
+            && name.len() <= 64
+            && !name.starts_with('.')
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if !ok {
+            return Err(TapError::BadName { name: name.into() });
+        }
+        let mut r = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(i) = r.figures.iter().position(|f| f.name == name) {
+            if r.figures[i].stream != stream {
+                r.figures[i].stream = None; // several streams, or recorders and a stream
+            }
+            return Ok(i);
+        }
+        r.figures.push(Figure {
+            name: name.into(),
+            stream,
+        });
+        Ok(r.figures.len() - 1)
+    }
+
+    /// A new source of the figure `name` (registered before), with its two intervals allocated.
+    pub(crate) fn source(&self, name: &str, stream: Option<i32>, tag: String) -> Arc<Source> {
+        let figure = self.figure(name, stream).unwrap_or(0);
+        let source = Arc::new(Source::new(figure, tag, self.highest_ns));
+        let mut r = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        r.sources.push(source.clone());
+        source
+    }
+
+    pub(crate) fn next_recorder(&self) -> u64 {
+        self.recorders.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn note_error(&self, e: TapError) {
+        let mut slot = self.error.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.get_or_insert(e);
+    }
+}
+
+/// One figure's current log.
+struct LogFile {
+    out: BufWriter<File>,
+    path: PathBuf,
+    bytes: u64,
+    opened: Instant,
+}
+
+/// The writer thread's state.
+struct Writer {
+    shared: Arc<Shared>,
+    interval: Duration,
+    rotate_bytes: Option<u64>,
+    rotate_every: Option<Duration>,
+    prometheus: bool,
+    started: SystemTime,
+    /// The writer thread's id (0 until it runs).
+    tid: i32,
+    /// How long the last interval's work took, and the longest so far (its own cost, which
+    /// lands on whatever core it runs on).
+    busy_last: Duration,
+    busy_max: Duration,
+    /// Per figure: its totals since the start, its files, its current log.
+    totals: Vec<Counts>,
+    files: Vec<Vec<PathBuf>>,
+    logs: Vec<Option<LogFile>>,
+    interval_sum: Counts,
+    serializer: V2DeflateSerializer,
+}
+
+impl Writer {
+    fn new(shared: Arc<Shared>, b: &TapBuilder) -> Writer {
+        Writer {
+            interval_sum: Counts::new(shared.highest_ns),
+            shared,
+            interval: b.interval,
+            rotate_bytes: b.rotate_bytes,
+            rotate_every: b.rotate_every,
+            prometheus: b.prometheus,
+            started: SystemTime::now(),
+            tid: 0,
+            busy_last: Duration::ZERO,
+            busy_max: Duration::ZERO,
+            totals: Vec::new(),
+            files: Vec::new(),
+            logs: Vec::new(),
+            serializer: V2DeflateSerializer::new(),
+        }
+    }
+
+    /// Writes an interval every `interval` until stopped, then the last one.
+    fn run(mut self) -> TapSummary {
+        self.tid = crate::thread::current_tid();
+        let mut from = self.started;
+        let mut next = Instant::now() + self.interval;
+        loop {
+            while !self.shared.stop.load(Ordering::Acquire) && Instant::now() < next {
+                std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
+            }
+            let stopping = self.shared.stop.load(Ordering::Acquire);
+            let to = SystemTime::now();
+            let began = Instant::now();
+            if let Err(e) = self.write_interval(from, to) {
+                self.shared.note_error(e);
+            }
+            // The status file says how long the interval's work took up to here, and the
+            // longest so far (the exports themselves, two small files, are not in it).
+            self.busy_last = began.elapsed();
+            self.busy_max = self.busy_max.max(self.busy_last);
+            if let Err(e) = self.write_exports() {
+                self.shared.note_error(e);
+            }
+            from = to;
+            if stopping {
+                break;
+            }
+            next = (next + self.interval).max(Instant::now());
+        }
+        for log in self.logs.iter_mut().flatten() {
+            if let Err(source) = log.out.flush() {
+                let path = log.path.clone();
+                self.shared.note_error(TapError::Write { path, source });
+            }
+        }
+        self.summary()
+    }
+
+    /// Swaps every source's interval and writes each figure's lines: when the figure has
+    /// several sources, one tagged line per source that recorded something; then the figure's
+    /// sum untagged (what HdrHistogram's tools read by default).
+    fn write_interval(&mut self, from: SystemTime, to: SystemTime) -> Result<(), TapError> {
+        let (figures, sources) = {
+            let r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
+            (r.figures.len(), r.sources.clone())
+        };
+        while self.totals.len() < figures {
+            self.totals.push(Counts::new(self.shared.highest_ns));
+            self.files.push(Vec::new());
+            self.logs.push(None);
+        }
+        let length = to.duration_since(from).unwrap_or_default();
+        let mut first_error = None;
+        for f in 0..figures {
+            std::thread::yield_now(); // between chunks of work, as in `write_figure`
+            if let Err(e) = self.write_figure(f, &sources, from, length) {
+                first_error.get_or_insert(e);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    fn write_figure(
+        &mut self,
+        f: usize,
+        sources: &[Arc<Source>],
+        from: SystemTime,
+        length: Duration,
+    ) -> Result<(), TapError> {
+        self.rotate_if_due(f)?;
+        let start = from.duration_since(self.started).unwrap_or_default();
+        self.interval_sum.reset();
+        let path = self.logs[f].as_ref().expect("opened by rotate_if_due").path.clone();
+        let encode_err = |e: hdrhistogram::serialization::interval_log::IntervalLogWriterError<_>| TapError::Encode {
+            path: path.clone(),
+            detail: e.to_string(),
+        };
+        let mut buf = Vec::new();
+        {
+            let mut w = IntervalLogWriterBuilder::new()
+                .begin_log_with(&mut buf, &mut self.serializer)
+                .expect("writes to a Vec");
+            let sum = &mut self.interval_sum;
+            let several = sources.iter().filter(|s| s.figure == f).nth(1).is_some();
+            for s in sources.iter().filter(|s| s.figure == f) {
+                // Each source's encoding is a chunk of work: let a thread that waits for this
+                // core (a hot thread that yields) have it between chunks.
+                std::thread::yield_now();
+                // SAFETY: the writer thread is the only reader of every source.
+                unsafe {
+                    s.counts.swap(|c| {
+                        let line = if several && c.messages() + c.unstamped > 0 {
+                            w.write_histogram(&c.histogram, start, length, Tag::new(&s.tag))
+                        } else {
+                            Ok(())
+                        };
+                        sum.add(c);
+                        c.reset();
+                        line
+                    })
+                }
+                .map_err(encode_err)?;
+            }
+            w.write_histogram(&sum.histogram, start, length, None)
+                .map_err(encode_err)?;
+        }
+        self.totals[f].add(&self.interval_sum);
+        let log = self.logs[f].as_mut().expect("opened by rotate_if_due");
+        log.bytes += buf.len() as u64;
+        log.out
+            .write_all(&buf)
+            .and_then(|()| log.out.flush())
+            .map_err(|source| TapError::Write { path, source })
+    }
+
+    /// Opens figure `f`'s first log, or its next one when the current one is due to rotate.
+    /// Every log's `StartTime` and `BaseTime` are the tap's start: HdrHistogram's readers skip
+    /// intervals that start before a log's `StartTime` (by their rounded digits, so a later
+    /// `StartTime` could hide the first interval), and times in every log read from one origin.
+    fn rotate_if_due(&mut self, f: usize) -> Result<(), TapError> {
+        let due = match &self.logs[f] {
+            None => true,
+            Some(log) => {
+                self.rotate_bytes.is_some_and(|b| log.bytes >= b)
+                    || self.rotate_every.is_some_and(|age| log.opened.elapsed() >= age)
+            }
+        };
+        if !due {
+            return Ok(());
+        }
+        let name = {
+            let r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
+            r.figures[f].name.clone()
+        };
+        let n = self.files[f].len();
+        let file = if n == 0 {
+            format!("{name}.hlog")
+        } else {
+            format!("{name}.{n}.hlog")
+        };
+        let path = self.shared.dir.join(file);
+        let write_err = |source| TapError::Write {
+            path: path.clone(),
+            source,
+        };
+        let mut out = BufWriter::new(File::create(&path).map_err(write_err)?);
+        let mut header = Vec::new();
+        IntervalLogWriterBuilder::new()
+            .add_comment(&format!(
+                "aeron-latency tap: figure {name}, clock {}, nanoseconds",
+                self.shared.clock
+            ))
+            .with_start_time(self.started)
+            .with_base_time(self.started)
+            .begin_log_with(&mut header, &mut self.serializer)
+            .expect("writes to a Vec");
+        header.extend_from_slice(
+            b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
+        );
+        out.write_all(&header).map_err(write_err)?;
+        if let Some(mut old) = self.logs[f].take() {
+            let old_path = old.path.clone();
+            old.out
+                .flush()
+                .map_err(|source| TapError::Write { path: old_path, source })?;
+        }
+        self.files[f].push(path.clone());
+        self.logs[f] = Some(LogFile {
+            out,
+            path,
+            bytes: header.len() as u64,
+            opened: Instant::now(),
+        });
+        Ok(())
+    }
+
+    fn views(&self) -> Vec<FigureView<'_>> {
+        let r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        r.figures
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i < self.totals.len())
+            .map(|(i, f)| FigureView {
+                name: f.name.clone(),
+                stream: f.stream,
+                totals: &self.totals[i],
+                files: &self.files[i],
+                tids: r
+                    .sources
+                    .iter()
+                    .filter(|s| s.figure == i)
+                    .map(|s| s.tid.load(Ordering::Relaxed))
+                    .filter(|t| *t != 0)
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Rewrites the status file and (when asked) the Prometheus textfile, each atomically.
+    fn write_exports(&mut self) -> Result<(), TapError> {
+        let views = self.views();
+        let status = export::status_json(&export::Status {
+            clock: self.shared.clock,
+            interval: self.interval,
+            started: self.started,
+            writer_tid: self.tid,
+            writer_busy: (self.busy_last, self.busy_max),
+            prometheus: self.prometheus.then_some(PROMETHEUS_FILE),
+            figures: &views,
+        });
+        let dir = &self.shared.dir;
+        export::replace(&dir.join(STATUS_FILE), status.as_bytes())?;
+        if self.prometheus {
+            export::replace(&dir.join(PROMETHEUS_FILE), export::prometheus(&views).as_bytes())?;
+        }
+        Ok(())
+    }
+
+    fn summary(&self) -> TapSummary {
+        let views = self.views();
+        TapSummary {
+            figures: views
+                .into_iter()
+                .map(|v| FigureSummary {
+                    recorded: v.totals.histogram.len(),
+                    negative: v.totals.negative,
+                    saturated: v.totals.saturated,
+                    unstamped: v.totals.unstamped,
+                    files: v.files.to_vec(),
+                    histogram: v.totals.histogram.clone(),
+                    stream_id: v.stream,
+                    name: v.name,
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! The tap's recording side (feature `tap`): a subscription that records puts every stamped
+//! message it hands over into its figure once (poll and controlled poll, `Abort` included,
+//! fragmented messages, unstamped and negative ones counted apart); the writer's interval logs
+//! hold exactly what was recorded, also across rotations; the status file and the Prometheus
+//! textfile agree with them; bad input gets a typed error that says how to fix it.
+#![cfg(all(feature = "tap", feature = "embedded-driver"))]
+
+mod common;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use messaging::tap::{FigureSummary, RecordLatency, Stamp, Tap, TapSummary, PROMETHEUS_FILE, STATUS_FILE};
+use messaging::{Client, ControlledAction, IdleStrategy, MessageHeader, StampClock, TapError};
+
+fn tap_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tap-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// The histograms of one tag (`None`: the untagged lines) in the logs `files`, in order.
+fn read_logs(files: &[PathBuf], tag: Option<&str>) -> Vec<Histogram<u64>> {
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read(f).unwrap();
+        assert!(
+            text.starts_with(b"#aeron-latency tap"),
+            "{} has its header",
+            f.display()
+        );
+        for entry in IntervalLogIterator::new(&text) {
+            if let LogEntry::Interval(h) = entry.unwrap_or_else(|e| panic!("{}: {e:?}", f.display())) {
+                if h.tag().map(|t| t.as_str()) == tag {
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(h.encoded_histogram())
+                        .unwrap();
+                    out.push(Deserializer::new().deserialize(&mut bytes.as_slice()).unwrap());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn total(hs: &[Histogram<u64>]) -> u64 {
+    hs.iter().map(Histogram::len).sum()
+}
+
+fn figure<'a>(s: &'a TapSummary, name: &str) -> &'a FigureSummary {
+    s.figures
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("{name} in {s:?}"))
+}
+
+/// Sends `n` messages of `len` bytes, stamped unless `stamp` is false, and polls them with
+/// `fragment_limit`, refusing every third message once when `abort` is set (controlled poll).
+#[allow(clippy::too_many_arguments)]
+fn run(client: &Client, tap: &Tap, stream: i32, n: u64, len: usize, stamp: bool, fragment_limit: usize, abort: bool) {
+    let mut sub = client.subscription("aeron:ipc", stream).unwrap();
+    sub.record_latency(tap, RecordLatency::hop(format!("s{stream}")))
+        .unwrap();
+    let mut publ = client.publication("aeron:ipc", stream).unwrap();
+    common::wait_until_connected(&publ, &sub);
+    if stamp {
+        publ.stamp_send_time(Some(StampClock::Monotonic));
+    }
+    let msg = vec![3u8; len];
+    let (mut sent, mut got, mut refused) = (0, 0_u64, 0_u64);
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen_received = true;
+    while got < n {
+        assert!(Instant::now() < deadline, "stalled at {got} of {n}");
+        if sent < n && publ.offer(&msg).is_ok() {
+            sent += 1;
+        }
+        let r = if abort {
+            let mut refuse_next = got % 3 == 2 && refused < got / 3 + 1;
+            sub.controlled_poll(
+                &mut |_: &[u8], h: &MessageHeader<'_>| {
+                    seen_received &= h.received_ns().is_some() == stamp;
+                    if refuse_next {
+                        refuse_next = false;
+                        refused += 1;
+                        return ControlledAction::Abort;
+                    }
+                    got += 1;
+                    ControlledAction::Continue
+                },
+                fragment_limit,
+            )
+        } else {
+            sub.poll(
+                &mut |_: &[u8], h: &MessageHeader<'_>| {
+                    seen_received &= h.received_ns().is_some() == stamp;
+                    got += 1;
+                },
+                fragment_limit,
+            )
+        };
+        idle.idle(r.unwrap());
+    }
+    assert!(seen_received, "received_ns is there exactly for stamped messages");
+    assert!(!abort || refused > 0, "the handler refused some");
+}
+
+#[test]
+fn every_message_handed_over_is_counted_once_and_the_logs_hold_them() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("counts");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(20)).start().unwrap();
+    run(&client, &tap, 11, 3_000, 24, true, 1, false);
+    run(&client, &tap, 12, 3_000, 24, true, 64, false);
+    run(&client, &tap, 13, 3_000, 24, true, 16, true);
+    run(&client, &tap, 14, 500, 3 * 1400, true, 64, true); // fragmented
+    run(&client, &tap, 15, 700, 24, false, 64, false);
+    let summary = tap.stop().unwrap();
+    for (name, n) in [("s11", 3_000), ("s12", 3_000), ("s13", 3_000), ("s14", 500)] {
+        let f = figure(&summary, name);
+        assert_eq!((f.recorded, f.negative, f.unstamped), (n, 0, 0), "{name}");
+        assert_eq!(f.stream_id, Some(name[1..].parse().unwrap()));
+        let untagged = read_logs(&f.files, None);
+        assert!(
+            untagged.len() >= 2,
+            "{name}: one line per interval ({})",
+            untagged.len()
+        );
+        assert_eq!(
+            total(&untagged),
+            n,
+            "{name}: the untagged lines sum to what was recorded"
+        );
+        let text: String = f.files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
+        assert!(!text.contains("Tag="), "{name}: one session, so no tagged lines");
+        let max = untagged.iter().map(Histogram::max).max().unwrap();
+        assert!(max < 10_000_000_000, "{name}: latencies are nanoseconds ({max})");
+    }
+    let f = figure(&summary, "s15");
+    assert_eq!(
+        (f.recorded, f.unstamped),
+        (0, 700),
+        "unstamped messages are counted, not recorded"
+    );
+    let status = std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap();
+    for needle in [
+        "\"clock\":\"monotonic\"",
+        "\"name\":\"s13\"",
+        "\"recorded\":3000",
+        "\"unstamped\":700",
+    ] {
+        assert!(status.contains(needle), "{needle} in {status}");
+    }
+    assert!(
+        !status.contains("\"recording_tids\":[]"),
+        "the recording threads are named: {status}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Two publishers on one stream are two sessions: each gets its tagged lines (`session-<id>`)
+/// and the untagged line is their sum.
+#[test]
+fn each_session_has_its_tagged_lines_and_the_untagged_line_sums_them() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("sessions");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(10)).start().unwrap();
+    let mut sub = client.subscription("aeron:ipc", 61).unwrap();
+    sub.record_latency(&tap, RecordLatency::hop("two")).unwrap();
+    let mut pubs = [0, 1].map(|_| client.exclusive_publication("aeron:ipc", 61).unwrap());
+    for p in &mut pubs {
+        p.stamp_send_time(Some(StampClock::Monotonic));
+    }
+    while sub.image_count() < 2 || pubs.iter().any(|p| !p.is_connected()) {
+        std::thread::yield_now();
+    }
+    let (mut sent, mut got) = ([0_u64; 2], 0_u64);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got < 3_000 {
+        assert!(Instant::now() < deadline, "stalled at {got}");
+        for (i, p) in pubs.iter_mut().enumerate() {
+            let n = if i == 0 { 2_000 } else { 1_000 };
+            if sent[i] < n && p.offer(b"tick").is_ok() {
+                sent[i] += 1;
+            }
+        }
+        got += sub.poll(&mut |_, _| {}, 16).unwrap() as u64;
+    }
+    let ids: Vec<i32> = pubs.iter().map(|p| p.session_id()).collect();
+    let s = tap.stop().unwrap();
+    let f = figure(&s, "two");
+    assert_eq!(f.recorded, 3_000);
+    assert_eq!(
+        total(&read_logs(&f.files, None)),
+        3_000,
+        "the untagged lines sum the sessions"
+    );
+    for (id, n) in ids.iter().zip([2_000, 1_000]) {
+        let tag = format!("session-{id}");
+        assert_eq!(total(&read_logs(&f.files, Some(&tag))), n, "{tag}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_forwarder_s_stamp_gives_hop_and_end_to_end_and_own_figures_record() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("forward");
+    let tap = Tap::builder(&dir).start().unwrap();
+    let mut sub = client.subscription("aeron:ipc", 21).unwrap();
+    sub.record_latency(&tap, RecordLatency::hop("hop").end_to_end("e2e"))
+        .unwrap();
+    let mut publ = client.exclusive_publication("aeron:ipc", 21).unwrap();
+    let mut own = tap.figure("inside").unwrap();
+    while !publ.is_connected() || sub.image_count() == 0 {
+        std::thread::yield_now();
+    }
+    let now = StampClock::Monotonic.now_ns();
+    // A message 5 ms old when forwarded; a stamp from a clock 1 ms ahead (negative); a plain
+    // send stamp (end to end = hop).
+    for v in [
+        Stamp::forwarded(now, 5_000_000).to_reserved(),
+        Stamp::Sent(now + 1_000_000_000).to_reserved(),
+        now,
+    ] {
+        while publ.offer_with_reserved_value(b"x", v).is_err() {
+            std::thread::yield_now();
+        }
+    }
+    let mut got = 0;
+    while got < 3 {
+        got += sub.poll(&mut |_, _| {}, 10).unwrap();
+    }
+    own.record(1_500);
+    own.record(-1);
+    let s = tap.stop().unwrap();
+    let (hop, e2e, inside) = (figure(&s, "hop"), figure(&s, "e2e"), figure(&s, "inside"));
+    assert_eq!((hop.recorded, hop.negative), (2, 1));
+    assert_eq!((e2e.recorded, e2e.negative), (2, 1));
+    assert_eq!((inside.recorded, inside.negative, inside.stream_id), (1, 1, None));
+    let e2e_max = read_logs(&e2e.files, None).iter().map(Histogram::max).max().unwrap();
+    assert!(e2e_max >= 5_000_000, "end to end includes the 5 ms age: {e2e_max}");
+    let hop_max = read_logs(&hop.files, None).iter().map(Histogram::max).max().unwrap();
+    assert!(hop_max < 5_000_000, "the hop does not: {hop_max}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn logs_rotate_by_size_and_every_file_stands_alone() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("rotate");
+    let tap = Tap::builder(&dir)
+        .interval(Duration::from_millis(5))
+        .rotate_bytes(1) // every interval opens the next log
+        .start()
+        .unwrap();
+    run(&client, &tap, 31, 20_000, 24, true, 8, false);
+    std::thread::sleep(Duration::from_millis(40)); // several intervals at least
+    let s = tap.stop().unwrap();
+    let f = figure(&s, "s31");
+    assert!(f.files.len() >= 3, "rotated: {:?}", f.files);
+    assert_eq!(f.files[0], dir.join("s31.hlog"));
+    assert_eq!(f.files[1], dir.join("s31.1.hlog"));
+    assert_eq!(
+        total(&read_logs(&f.files, None)),
+        20_000,
+        "no interval lost across files"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_prometheus_textfile_is_cumulative_and_matches_the_logs() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("prom");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(10)).start().unwrap();
+    run(&client, &tap, 41, 2_000, 24, true, 16, false);
+    tap.stop().unwrap();
+    let text = std::fs::read_to_string(dir.join(PROMETHEUS_FILE)).unwrap();
+    let value = |prefix: &str| -> f64 {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix} in\n{text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let labels = "{figure=\"s41\",stream=\"41\"";
+    assert_eq!(value(&format!("aeron_tap_latency_seconds_count{labels}}}")), 2_000.0);
+    assert_eq!(
+        value(&format!("aeron_tap_latency_seconds_bucket{labels},le=\"+Inf\"}}")),
+        2_000.0
+    );
+    assert_eq!(value(&format!("aeron_tap_messages_total{labels}}}")), 2_000.0);
+    let buckets: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with("aeron_tap_latency_seconds_bucket"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "cumulative: {buckets:?}");
+    assert!(value(&format!("aeron_tap_latency_seconds_sum{labels}}}")) > 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_input_gets_an_error_that_says_how_to_fix_it() {
+    let dir = tap_dir("errors");
+    let tap = Tap::builder(&dir).start().unwrap();
+    let e = tap.figure("feed to gateway").unwrap_err();
+    assert!(matches!(e, TapError::BadName { .. }), "{e:?}");
+    assert!(e.to_string().contains("letters, digits"), "{e}");
+    assert!(tap.figure(".hidden").is_err());
+    tap.stop().unwrap();
+    let again = Tap::builder(&dir).start().unwrap_err();
+    assert!(matches!(again, TapError::NotEmpty { .. }), "{again:?}");
+    assert!(again.to_string().contains("new directory"), "{again}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let file = tap_dir("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let e = Tap::builder(file.join("sub")).start().unwrap_err();
+    assert!(matches!(e, TapError::Dir { .. }), "{e:?}");
+    assert!(e.to_string().contains(&file.display().to_string()), "{e}");
+    std::fs::remove_file(&file).unwrap();
+}
+
+/// Whether a test that needs an outside tool must run (`make test` sets `var` to 1 where the
+/// bootstrap installed the tool): it then fails rather than skips.
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+/// The repository's `.tools` (where the bootstrap puts the jars and the venv).
+fn tools() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.tools")
+}
+
+/// A run of the four-figure shape (a hop, end to end, the service's own figure) into `dir`.
+fn recorded_run(name: &str) -> (PathBuf, TapSummary) {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir(name);
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(20)).start().unwrap();
+    run(&client, &tap, 51, 5_000, 24, true, 16, false);
+    run(&client, &tap, 52, 5_000, 24, true, 1, true);
+    let mut own = tap.figure("own").unwrap();
+    for ns in [10, 1_000, 1_000_000, 2_000_000_000] {
+        own.record(ns);
+    }
+    (dir, tap.stop().unwrap())
+}
+
+/// HdrHistogram's own `HistogramLogProcessor` (Java) reads every figure's log: its total count
+/// is what the tap recorded, its max the largest latency.
+#[test]
+fn hdrhistogram_s_java_log_processor_reads_every_figure() {
+    let jar = tools().join("HdrHistogram-2.2.2.jar");
+    let java = std::process::Command::new("java").arg("-version").output();
+    if !jar.exists() || java.is_err() {
+        assert!(
+            !required("TAP_REQUIRE_HDR_JAVA"),
+            "TAP_REQUIRE_HDR_JAVA=1 but java or {} is missing (run scripts/bootstrap.sh)",
+            jar.display()
+        );
+        eprintln!("skipped: no java or no {}", jar.display());
+        return;
+    }
+    let (dir, summary) = recorded_run("java");
+    for f in &summary.figures {
+        let out = dir.join(format!("{}-hlp", f.name));
+        let run = std::process::Command::new("java")
+            .arg("-cp")
+            .arg(&jar)
+            .arg("org.HdrHistogram.HistogramLogProcessor")
+            .arg("-i")
+            .arg(&f.files[0])
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{}: {}",
+            f.name,
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let hgrm = std::fs::read_to_string(out.with_extension("hgrm")).unwrap();
+        let count: u64 = hgrm
+            .lines()
+            .find_map(|l| l.split("Total count    =").nth(1))
+            .and_then(|v| v.trim().trim_end_matches(']').trim().parse().ok())
+            .unwrap_or_else(|| panic!("{}: no total count in\n{hgrm}", f.name));
+        assert_eq!(count, f.recorded, "{}: the Java reader's count", f.name);
+        assert!(f.recorded > 0, "{}", f.name);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The Prometheus textfile parses with the Prometheus Python client's text-format parser, and
+/// what it reads agrees with the tap's totals.
+#[test]
+fn the_prometheus_textfile_parses_with_prometheus_s_own_parser() {
+    let python = tools().join("venv/bin/python");
+    let has_client = std::process::Command::new(&python)
+        .args(["-c", "import prometheus_client"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_client {
+        assert!(
+            !required("TAP_REQUIRE_PROMETHEUS"),
+            "TAP_REQUIRE_PROMETHEUS=1 but {} cannot import prometheus_client (run scripts/bootstrap.sh)",
+            python.display()
+        );
+        eprintln!("skipped: no prometheus_client in {}", python.display());
+        return;
+    }
+    let (dir, summary) = recorded_run("prom-parse");
+    let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    for s in fam.samples:
+        print(fam.type, s.name, s.labels.get("figure"), s.labels.get("le", "-"), s.value)
+"#;
+    let out = std::process::Command::new(&python)
+        .args(["-c", script])
+        .arg(dir.join(PROMETHEUS_FILE))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the parser refused it: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for f in &summary.figures {
+        let value = |name: &str, le: &str| -> f64 {
+            text.lines()
+                .find_map(|l| {
+                    let w: Vec<&str> = l.split(' ').collect();
+                    (w[1] == name && w[2] == f.name && w[3] == le).then(|| w[4].parse().unwrap())
+                })
+                .unwrap_or_else(|| panic!("{name} {} le={le} in\n{text}", f.name))
+        };
+        assert_eq!(
+            value("aeron_tap_latency_seconds_count", "-"),
+            f.recorded as f64,
+            "{}",
+            f.name
+        );
+        assert_eq!(value("aeron_tap_latency_seconds_bucket", "+Inf"), f.recorded as f64);
+        assert_eq!(value("aeron_tap_messages_total", "-"), (f.recorded + f.negative) as f64);
+        assert!(text
+            .lines()
+            .any(|l| l.starts_with("histogram aeron_tap_latency_seconds_bucket")));
+        assert!(text.lines().any(|l| l.starts_with("counter aeron_tap_negative_total")));
+    }
+    let own = figure(&summary, "own");
+    let text_le = |le: &str| {
+        text.lines()
+            .find(|l| l.contains(" own ") && l.contains(&format!(" {le} ")) && l.contains("_bucket"))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .unwrap()
+    };
+    assert_eq!(own.recorded, 4);
+    assert_eq!(text_le("0.000001"), 2.0, "10 ns and 1 µs are at or below 1 µs");
+    assert_eq!(text_le("0.001"), 3.0);
+    assert_eq!(text_le("2"), 4.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
