@@ -83,7 +83,7 @@ fn every_file_of_the_out_directory_is_written_exactly_as_recorded() {
 
 #[test]
 fn every_help_text_reads_exactly_as_recorded() {
-    let cases: [(&str, &str, &[&str]); 12] = [
+    let cases: [(&str, &str, &[&str]); 13] = [
         ("latency-pub", env!("CARGO_BIN_EXE_latency-pub"), &["--help"]),
         ("latency-sub", env!("CARGO_BIN_EXE_latency-sub"), &["--help"]),
         ("latency-probe", env!("CARGO_BIN_EXE_latency-probe"), &["--help"]),
@@ -126,6 +126,11 @@ fn every_help_text_reads_exactly_as_recorded() {
             "latency-probe-stages",
             env!("CARGO_BIN_EXE_latency-probe"),
             &["stages", "--help"],
+        ),
+        (
+            "latency-probe-tap",
+            env!("CARGO_BIN_EXE_latency-probe"),
+            &["tap", "--help"],
         ),
         ("latency-probe-help", env!("CARGO_BIN_EXE_latency-probe"), &["help"]),
     ];

@@ -12,6 +12,7 @@ pub mod lineup;
 pub mod paired;
 pub mod runs;
 pub(crate) mod tail;
+pub mod tap;
 pub mod tuning;
 pub mod unpaired;
 pub mod verdict;

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Some(Cmd::Loss(l)) => cli::finish(cli::loss::LOSS, cli::loss::loss(l)),
         Some(Cmd::Driver(d)) => cli::finish(cli::driver::DRIVER, cli::driver::driver(d)),
         Some(Cmd::Stages(s)) => cli::finish(cli::stages::STAGES, cli::stages::stages(s)),
+        Some(Cmd::Tap(t)) => cli::finish(cli::tap::TAP, cli::tap::tap(t)),
         None => cli::finish(probe::PROGRAM, probe::probe(&args.args)),
     }
 }

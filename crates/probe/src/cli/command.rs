@@ -51,6 +51,11 @@ pub enum Cmd {
     Loss(super::loss::LossArgs),
     /// The embedded media driver on its own, until stdin closes or --seconds (as aeronmd)
     Driver(super::driver::DriverArgs),
+    /// A service's own traffic, from its tap's interval logs (messaging's feature tap): each
+    /// figure's percentiles overall and in time-ordered groups or intervals, plots with --out,
+    /// and the change against other logs (--vs) or another period (--vs-period), per
+    /// percentile over the intervals, paired by time where they coincide
+    Tap(super::tap::TapArgs),
     /// Seed 004 on Aeron: one run timed at each durability stage (offer returned, received,
     /// recorded by Aeron Archive A, replicated to archive B) per archive sync level, with each
     /// stage's added cost and Little's law

@@ -15,7 +15,7 @@
 //! - [`exit`], exit codes, [`Failure`], [`finish`], [`parse_args`]
 //! - [`error`], [`UsageError`]
 //! - [`probe`], [`publisher`], [`subscriber`], each program's flags and its entry
-//! - [`ab`], [`stages`], [`nak`], [`buffers`], [`doctor`], [`loss`], [`driver`], each of
+//! - [`ab`], [`stages`], [`nak`], [`buffers`], [`doctor`], [`loss`], [`driver`], [`tap`], each of
 //!   `latency-probe`'s subcommands (`compare` and `sweep` are in [`probe`]), with [`command`]
 //!   the command line as a whole
 //! - [`parse`], flag values with units (durations, byte sizes, driver settings)
@@ -38,6 +38,7 @@ pub mod probe;
 pub mod publisher;
 pub mod stages;
 pub mod subscriber;
+pub mod tap;
 pub mod validate;
 
 pub use args::{

@@ -18,6 +18,7 @@ mod report;
 mod runs;
 mod stages;
 mod stats;
+mod tap;
 mod tuning;
 
 pub use ab::*;
@@ -36,4 +37,5 @@ pub use report::*;
 pub use runs::*;
 pub use stages::*;
 pub use stats::*;
+pub use tap::*;
 pub use tuning::*;

@@ -22,6 +22,7 @@ pub mod out_dir;
 pub mod points;
 pub mod runs;
 pub mod svg;
+pub mod tap;
 pub mod text;
 pub mod tuning;
 

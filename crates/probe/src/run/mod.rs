@@ -26,6 +26,7 @@ pub mod send;
 pub mod stages;
 pub mod subscriber;
 pub mod sweep;
+pub mod tap;
 pub mod trial;
 
 use serde::{Deserialize, Serialize};

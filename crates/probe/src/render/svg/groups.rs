@@ -21,6 +21,35 @@ use std::path::Path;
 /// [`PlotError::NoData`] when no group has a message, [`PlotError::Draw`] or
 /// [`PlotError::Io`] naming `path`.
 pub fn groups_svg(rows: &[GroupPoint], title: &str, path: &Path) -> Result<(), PlotError> {
+    groups_svg_from(rows, title, PROBE_ORIGIN, path)
+}
+
+/// What a groups plot measures from: the probe's intended send time, or a tap's stamps.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupsOrigin {
+    /// The y axis' description.
+    pub latency: &'static str,
+    /// The x axis' description when the groups have times.
+    pub time: &'static str,
+}
+
+/// The probe's: latency from the intended send time, time since the first intended send.
+pub const PROBE_ORIGIN: GroupsOrigin = GroupsOrigin {
+    latency: "latency from the intended send time (µs, log scale)",
+    time: "time since the first intended send (s), one point per group",
+};
+
+/// A tap's: latency from the sender's stamp, time since the log's first interval.
+pub const TAP_ORIGIN: GroupsOrigin = GroupsOrigin {
+    latency: "latency from the sender's stamp (µs, log scale)",
+    time: "time since the first interval (s), one point per group",
+};
+
+/// [`groups_svg`] with the axes described from `origin`.
+///
+/// # Errors
+/// As [`groups_svg`].
+pub fn groups_svg_from(rows: &[GroupPoint], title: &str, origin: GroupsOrigin, path: &Path) -> Result<(), PlotError> {
     let measured: Vec<&GroupPoint> = rows.iter().filter(|r| r.count > 0).collect();
     if measured.is_empty() {
         return Err(PlotError::NoData { plot: PLOT });
@@ -49,8 +78,8 @@ pub fn groups_svg(rows: &[GroupPoint], title: &str, path: &Path) -> Result<(), P
             )
             .map_err(draw_err(PLOT))?;
         mesh(&mut chart, 14, 15)
-            .x_desc(x.desc())
-            .y_desc("latency from the intended send time (µs, log scale)")
+            .x_desc(x.desc(origin))
+            .y_desc(origin.latency)
             .x_label_formatter(&|x| format_tick(*x))
             .y_label_formatter(&|y| format_us(10f64.powf(*y)))
             .draw()
@@ -110,9 +139,9 @@ impl XAxis {
     }
 
     /// The axis' description.
-    fn desc(&self) -> &'static str {
+    fn desc(&self, origin: GroupsOrigin) -> &'static str {
         if self.use_time {
-            "time since the first intended send (s), one point per group"
+            origin.time
         } else {
             "group"
         }

@@ -13,7 +13,7 @@ mod groups;
 mod spectrum;
 mod sweep;
 
-pub use groups::groups_svg;
+pub use groups::{groups_svg, groups_svg_from, GroupsOrigin, PROBE_ORIGIN, TAP_ORIGIN};
 pub use spectrum::spectrum_svg;
 pub use sweep::{sweep_svg, SweepPoint, QUEUE_CURVE_MAX_RHO, QUEUE_KNEE_RHO};
 
