@@ -102,13 +102,14 @@ loom: bootstrap
 	$(WITH_CMAKE) RUSTFLAGS="--cfg messaging_loom" CARGO_TARGET_DIR=target/loom scripts/expect-tests.sh 4 \
 		$(CARGO) test -p messaging --features tap --lib --release -- log::model tap::phaser::model
 
-# Miri over the appender and term reader tests on heap logs (src/log/tests.rs, src/reader.rs),
+# Miri over the appender and term reader tests on heap logs (src/log/tests.rs, src/reader.rs)
+# and the tap's phaser (src/tap/phaser.rs),
 # installing the nightly toolchain's miri and rust-src when missing.
 miri: bootstrap
 	@rustup component list --toolchain $(MIRI_TOOLCHAIN) --installed 2>/dev/null | grep -q '^miri' || \
 		rustup toolchain install $(MIRI_TOOLCHAIN) --profile minimal --component miri,rust-src
 	$(WITH_CMAKE) MIRIFLAGS="-Zmiri-disable-isolation" scripts/expect-tests.sh 10 \
-		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --lib -- log:: reader::
+		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --features tap --lib -- log:: reader:: tap::phaser
 
 bench: bootstrap
 	$(WITH_CMAKE) $(CARGO) bench --workspace

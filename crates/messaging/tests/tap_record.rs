@@ -294,7 +294,7 @@ fn the_prometheus_textfile_is_cumulative_and_matches_the_logs() {
             .unwrap_or_else(|| panic!("{prefix} in\n{text}"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
     };
-    let labels = "{figure=\"s41\",stream=\"41\"";
+    let labels = "{figure=\"s41\",stream=\"41\",clock=\"monotonic\"";
     assert_eq!(value(&format!("aeron_tap_latency_seconds_count{labels}}}")), 2_000.0);
     assert_eq!(
         value(&format!("aeron_tap_latency_seconds_bucket{labels},le=\"+Inf\"}}")),
@@ -474,5 +474,51 @@ for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
     assert_eq!(text_le("0.000001"), 2.0, "10 ns and 1 µs are at or below 1 µs");
     assert_eq!(text_le("0.001"), 3.0);
     assert_eq!(text_le("2"), 4.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A handler that panics inside a recording poll leaves no writer section open: the tap's
+/// writer still takes its intervals and stops (it would wait forever on an open section), and
+/// what was kept before the panic is in the figure.
+#[test]
+fn a_handler_that_panics_leaves_no_section_open() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("panic");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(5)).start().unwrap();
+    let mut sub = client.subscription("aeron:ipc", 71).unwrap();
+    sub.record_latency(&tap, RecordLatency::hop("p")).unwrap();
+    let mut publ = client.exclusive_publication("aeron:ipc", 71).unwrap();
+    publ.stamp_send_time(Some(StampClock::Monotonic));
+    while !publ.is_connected() || sub.image_count() == 0 {
+        std::thread::yield_now();
+    }
+    for _ in 0..10 {
+        while publ.offer(b"x").is_err() {
+            std::thread::yield_now();
+        }
+    }
+    let mut seen = 0;
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        sub.poll(
+            &mut |_, _| {
+                seen += 1;
+                assert!(seen < 4, "the handler fails on the fourth message");
+            },
+            10,
+        )
+    }));
+    assert!(panicked.is_err());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(tap.stop()).unwrap());
+    let summary = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the writer stopped: no section was left open")
+        .unwrap();
+    assert_eq!(
+        figure(&summary, "p").recorded,
+        3,
+        "the three messages kept before the panic"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

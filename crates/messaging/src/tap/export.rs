@@ -110,12 +110,12 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
 
 /// The Prometheus text exposition of every figure since the start: the latency histogram with
 /// cumulative buckets (so a fleet's can be summed), and counters of messages, negative
-/// values, saturated values and unstamped messages, each labelled with the figure (the hop)
-/// and, for a subscription's figure, the stream.
-pub(crate) fn prometheus(figures: &[FigureView<'_>]) -> String {
+/// values, saturated values and unstamped messages, each labelled with the figure (the hop),
+/// for a subscription's figure the stream, and the clock.
+pub(crate) fn prometheus(figures: &[FigureView<'_>], clock: StampClock) -> String {
     let labels = |f: &FigureView<'_>| match f.stream {
-        Some(s) => format!("figure=\"{}\",stream=\"{s}\"", f.name),
-        None => format!("figure=\"{}\"", f.name),
+        Some(s) => format!("figure=\"{}\",stream=\"{s}\",clock=\"{clock}\"", f.name),
+        None => format!("figure=\"{}\",clock=\"{clock}\"", f.name),
     };
     let mut out = String::new();
     out.push_str(

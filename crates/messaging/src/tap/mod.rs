@@ -34,9 +34,9 @@
 //!   [`controlled_poll`](crate::Subscriber::controlled_poll), only when the handler keeps it
 //!   (not on `Abort`, which hands it over again);
 //! - the hot path takes no lock, allocates nothing and makes no syscall: the clock read is
-//!   `clock_gettime` from the vDSO, and a poll's latencies reach their session's interval in
-//!   one writer section (two atomic adds) at its end; the histograms are allocated when a session
-//!   first appears;
+//!   `clock_gettime` from the vDSO, and a poll records each message it keeps straight into its
+//!   session's interval, inside one writer section (two atomic adds) per poll and session; the
+//!   histograms are allocated when a session first appears;
 //! - failures reach the caller: the writer keeps going after a failed write and
 //!   [`Tap::stop`] returns the first [`TapError`](crate::TapError).
 //!

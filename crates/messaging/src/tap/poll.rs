@@ -30,12 +30,13 @@ impl Subscriber {
         self.tap = None;
     }
 
-    /// [`Subscriber::poll`] with the recorder: one entry per message handed over.
+    /// [`Subscriber::poll`] with the recorder: every message handed over is kept.
     pub(crate) fn poll_tapped<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
-        let mut tap = self.tap.take().expect("the caller checked");
+        let mut guard = EndPoll(self.tap.take());
+        let tap = guard.0.as_mut().expect("the caller checked");
         let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
             let received = tap.on_message(frame.session_id(), frame.reserved_value());
             handler(
@@ -45,10 +46,10 @@ impl Subscriber {
                     received,
                 },
             );
+            tap.keep();
             Step::Continue
         });
-        tap.end_poll();
-        self.tap = Some(tap);
+        self.tap = guard.finish();
         result
     }
 
@@ -62,7 +63,8 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
-        let mut tap = self.tap.take().expect("the caller checked");
+        let mut guard = EndPoll(self.tap.take());
+        let tap = guard.0.as_mut().expect("the caller checked");
         let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
             let received = tap.on_message(frame.session_id(), frame.reserved_value());
             let action = handler(
@@ -72,14 +74,36 @@ impl Subscriber {
                     received,
                 },
             );
-            if action == ControlledAction::Abort {
-                tap.unrecord_last();
+            if action != ControlledAction::Abort {
+                tap.keep();
             }
             action.into()
         });
-        tap.end_poll();
-        self.tap = Some(tap);
+        self.tap = guard.finish();
         result
+    }
+}
+
+/// Ends a recording poll: leaves the writer sections it opened, also when the handler
+/// panics (the recorder is then dropped with the unwinding poll, and the subscription records
+/// no more).
+struct EndPoll(Option<Box<SubscriberTap>>);
+
+impl EndPoll {
+    fn finish(mut self) -> Option<Box<SubscriberTap>> {
+        let mut tap = self.0.take();
+        if let Some(t) = tap.as_mut() {
+            t.end_poll();
+        }
+        tap
+    }
+}
+
+impl Drop for EndPoll {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.as_mut() {
+            t.end_poll();
+        }
     }
 }
 

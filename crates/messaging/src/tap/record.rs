@@ -3,10 +3,11 @@
 //!
 //! Each source (one session of a subscription's figure, or one [`FigureRecorder`]) owns a
 //! [`Phaser`] of two [`Counts`] allocated when the source is made. A subscription's poll
-//! reads the clock once, at the first stamped message, keeps up to [`BATCH`] latencies on its
-//! own stack-like buffer, and records them at the end of the poll (or when the buffer is full)
-//! in one writer section per session: two atomic adds per poll, not per message, and
-//! never around the handler, so a handler that panics or blocks leaves no section open.
+//! reads the clock once, at the first stamped message, opens the writer section of the
+//! session's sources at the first message the handler keeps, records each kept message
+//! straight into the open interval, and leaves at the end of the poll: two atomic adds per
+//! source and poll, not per message. The tap's writer waits for a section to end before it
+//! takes an interval, so a handler that runs long delays the writer, never the poll.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -18,10 +19,6 @@ use super::stamp::{Latency, Stamp};
 use super::writer::{Shared, Tap};
 use super::StampClock;
 use crate::error::TapError;
-
-/// Latencies a subscription keeps before recording them (more in one poll are recorded in
-/// several sections).
-pub(crate) const BATCH: usize = 32;
 
 /// What one source recorded in one interval.
 #[derive(Debug, Clone)]
@@ -63,7 +60,8 @@ impl Counts {
             self.saturated += 1;
         }
         self.histogram.saturating_record(v);
-        self.sum_ns = self.sum_ns.saturating_add(v);
+        // 2^64 ns is 584 years of latencies an interval: the sum does not wrap.
+        self.sum_ns = self.sum_ns.wrapping_add(v);
     }
 
     /// Stamped messages counted: recorded plus negative.
@@ -153,20 +151,12 @@ struct Session {
     end_to_end: Option<Arc<Source>>,
 }
 
-/// One delivered message, kept until the end of the poll.
-#[derive(Clone, Copy, Default)]
-struct Pending {
-    session: u32,
-    /// The hop, nanoseconds; [`UNSTAMPED`] for a message without a stamp.
-    hop_ns: i64,
-    end_to_end_ns: i64,
-    age_saturated: bool,
-}
-
-/// [`Pending::hop_ns`] of a message without a stamp.
-const UNSTAMPED: i64 = i64::MIN;
-
 /// A subscription's recorder, held by its polling thread.
+///
+/// A poll opens the writer sections of the session its messages come from (both of its
+/// sources) at the first message it keeps and leaves them when the poll ends or a message of
+/// another session comes: two atomic adds per source and poll, and each message is recorded
+/// straight into the open interval. The plain polls close them on unwinding too (`EndPoll`).
 pub(crate) struct SubscriberTap {
     shared: Arc<Shared>,
     what: RecordLatency,
@@ -175,9 +165,20 @@ pub(crate) struct SubscriberTap {
     sessions: Vec<Session>,
     /// The receive time of this poll, 0 until a stamped message came.
     now: i64,
-    pending: [Pending; BATCH],
-    len: usize,
+    /// The last message handed over: its session and latency (none: unstamped), until kept.
+    last: Option<(usize, Option<Latency>)>,
+    /// The session whose sections are open, and the open intervals (null: none, or no end to
+    /// end figure). Only set inside a poll.
+    open: Option<usize>,
+    hop: *mut Counts,
+    end_to_end: *mut Counts,
 }
+
+// SAFETY: the raw pointers point into the open sections of this recorder's own sources and are
+// set only inside one poll on the polling thread (`end_poll` closes them before the poll
+// returns, also on unwinding); between polls the recorder holds none, so moving it to another
+// thread moves plain owned data.
+unsafe impl Send for SubscriberTap {}
 
 impl SubscriberTap {
     pub(crate) fn new(tap: &Tap, what: RecordLatency, stream_id: i32) -> Result<SubscriberTap, TapError> {
@@ -193,17 +194,22 @@ impl SubscriberTap {
             stream_id,
             sessions: Vec::new(),
             now: 0,
-            pending: [Pending::default(); BATCH],
-            len: 0,
+            last: None,
+            open: None,
+            hop: std::ptr::null_mut(),
+            end_to_end: std::ptr::null_mut(),
         })
     }
 
     /// The session's index, making its sources when it is new (cold: an image arrived).
     #[inline]
     fn session(&mut self, id: i32) -> usize {
-        match self.sessions.iter().position(|s| s.id == id) {
+        match self.open.filter(|&i| self.sessions[i].id == id) {
             Some(i) => i,
-            None => self.add_session(id),
+            None => match self.sessions.iter().position(|s| s.id == id) {
+                Some(i) => i,
+                None => self.add_session(id),
+            },
         }
     }
 
@@ -221,15 +227,11 @@ impl SubscriberTap {
         self.sessions.len() - 1
     }
 
-    /// A delivered message: its latency is kept for the end of the poll (exactly one entry per
-    /// call, so [`unrecord_last`](Self::unrecord_last) can take it back). Returns the receive
-    /// time (the poll's one clock read) when it carries a stamp.
+    /// A message handed over: its latency, kept until [`keep`](Self::keep) records it.
+    /// Returns the receive time (the poll's one clock read) when it carries a stamp.
     #[inline]
     pub(crate) fn on_message(&mut self, session_id: i32, reserved: i64) -> Option<i64> {
-        let session = self.session(session_id) as u32;
-        if self.len == BATCH {
-            self.flush();
-        }
+        let session = self.session(session_id);
         let latency = match Stamp::from_reserved(reserved) {
             Stamp::Absent => None,
             stamp => {
@@ -247,81 +249,71 @@ impl SubscriberTap {
                 }
             }
         };
-        self.pending[self.len] = match latency {
-            Some(Latency {
-                hop_ns,
-                end_to_end_ns,
-                age_saturated,
-            }) => Pending {
-                session,
-                hop_ns,
-                end_to_end_ns,
-                age_saturated,
-            },
-            None => Pending {
-                session,
-                hop_ns: UNSTAMPED,
-                ..Pending::default()
-            },
-        };
-        self.len += 1;
+        self.last = Some((session, latency));
         latency.map(|_| self.now)
     }
 
-    /// The end of a poll: records what it kept and forgets its clock read.
+    /// Records the last message handed over (the handler kept it).
     #[inline]
-    pub(crate) fn end_poll(&mut self) {
-        if self.len > 0 {
-            self.flush();
+    pub(crate) fn keep(&mut self) {
+        let Some((session, latency)) = self.last.take() else {
+            return;
+        };
+        if self.open != Some(session) {
+            self.open_session(session);
         }
-        self.now = 0;
-    }
-
-    /// Takes back the entry of the last message (the handler refused it with `Abort`: it
-    /// comes again and is recorded then).
-    #[inline]
-    pub(crate) fn unrecord_last(&mut self) {
-        self.len -= 1;
-    }
-
-    /// Records the kept latencies, one writer section per run of one session's messages.
-    fn flush(&mut self) {
-        let mut start = 0;
-        while start < self.len {
-            let i = self.pending[start].session;
-            let end = start
-                + self.pending[start..self.len]
-                    .iter()
-                    .take_while(|p| p.session == i)
-                    .count();
-            let run = &self.pending[start..end];
-            let s = &self.sessions[i as usize];
-            // SAFETY: this polling thread is the only writer of its sessions' sources.
-            unsafe {
-                s.hop.counts.enter(|c| {
-                    for p in run {
-                        if p.hop_ns == UNSTAMPED {
-                            c.unstamped += 1;
-                        } else {
-                            c.record(p.hop_ns);
-                        }
-                    }
-                });
-            }
-            if let Some(e2e) = &s.end_to_end {
-                // SAFETY: as above.
-                unsafe {
-                    e2e.counts.enter(|c| {
-                        for p in run.iter().filter(|p| p.hop_ns != UNSTAMPED) {
-                            c.record(p.end_to_end_ns);
-                            c.saturated += u64::from(p.age_saturated);
-                        }
-                    });
+        // SAFETY: `open_session` opened this session's sections, whose intervals these point
+        // to, and only this thread writes them until `end_poll` leaves.
+        let hop = unsafe { &mut *self.hop };
+        match latency {
+            None => hop.unstamped += 1,
+            Some(l) => {
+                hop.record(l.hop_ns);
+                // SAFETY: as above; null when the subscription records no end to end.
+                if let Some(e2e) = unsafe { self.end_to_end.as_mut() } {
+                    e2e.record(l.end_to_end_ns);
+                    e2e.saturated += u64::from(l.age_saturated);
                 }
             }
-            start = end;
         }
-        self.len = 0;
+    }
+
+    /// Leaves the open session's sections and opens `session`'s.
+    #[cold]
+    fn open_session(&mut self, session: usize) {
+        self.close();
+        let s = &self.sessions[session];
+        // SAFETY: this polling thread is the only writer of its sessions' sources; `close`
+        // (at the end of the poll, or here) leaves each section it opens.
+        unsafe {
+            self.hop = s.hop.counts.begin();
+            self.end_to_end = s.end_to_end.as_ref().map_or(std::ptr::null_mut(), |e| e.counts.begin());
+        }
+        self.open = Some(session);
+    }
+
+    fn close(&mut self) {
+        let Some(i) = self.open.take() else { return };
+        let s = &self.sessions[i];
+        // SAFETY: `open_session` opened these two sections; they are left once.
+        unsafe {
+            s.hop.counts.leave();
+            if let Some(e) = &s.end_to_end {
+                e.counts.leave();
+            }
+        }
+        self.hop = std::ptr::null_mut();
+        self.end_to_end = std::ptr::null_mut();
+    }
+
+    /// The end of a poll: leaves the open sections and forgets its clock read.
+    #[inline]
+    pub(crate) fn end_poll(&mut self) {
+        if self.open.is_some() {
+            self.close();
+        }
+        self.last = None;
+        self.now = 0;
     }
 }
 

@@ -603,7 +603,10 @@ impl Writer {
         let dir = &self.shared.dir;
         export::replace(&dir.join(STATUS_FILE), status.as_bytes())?;
         if self.prometheus {
-            export::replace(&dir.join(PROMETHEUS_FILE), export::prometheus(&views).as_bytes())?;
+            export::replace(
+                &dir.join(PROMETHEUS_FILE),
+                export::prometheus(&views, self.shared.clock).as_bytes(),
+            )?;
         }
         Ok(())
     }
