@@ -38,6 +38,8 @@
 //!   intervals, and the p50 ratios per floor regime where the rounds saw two; then throughput
 //!   (messaging exclusive and concurrent, the C client's exclusive and concurrent publications)
 //!   the same way, each messaging publication's ns per message against its C peer (`paired.rs`).
+//! - the tap's cost (`tap.rs`): the send stamp and the latency recording of messaging's feature
+//!   `tap`, each against the same path without it, in interleaved rounds on one thread.
 //!
 //! # Timing model
 //!
@@ -72,7 +74,8 @@
 //! `latency-probe --driver-opt` takes; criterion owns the command line). The summary prints
 //! the driver's settings (an embedded driver's, read back from it) and `doctor`'s findings.
 //!
-//! Run: `cargo bench -p latency-probe --bench roundtrip` (about 40 s once built);
+//! Run: `cargo bench -p latency-probe --bench roundtrip` (about 40 s once built;
+//! `BENCH_TAP_ONLY=1` runs the tap's cost alone);
 //! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
 //!
 //! Files: `raw` (`raw`, `crossbeam`), `messaging` (`messaging`, `offer_poll`, its throughput
@@ -88,6 +91,7 @@ mod paired;
 mod raw;
 mod split;
 mod summary;
+mod tap;
 
 use std::path::{Path, PathBuf};
 
@@ -129,6 +133,17 @@ fn main() {
         return;
     }
 
+    if std::env::var_os("BENCH_TAP_ONLY").is_some() {
+        // The tap's cost alone (tap.rs), for re-running after a change to the tap.
+        let driver = BenchDriver::start(&at);
+        println!("load average before: {}", load_average());
+        let cost = tap::tap_cost(&at, driver.dir.as_path(), &plan);
+        tap::print(&cost);
+        println!("load average after: {}", load_average());
+        driver.stop();
+        return;
+    }
+
     let load_before = load_average();
     let floor_before = global_floor(&at, &plan);
     let driver = BenchDriver::start(&at);
@@ -146,6 +161,7 @@ fn main() {
     let split = split_rows(&at, dir, &plan);
     let mutex_ns = mutex_cost(plan.split_messages * 50);
     let clock_ns = clock_pair_cost(plan.split_messages * 5);
+    let tap_cost = tap::tap_cost(&at, dir, &plan);
 
     let floor_after = global_floor(&at, &plan);
     let load_after = load_average();
@@ -168,6 +184,7 @@ fn main() {
         settings,
         doctor,
     });
+    tap::print(&tap_cost);
     if let Some(p) = &paired {
         paired::print(p);
     }

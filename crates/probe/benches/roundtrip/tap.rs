@@ -1,0 +1,216 @@
+//! What the tap (messaging's feature `tap`) costs a service: the send stamp on the publishing
+//! thread, the latency recording on the polling thread, each against the same path without it,
+//! measured in interleaved rounds on one thread (no cross-core transfer to blur a few ns).
+//!
+//! Five streams, one exclusive publication and one subscription each, `try_claim` of 32 bytes:
+//! - `plain`: no stamp, no recording (the feature built, both options off);
+//! - `stamped`: the publication stamps (one `CLOCK_MONOTONIC` read per message, right before
+//!   the claim); the subscription does not record;
+//! - `recorded`: stamped, and the subscription records each message's latency into a `Tap`
+//!   (one clock read per poll), polling 256 fragments a time;
+//! - `stamped, 1 per poll` and `recorded, 1 per poll`: the same two polling one fragment a
+//!   time, so every message pays the per-poll part (a clock read, the writer section).
+//!
+//! A round publishes k messages on each stream in turn (the order rotating from round to round)
+//! and then polls them all; the costs per message are each round's time over k. The change a
+//! variant makes is the median over rounds of its per-round difference to the variant it adds
+//! to (stamped - plain on the publishing side; recorded - stamped when polling), so a drift of
+//! the machine's speed between rounds cancels out.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use aeron_latency::messaging::tap::{RecordLatency, Tap};
+use aeron_latency::messaging::{Exclusive, MessageHeader, Publication, StampClock, Subscriber};
+
+use crate::common::{connect, message, spin_until, wait_for, Placement, Plan, BIG_TERM, CHANNEL, TP_FRAGMENT_LIMIT};
+use crate::messaging::publish;
+
+/// One variant's stream.
+struct Variant {
+    name: &'static str,
+    publ: Publication<Exclusive>,
+    sub: Subscriber,
+    fragment_limit: usize,
+    /// Per round: publish ns/msg, poll ns/msg.
+    costs: Vec<(f64, f64)>,
+}
+
+/// What the rounds found.
+pub(crate) struct TapCost {
+    pub(crate) k: u64,
+    pub(crate) rounds: usize,
+    /// Per variant: its name, its median publish and poll ns/msg.
+    pub(crate) variants: Vec<(&'static str, f64, f64)>,
+    /// One `StampClock::Monotonic.now_ns()`, ns, median over the rounds.
+    pub(crate) clock_ns: f64,
+    /// Stamping on the publishing side: median, min, max of the per-round difference, ns/msg.
+    pub(crate) stamp: (f64, f64, f64),
+    /// Recording at 256 fragments a poll, the same.
+    pub(crate) record: (f64, f64, f64),
+    /// Recording at one fragment a poll (every message a poll), the same.
+    pub(crate) record_each: (f64, f64, f64),
+}
+
+fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let m = v.get(v.len() / 2).copied().unwrap_or(f64::NAN);
+    (
+        m,
+        v.first().copied().unwrap_or(f64::NAN),
+        v.last().copied().unwrap_or(f64::NAN),
+    )
+}
+
+fn one_clock_read(n: u32) -> f64 {
+    let t0 = Instant::now();
+    let mut sum = 0_i64;
+    for _ in 0..n {
+        sum = sum.wrapping_add(StampClock::Monotonic.now_ns());
+    }
+    std::hint::black_box(sum);
+    t0.elapsed().as_nanos() as f64 / f64::from(n)
+}
+
+/// Runs the rounds; `tap_dir` receives the tap's logs (removed afterwards).
+pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
+    let tap_dir = std::env::temp_dir().join(format!("roundtrip-tap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tap_dir);
+    let tap = Tap::builder(&tap_dir).start().expect("the bench's tap starts");
+    let channel = format!("{CHANNEL}?term-length={BIG_TERM}");
+    let client = at.unpinned(|| connect(dir));
+    let specs = [
+        ("plain", false, false, TP_FRAGMENT_LIMIT, 1030),
+        ("stamped", true, false, TP_FRAGMENT_LIMIT, 1031),
+        ("recorded", true, true, TP_FRAGMENT_LIMIT, 1032),
+        ("stamped, 1 per poll", true, false, 1, 1033),
+        ("recorded, 1 per poll", true, true, 1, 1034),
+    ];
+    let mut variants: Vec<Variant> = specs
+        .iter()
+        .map(|&(name, stamp, record, fragment_limit, stream)| {
+            let (publ, sub) = at.unpinned(|| {
+                let mut sub = client.subscription(&channel, stream).expect("tap cost subscription");
+                let mut publ = client
+                    .exclusive_publication(&channel, stream)
+                    .expect("tap cost publication");
+                wait_for("tap cost stream", || publ.is_connected() && sub.is_connected());
+                if stamp {
+                    publ.stamp_send_time(Some(StampClock::Monotonic));
+                }
+                if record {
+                    sub.record_latency(&tap, RecordLatency::hop(format!("bench-{stream}")))
+                        .expect("records");
+                }
+                (publ, sub)
+            });
+            Variant {
+                name,
+                publ,
+                sub,
+                fragment_limit,
+                costs: Vec::new(),
+            }
+        })
+        .collect();
+    // 3/4 of the publication window (half a 64 MiB term) at most, as the split rows.
+    let frame = Publication::<Exclusive>::frame_length(crate::common::MSG_LEN);
+    let k = plan.split_messages.min((BIG_TERM / 2 / frame * 3 / 4) as u64);
+    let rounds = plan.split_rounds * 2 + 1;
+    let mut clock = Vec::new();
+    for r in 0..rounds {
+        for j in 0..variants.len() {
+            let v = &mut variants[(r + j) % specs.len()];
+            let cost = one_variant(v, k);
+            v.costs.push(cost);
+            std::thread::sleep(Duration::from_millis(5)); // the driver sees the positions
+        }
+        clock.push(one_clock_read(100_000));
+    }
+    let diff = |a: usize, b: usize, side: fn(&(f64, f64)) -> f64| {
+        median_min_max(
+            variants[a]
+                .costs
+                .iter()
+                .zip(&variants[b].costs)
+                .map(|(x, y)| side(x) - side(y))
+                .collect(),
+        )
+    };
+    let cost = TapCost {
+        k,
+        rounds,
+        variants: variants
+            .iter()
+            .map(|v| {
+                let (p, _, _) = median_min_max(v.costs.iter().map(|c| c.0).collect());
+                let (q, _, _) = median_min_max(v.costs.iter().map(|c| c.1).collect());
+                (v.name, p, q)
+            })
+            .collect(),
+        clock_ns: median_min_max(clock).0,
+        stamp: diff(1, 0, |c| c.0),
+        record: diff(2, 1, |c| c.1),
+        record_each: diff(4, 3, |c| c.1),
+    };
+    let summary = tap.stop().expect("the bench's tap wrote its logs");
+    for f in &summary.figures {
+        assert_eq!(
+            f.negative, 0,
+            "{}: no negative latency on one thread's monotonic clock",
+            f.name
+        );
+    }
+    let _ = std::fs::remove_dir_all(&tap_dir);
+    cost
+}
+
+/// One variant's round: publish k, then poll them all; ns per message each.
+fn one_variant(v: &mut Variant, k: u64) -> (f64, f64) {
+    let base = v.costs.len() as u64 * k;
+    let t0 = Instant::now();
+    for seq in 1..=k {
+        let _ = publish(&mut v.publ, &message(base + seq), false);
+    }
+    let t1 = Instant::now();
+    let mut got = 0;
+    let limit = v.fragment_limit;
+    spin_until("tap cost: polling back", || {
+        got += v
+            .sub
+            .poll(&mut |_: &[u8], _: &MessageHeader<'_>| {}, limit)
+            .unwrap_or(0) as u64;
+        got >= k
+    });
+    let t2 = Instant::now();
+    (
+        (t1 - t0).as_nanos() as f64 / k as f64,
+        (t2 - t1).as_nanos() as f64 / k as f64,
+    )
+}
+
+/// Prints the rounds' findings.
+pub(crate) fn print(c: &TapCost) {
+    println!();
+    println!(
+        "the tap's cost (one thread, exclusive try_claim of 32 B, k = {} messages a round, {} rounds interleaved; \
+         medians, a change as the median [min, max] of its per-round differences):",
+        c.k, c.rounds
+    );
+    println!("{:<24} {:>11} {:>9}", "", "publish ns", "poll ns");
+    for (name, p, q) in &c.variants {
+        println!("{name:<24} {p:>11.1} {q:>9.1}");
+    }
+    let show = |(m, lo, hi): (f64, f64, f64)| format!("{m:+.1} ns/msg [{lo:+.1}, {hi:+.1}]");
+    println!("one clock read (StampClock::Monotonic.now_ns): {:.1} ns", c.clock_ns);
+    println!("stamping (stamped - plain, publishing): {}", show(c.stamp));
+    println!(
+        "recording, {} fragments a poll (recorded - stamped, polling): {}",
+        TP_FRAGMENT_LIMIT,
+        show(c.record)
+    );
+    println!(
+        "recording, 1 fragment a poll (recorded - stamped, every message a poll and a clock read): {}",
+        show(c.record_each)
+    );
+}
