@@ -35,7 +35,7 @@
 //!   (not on `Abort`, which hands it over again);
 //! - the hot path takes no lock, allocates nothing and makes no syscall: the clock read is
 //!   `clock_gettime` from the vDSO, and a poll records each message it keeps straight into its
-//!   session's interval, inside one writer section (two atomic adds) per poll and session; the
+//!   session's interval, inside one writer section (an atomic add and a store) per poll and session; the
 //!   histograms are allocated when a session first appears;
 //! - failures reach the caller: the writer keeps going after a failed write and
 //!   [`Tap::stop`] returns the first [`TapError`](crate::TapError).

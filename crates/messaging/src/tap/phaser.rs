@@ -1,20 +1,23 @@
 //! Two interval slots, one writer, one reader: the writer records into the active slot with no
 //! lock, no allocation and no syscall; the reader swaps the slots and takes the one the writer
 //! left. It is HdrHistogram's `Recorder` with its `WriterReaderPhaser`, cut down to the one
-//! writer a subscription has (the thread that polls it): one word, and every access to it is a
-//! read-modify-write, so all of them fall in its one modification order.
+//! writer a subscription has (the thread that polls it): a section costs the writer one
+//! read-modify-write and one plain store.
 //!
-//! The word: bit 0 is the active slot, bit 1 says the writer is inside, the bits above count
-//! the writer's sections.
-//! - The writer **enters** with `fetch_add(2)` (bit 1 was clear: it sets it) and writes the slot
-//!   bit 0 named, until it **leaves** with `fetch_add(2)` again (bit 1 was set: it clears it and
-//!   carries one into the count). Both are one `lock xadd` on x86.
-//! - The reader **swaps** with `fetch_xor(1)`. If the value it replaced had bit 1 clear, the
-//!   writer's next entry comes after it in the word's order and reads the new slot. If bit 1
-//!   was set, the writer may be writing the old slot: the reader waits until the count moves
-//!   (that section ended; its Acquire load of the leaving Release makes the writes visible).
+//! Two words. `word` holds the active slot in bit 0 and, above it, how many sections the writer
+//! has begun; `done` how many it has ended (only the writer stores it).
+//! - The writer **begins** a section with `word.fetch_add(2)` (one `lock xadd` on x86): the
+//!   value it replaced names the active slot, which it writes until it **ends** the section
+//!   by storing `done + 1` (Release; a plain store).
+//! - The reader **swaps** with `word.fetch_xor(1)`. Every begin is a read-modify-write of the
+//!   same word, so each falls before or after the swap in that word's one modification order:
+//!   one after it reads the new slot; the ones before it (`begun`, the count the swap replaced)
+//!   used the old slot, and the reader waits until `done` reaches `begun` (its Acquire load of
+//!   the ending store makes their writes visible). Sections begun before the previous swap used
+//!   the other slot and were waited for then.
 //!
-//! The model checker runs this protocol (`make loom`, `tap::phaser::model`).
+//! No sequentially consistent access is needed, so the model checker checks the protocol as it
+//! ships (`make loom`, `tap::phaser::model`).
 
 #[cfg(not(messaging_loom))]
 use std::cell::UnsafeCell;
@@ -26,19 +29,19 @@ use loom::cell::UnsafeCell;
 #[cfg(messaging_loom)]
 use loom::sync::atomic::{AtomicU64, Ordering};
 
-/// Bit 1 of the word: the writer is inside a section.
-const INSIDE: u64 = 2;
-
-/// The two slots and the phase word. Share it in an `Arc`; one thread writes (through
-/// [`Phaser::enter`], by contract), one reads ([`Phaser::swap`], by contract).
+/// The two slots and the phase words. Share it in an `Arc`; one thread writes (by contract),
+/// one reads ([`Phaser::swap`], by contract).
 pub(crate) struct Phaser<T> {
     slots: [UnsafeCell<T>; 2],
+    /// Bit 0: the active slot; above: sections begun.
     word: AtomicU64,
+    /// Sections ended.
+    done: AtomicU64,
 }
 
 // SAFETY: a slot is touched by one thread at a time: the writer only inside a section on the
-// slot the word named at its entry, the reader only on the other slot after `swap` waited the
-// writer out of it (see the module docs); `T: Send` moves between those two threads.
+// slot `word` named at its begin, the reader only on the other slot after `swap` waited for
+// every section on it to end (see the module docs); `T: Send` moves between the two threads.
 unsafe impl<T: Send> Sync for Phaser<T> {}
 // SAFETY: as above; the slots are owned values.
 unsafe impl<T: Send> Send for Phaser<T> {}
@@ -48,32 +51,50 @@ impl<T> Phaser<T> {
         Self {
             slots: [UnsafeCell::new(a), UnsafeCell::new(b)],
             word: AtomicU64::new(0),
+            done: AtomicU64::new(0),
         }
     }
 
-    /// Opens the writer's section: the active slot, the writer's alone until [`leave`](Self::leave).
-    ///
-    /// # Safety
-    /// Only one thread ever writes a given phaser (the writer); it opens one section at a time,
-    /// uses the pointer only until it leaves, and always leaves (also when unwinding).
-    #[cfg(not(messaging_loom))]
+    /// Begins a section: the active slot's index.
     #[inline]
-    pub(crate) unsafe fn begin(&self) -> *mut T {
-        let i = (self.word.fetch_add(INSIDE, Ordering::Acquire) & 1) as usize;
-        self.slots[i].get()
+    fn open(&self) -> usize {
+        (self.word.fetch_add(2, Ordering::Acquire) & 1) as usize
     }
 
-    /// Closes the section [`begin`](Self::begin) opened.
+    /// Ends the section the writer began last.
+    #[inline]
+    fn close(&self) {
+        let ended = self.done.load(Ordering::Relaxed); // only the writer stores it
+        self.done.store(ended + 1, Ordering::Release);
+    }
+
+    /// Begins the writer's section: the active slot, the writer's alone until
+    /// [`leave`](Self::leave).
+    ///
+    /// # Safety
+    /// Only one thread ever writes a given phaser (the writer); it begins one section at a time,
+    /// uses the pointer only until it leaves, and always leaves (also when unwinding).
+    #[inline]
+    pub(crate) unsafe fn begin(&self) -> *mut T {
+        #[cfg(not(messaging_loom))]
+        let p = self.slots[self.open()].get();
+        // Under the model the pointer escapes loom's tracking; the models check `enter`, which
+        // takes the same steps with the access inside them.
+        #[cfg(messaging_loom)]
+        let p = self.slots[self.open()].with_mut(|p| p);
+        p
+    }
+
+    /// Ends the section [`begin`](Self::begin) began.
     ///
     /// # Safety
     /// As [`begin`](Self::begin): the writer, once per `begin`.
-    #[cfg(not(messaging_loom))]
     #[inline]
     pub(crate) unsafe fn leave(&self) {
-        self.word.fetch_add(INSIDE, Ordering::Release);
+        self.close();
     }
 
-    /// Enters the writer's section and runs `write` on the active slot (the same two adds as
+    /// Runs `write` on the active slot inside one section (the same steps as
     /// [`begin`](Self::begin) and [`leave`](Self::leave), which the model checks).
     ///
     /// # Safety
@@ -81,37 +102,36 @@ impl<T> Phaser<T> {
     /// `write`.
     #[inline]
     pub(crate) unsafe fn enter<R>(&self, write: impl FnOnce(&mut T) -> R) -> R {
-        let i = (self.word.fetch_add(INSIDE, Ordering::Acquire) & 1) as usize;
+        let i = self.open();
         #[cfg(not(messaging_loom))]
-        // SAFETY: the single writer (the caller's contract) owns slot `i` until it leaves: the
-        // reader takes a slot only after `swap` saw the writer leave it (module docs).
+        // SAFETY: the single writer (the caller's contract) owns slot `i` until it closes: the
+        // reader takes a slot only after `swap` saw every section on it closed (module docs).
         let r = write(unsafe { &mut *self.slots[i].get() });
         #[cfg(messaging_loom)]
         // SAFETY: as above.
         let r = self.slots[i].with_mut(|p| write(unsafe { &mut *p }));
-        self.word.fetch_add(INSIDE, Ordering::Release);
+        self.close();
         r
     }
 
     /// Makes the other slot active and runs `read` on the slot the writer used until now, once
-    /// the writer has left it. Waits (yielding) at most for one writer's section.
+    /// every section on it has ended. Waits (yielding) at most for one writer's section.
     ///
     /// # Safety
     /// Only one thread at a time calls `swap` (the reader).
     pub(crate) unsafe fn swap<R>(&self, read: impl FnOnce(&mut T) -> R) -> R {
         let was = self.word.fetch_xor(1, Ordering::AcqRel);
-        if was & INSIDE != 0 {
-            while self.word.load(Ordering::Acquire) >> 2 == was >> 2 {
-                #[cfg(not(messaging_loom))]
-                std::thread::yield_now();
-                #[cfg(messaging_loom)]
-                loom::thread::yield_now();
-            }
+        let begun = was >> 1;
+        while self.done.load(Ordering::Acquire) < begun {
+            #[cfg(not(messaging_loom))]
+            std::thread::yield_now();
+            #[cfg(messaging_loom)]
+            loom::thread::yield_now();
         }
         let old = (was & 1) as usize;
         #[cfg(not(messaging_loom))]
-        // SAFETY: the writer left slot `old` and enters only the other one from now on (module
-        // docs); one reader at a time (the caller's contract).
+        // SAFETY: every section on slot `old` has ended and later ones use the other slot
+        // (module docs); one reader at a time (the caller's contract).
         let r = read(unsafe { &mut *self.slots[old].get() });
         #[cfg(messaging_loom)]
         // SAFETY: as above.

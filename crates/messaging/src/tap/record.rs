@@ -5,7 +5,7 @@
 //! [`Phaser`] of two [`Counts`] allocated when the source is made. A subscription's poll
 //! reads the clock once, at the first stamped message, opens the writer section of the
 //! session's sources at the first message the handler keeps, records each kept message
-//! straight into the open interval, and leaves at the end of the poll: two atomic adds per
+//! straight into the open interval, and leaves at the end of the poll: one atomic add and one store per
 //! source and poll, not per message. The tap's writer waits for a section to end before it
 //! takes an interval, so a handler that runs long delays the writer, never the poll.
 
@@ -155,7 +155,7 @@ struct Session {
 ///
 /// A poll opens the writer sections of the session its messages come from (both of its
 /// sources) at the first message it keeps and leaves them when the poll ends or a message of
-/// another session comes: two atomic adds per source and poll, and each message is recorded
+/// another session comes: one atomic add and one store per source and poll, and each message is recorded
 /// straight into the open interval. The plain polls close them on unwinding too (`EndPoll`).
 pub(crate) struct SubscriberTap {
     shared: Arc<Shared>,
@@ -319,7 +319,7 @@ impl SubscriberTap {
 
 /// A figure a service records itself, e.g. the time a message spent inside it (receive to
 /// publish). One per recording thread; [`record`](Self::record) takes no lock, allocates
-/// nothing and makes no syscall (two uncontended atomic adds per call).
+/// nothing and makes no syscall (one uncontended atomic add and one store per call).
 pub struct FigureRecorder {
     source: Arc<Source>,
     _shared: Arc<Shared>,
