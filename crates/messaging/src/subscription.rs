@@ -371,7 +371,21 @@ impl Subscriber {
         while let Ok(change) = self.changes.try_recv() {
             match change {
                 Change::Add(image) => self.readers.push(image),
-                Change::Remove(id) => self.readers.retain(|r| r.correlation_id() != id),
+                Change::Remove(id) => {
+                    #[cfg(feature = "tap")]
+                    let gone = self
+                        .readers
+                        .iter()
+                        .find(|r| r.correlation_id() == id)
+                        .map(ReaderImage::session_id);
+                    self.readers.retain(|r| r.correlation_id() != id);
+                    #[cfg(feature = "tap")]
+                    if let (Some(session), Some(tap)) = (gone, self.tap.as_mut()) {
+                        if !self.readers.iter().any(|r| r.session_id() == session) {
+                            tap.session_gone(session);
+                        }
+                    }
+                }
             }
         }
     }

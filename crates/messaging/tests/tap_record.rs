@@ -138,7 +138,14 @@ fn every_message_handed_over_is_counted_once_and_the_logs_hold_them() {
             "{name}: the untagged lines sum to what was recorded"
         );
         let text: String = f.files.iter().map(|p| std::fs::read_to_string(p).unwrap()).collect();
-        assert!(!text.contains("Tag="), "{name}: one session, so no tagged lines");
+        let tag = text.lines().find_map(|l| l.strip_prefix("Tag=")).unwrap();
+        let tag = tag.split(',').next().unwrap();
+        assert!(tag.starts_with("session-"), "{tag}");
+        assert_eq!(
+            total(&read_logs(&f.files, Some(tag))),
+            n,
+            "{name}: its one session's lines"
+        );
         let max = untagged.iter().map(Histogram::max).max().unwrap();
         assert!(max < 10_000_000_000, "{name}: latencies are nanoseconds ({max})");
     }
@@ -157,10 +164,8 @@ fn every_message_handed_over_is_counted_once_and_the_logs_hold_them() {
     ] {
         assert!(status.contains(needle), "{needle} in {status}");
     }
-    assert!(
-        !status.contains("\"recording_tids\":[]"),
-        "the recording threads are named: {status}"
-    );
+    // The recording threads' ids are listed while they record (the subscriptions are gone
+    // here): `a_dropped_recorder_s_counts_stay_and_its_source_goes`.
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -319,6 +324,20 @@ fn bad_input_gets_an_error_that_says_how_to_fix_it() {
     assert!(matches!(e, TapError::BadName { .. }), "{e:?}");
     assert!(e.to_string().contains("letters, digits"), "{e}");
     assert!(tap.figure(".hidden").is_err());
+    let e = tap.figure("feed.2").unwrap_err();
+    assert!(
+        e.to_string().contains("rotation suffix"),
+        "feed.2.hlog is feed's rotation: {e}"
+    );
+    assert!(tap.figure("v1.2-x").is_ok(), "digits inside a name are fine");
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 81).unwrap();
+    let e = sub
+        .record_latency(&tap, RecordLatency::hop("x").end_to_end("x"))
+        .unwrap_err();
+    assert!(matches!(e, TapError::SameFigure { .. }), "{e:?}");
+    assert!(e.to_string().contains("a name of its own"), "{e}");
     tap.stop().unwrap();
     let again = Tap::builder(&dir).start().unwrap_err();
     assert!(matches!(again, TapError::NotEmpty { .. }), "{again:?}");
@@ -519,6 +538,44 @@ fn a_handler_that_panics_leaves_no_section_open() {
         figure(&summary, "p").recorded,
         3,
         "the three messages kept before the panic"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A recorder that is dropped retires its source: the writer takes its last interval (its counts
+/// stay in the figure) and lets it go (the status file no longer lists its thread).
+#[test]
+fn a_dropped_recorder_s_counts_stay_and_its_source_goes() {
+    let dir = tap_dir("retire");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(5)).start().unwrap();
+    let mut r = tap.figure("own").unwrap();
+    for ns in [100, 200, 300] {
+        r.record(ns);
+    }
+    let status = || std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !status().contains("\"recorded\":3") {
+        assert!(Instant::now() < deadline, "never written: {}", status());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(!status().contains("\"recording_tids\":[]"), "{}", status());
+    drop(r);
+    while !status().contains("\"recording_tids\":[]") {
+        assert!(
+            Instant::now() < deadline,
+            "the retired source is still there: {}",
+            status()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut again = tap.figure("own").unwrap();
+    again.record(400);
+    let s = tap.stop().unwrap();
+    assert_eq!(figure(&s, "own").recorded, 4, "the retired source's counts stayed");
+    let tags: String = std::fs::read_to_string(dir.join("own.hlog")).unwrap();
+    assert!(
+        tags.contains("Tag=recorder-1,") && tags.contains("Tag=recorder-2,"),
+        "{tags}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -28,6 +28,12 @@ pub enum TapError {
         /// The name given.
         name: String,
     },
+    /// A subscription's hop and end-to-end figures have one name: each message would count
+    /// twice in it.
+    SameFigure {
+        /// The name given for both.
+        name: String,
+    },
     /// The writer thread could not start or be pinned.
     Spawn(SpawnError),
     /// Writing a log, the status file or the Prometheus textfile failed.
@@ -64,7 +70,11 @@ impl fmt::Display for TapError {
             TapError::BadName { name } => write!(
                 f,
                 "figure name {name:?} is not a file name and log tag: use 1-64 letters, digits, '-', '_' or \
-                 '.', not starting with '.'"
+                 '.', not starting with '.' nor ending in '.' and digits (the logs' rotation suffix)"
+            ),
+            TapError::SameFigure { name } => write!(
+                f,
+                "the hop and end to end are both figure {name:?}; give end to end a name of its own"
             ),
             TapError::Spawn(e) => write!(f, "the tap's writer thread did not start: {e}"),
             TapError::Write { path, source } => write!(

@@ -25,8 +25,8 @@
 //!   time the caller already read ([`offer_stamped`](crate::Publication::offer_stamped),
 //!   [`try_claim_stamped`](crate::Publication::try_claim_stamped): no second clock read);
 //! - the receive time is read once per poll, when the poll reaches its first stamped message;
-//!   the messages after it in the same poll share it (read again only for one stamped after
-//!   it, which the publisher appended meanwhile), so the time they waited behind the
+//!   the messages after it in the same poll share it (it is read again for a message stamped
+//!   after it, which the publisher appended meanwhile), so the time they waited behind the
 //!   handler's work on earlier ones counts as time inside the receiver, not on the hop (poll
 //!   with a fragment limit of 1 to time each message on its own);
 //! - nothing lost, nothing twice: every message a subscription hands over is counted once in

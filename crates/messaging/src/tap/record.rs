@@ -9,7 +9,7 @@
 //! source and poll, not per message. The tap's writer waits for a section to end before it
 //! takes an interval, so a handler that runs long delays the writer, never the poll.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
 
 use hdrhistogram::Histogram;
@@ -23,8 +23,8 @@ use crate::error::TapError;
 /// What one source recorded in one interval.
 #[derive(Debug, Clone)]
 pub(crate) struct Counts {
-    /// Latencies from 0 up, nanoseconds (values above the highest trackable are recorded at it
-    /// and counted in `saturated`).
+    /// Latencies from 0 up, nanoseconds (values above the highest trackable value are recorded
+    /// as that value and counted in `saturated`).
     pub(crate) histogram: Histogram<u64>,
     /// Latencies below zero (a receiver's clock behind the sender's), counted, not recorded.
     pub(crate) negative: u64,
@@ -55,13 +55,13 @@ impl Counts {
             self.negative += 1;
             return;
         }
-        let v = ns as u64;
-        if v > self.histogram.high() {
+        let high = self.histogram.high();
+        let v = (ns as u64).min(high);
+        if ns as u64 > high {
             self.saturated += 1;
         }
         self.histogram.saturating_record(v);
-        // 2^64 ns is 584 years of latencies an interval: the sum does not wrap.
-        self.sum_ns = self.sum_ns.wrapping_add(v);
+        self.sum_ns = self.sum_ns.saturating_add(v);
     }
 
     /// Stamped messages counted: recorded plus negative.
@@ -97,6 +97,9 @@ pub(crate) struct Source {
     pub(crate) counts: Phaser<Counts>,
     /// The Linux thread id that records into it (0 until it first records).
     pub(crate) tid: AtomicI32,
+    /// Set (Release) once nothing records into it any more: the writer takes its last interval
+    /// and lets it go.
+    pub(crate) retired: AtomicBool,
 }
 
 impl Source {
@@ -106,7 +109,13 @@ impl Source {
             tag,
             counts: Phaser::new(Counts::new(highest_ns), Counts::new(highest_ns)),
             tid: AtomicI32::new(0),
+            retired: AtomicBool::new(false),
         }
+    }
+
+    /// Nothing records into it from now on (its recorder or session is gone).
+    pub(crate) fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
     }
 
     fn note_thread(&self) {
@@ -185,6 +194,9 @@ impl SubscriberTap {
         let shared = tap.shared();
         shared.figure(&what.hop, Some(stream_id))?;
         if let Some(e2e) = &what.end_to_end {
+            if *e2e == what.hop {
+                return Err(TapError::SameFigure { name: e2e.clone() });
+            }
             shared.figure(e2e, Some(stream_id))?;
         }
         Ok(SubscriberTap {
@@ -239,8 +251,10 @@ impl SubscriberTap {
                     self.now = self.clock.now_ns();
                 }
                 match stamp.latency(self.now) {
-                    // Sent after this poll read the clock (the publisher appended meanwhile):
-                    // read it again rather than record a negative latency that is not one.
+                    // Perhaps sent after this poll read the clock (the publisher appended
+                    // meanwhile): read it again rather than record a negative latency that is
+                    // not one. Negative after that, it is real (a receiver's clock behind the
+                    // sender's) and counted as such; such a message costs one more clock read.
                     Some(l) if l.hop_ns < 0 => {
                         self.now = self.clock.now_ns();
                         stamp.latency(self.now)
@@ -271,8 +285,12 @@ impl SubscriberTap {
                 hop.record(l.hop_ns);
                 // SAFETY: as above; null when the subscription records no end to end.
                 if let Some(e2e) = unsafe { self.end_to_end.as_mut() } {
+                    let counted = e2e.saturated + e2e.negative;
                     e2e.record(l.end_to_end_ns);
-                    e2e.saturated += u64::from(l.age_saturated);
+                    // A saturated age makes the value a lower bound: saturated, once.
+                    if l.age_saturated && e2e.saturated + e2e.negative == counted {
+                        e2e.saturated += 1;
+                    }
                 }
             }
         }
@@ -315,6 +333,32 @@ impl SubscriberTap {
         self.last = None;
         self.now = 0;
     }
+
+    /// The images of `session_id` are gone: its sources retire (the writer takes their last
+    /// interval and frees them); a publisher that comes back with that session gets new ones.
+    /// Called between polls only, when no section is open.
+    pub(crate) fn session_gone(&mut self, session_id: i32) {
+        debug_assert!(self.open.is_none(), "between polls");
+        if let Some(i) = self.sessions.iter().position(|s| s.id == session_id) {
+            let s = self.sessions.swap_remove(i);
+            s.hop.retire();
+            if let Some(e) = &s.end_to_end {
+                e.retire();
+            }
+        }
+    }
+}
+
+impl Drop for SubscriberTap {
+    fn drop(&mut self) {
+        self.end_poll();
+        for s in &self.sessions {
+            s.hop.retire();
+            if let Some(e) = &s.end_to_end {
+                e.retire();
+            }
+        }
+    }
 }
 
 /// A figure a service records itself, e.g. the time a message spent inside it (receive to
@@ -328,6 +372,12 @@ pub struct FigureRecorder {
 impl std::fmt::Debug for FigureRecorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FigureRecorder").field("tag", &self.source.tag).finish()
+    }
+}
+
+impl Drop for FigureRecorder {
+    fn drop(&mut self) {
+        self.source.retire();
     }
 }
 
@@ -347,8 +397,9 @@ impl FigureRecorder {
     #[inline]
     pub fn record(&mut self, ns: i64) {
         self.source.note_thread();
-        // SAFETY: `&mut self` makes this recorder's thread the source's only writer (the
-        // recorder is `Send`, not `Sync`/`Clone`).
+        // SAFETY: `&mut self` makes the thread that holds this recorder the source's only
+        // writer (the recorder is not `Clone`; sharing `&FigureRecorder` does not allow
+        // recording).
         unsafe { self.source.counts.enter(|c| c.record(ns)) };
     }
 }

@@ -96,7 +96,9 @@ impl Stamp {
             Stamp::Absent => 0,
             Stamp::Sent(at) => at,
             Stamp::Forwarded { sent_low, age_ns } => {
-                (FORWARDED | (u64::from(age_ns) << 32) | u64::from(sent_low)) as i64
+                // An age above the field's 31 bits is written as the largest it holds.
+                let age = u64::from(age_ns).min(MAX_AGE_NS as u64);
+                (FORWARDED | (age << 32) | u64::from(sent_low)) as i64
             }
         }
     }
@@ -167,6 +169,19 @@ mod tests {
         let l = s.latency(20).unwrap();
         assert_eq!(l.end_to_end_ns, 10 + MAX_AGE_NS);
         assert!(l.age_saturated);
+        let built = Stamp::Forwarded {
+            sent_low: 1,
+            age_ns: u32::MAX,
+        }
+        .to_reserved();
+        assert_eq!(
+            Stamp::from_reserved(built),
+            Stamp::Forwarded {
+                sent_low: 1,
+                age_ns: MAX_AGE_NS as u32
+            },
+            "an age over 31 bits is clamped, not written into bit 63"
+        );
         let neg = Stamp::from_reserved(Stamp::forwarded(10, -3).to_reserved());
         assert_eq!(
             neg,

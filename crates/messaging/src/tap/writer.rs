@@ -202,7 +202,8 @@ impl Tap {
         self.shared.clone()
     }
 
-    /// Writes the last interval, closes the logs and says what was recorded.
+    /// Writes the last interval, closes the logs and says what was recorded. Stop the polls and
+    /// recorders first: what they record after the last interval's swap is not written.
     ///
     /// # Errors
     /// The first [`TapError::Write`] the writer met (it goes on after one: later intervals
@@ -301,9 +302,14 @@ pub(crate) struct Shared {
 impl Shared {
     /// Registers the figure `name` (once; cold: a subscription or recorder is being made).
     pub(crate) fn figure(&self, name: &str, stream: Option<i32>) -> Result<usize, TapError> {
+        // `NAME.N.hlog` is the rotation of `NAME`: a name ending in `.` and digits would clash.
+        let rotation_like = name
+            .rsplit_once('.')
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
         let ok = !name.is_empty()
             && name.len() <= 64
             && !name.starts_with('.')
+            && !rotation_like
             && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
         if !ok {
             return Err(TapError::BadName { name: name.into() });
@@ -323,10 +329,21 @@ impl Shared {
     }
 
     /// A new source of the figure `name` (registered before), with its two intervals allocated.
+    /// Its tag is `tag`, or `tag.N` when the figure has a source tagged `tag` already (a
+    /// second subscription on the stream, or `record_latency` called again).
     pub(crate) fn source(&self, name: &str, stream: Option<i32>, tag: String) -> Arc<Source> {
         let figure = self.figure(name, stream).unwrap_or(0);
-        let source = Arc::new(Source::new(figure, tag, self.highest_ns));
         let mut r = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken = |t: &str| r.sources.iter().any(|s| s.figure == figure && s.tag == t);
+        let tag = if taken(&tag) {
+            (2..)
+                .map(|n| format!("{tag}.{n}"))
+                .find(|t| !taken(t))
+                .expect("a free tag")
+        } else {
+            tag
+        };
+        let source = Arc::new(Source::new(figure, tag, self.highest_ns));
         r.sources.push(source.clone());
         source
     }
@@ -357,6 +374,13 @@ struct Writer {
     rotate_every: Option<Duration>,
     prometheus: bool,
     started: SystemTime,
+    /// The same moment on the monotonic clock: intervals are measured on it, so a step of the
+    /// wall clock moves no interval.
+    started_at: Instant,
+    /// Per figure: where its next interval starts.
+    from: Vec<Instant>,
+    /// When the last interval's work began (none before the first).
+    last_round: Option<Instant>,
     /// The writer thread's id (0 until it runs).
     tid: i32,
     /// How long the last interval's work took, and the longest so far (its own cost, which
@@ -381,6 +405,9 @@ impl Writer {
             rotate_every: b.rotate_every,
             prometheus: b.prometheus,
             started: SystemTime::now(),
+            started_at: Instant::now(),
+            from: Vec::new(),
+            last_round: None,
             tid: 0,
             busy_last: Duration::ZERO,
             busy_max: Duration::ZERO,
@@ -394,16 +421,14 @@ impl Writer {
     /// Writes an interval every `interval` until stopped, then the last one.
     fn run(mut self) -> TapSummary {
         self.tid = crate::thread::current_tid();
-        let mut from = self.started;
         let mut next = Instant::now() + self.interval;
         loop {
             while !self.shared.stop.load(Ordering::Acquire) && Instant::now() < next {
                 std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
             }
             let stopping = self.shared.stop.load(Ordering::Acquire);
-            let to = SystemTime::now();
             let began = Instant::now();
-            if let Err(e) = self.write_interval(from, to) {
+            if let Err(e) = self.write_interval() {
                 self.shared.note_error(e);
             }
             // The status file says how long the interval's work took up to here, and the
@@ -413,7 +438,6 @@ impl Writer {
             if let Err(e) = self.write_exports() {
                 self.shared.note_error(e);
             }
-            from = to;
             if stopping {
                 break;
             }
@@ -428,10 +452,11 @@ impl Writer {
         self.summary()
     }
 
-    /// Swaps every source's interval and writes each figure's lines: when the figure has
-    /// several sources, one tagged line per source that recorded something; then the figure's
-    /// sum untagged (what HdrHistogram's tools read by default).
-    fn write_interval(&mut self, from: SystemTime, to: SystemTime) -> Result<(), TapError> {
+    /// Swaps every source's interval and writes each figure's lines: one tagged line per source
+    /// that recorded something, then the figure's sum untagged (what HdrHistogram's tools read
+    /// by default). Sources that retired before their swap are let go after it.
+    fn write_interval(&mut self) -> Result<(), TapError> {
+        let round = Instant::now();
         let (figures, sources) = {
             let r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
             (r.figures.len(), r.sources.clone())
@@ -440,69 +465,84 @@ impl Writer {
             self.totals.push(Counts::new(self.shared.highest_ns));
             self.files.push(Vec::new());
             self.logs.push(None);
+            // A figure named since the last interval starts where that interval ended.
+            self.from.push(self.last_round.unwrap_or(self.started_at));
         }
-        let length = to.duration_since(from).unwrap_or_default();
         let mut first_error = None;
+        let mut drained = Vec::new();
         for f in 0..figures {
             std::thread::yield_now(); // between chunks of work, as in `write_figure`
-            if let Err(e) = self.write_figure(f, &sources, from, length) {
+            if let Err(e) = self.write_figure(f, &sources, &mut drained) {
                 first_error.get_or_insert(e);
             }
+        }
+        self.last_round = Some(round);
+        if !drained.is_empty() {
+            let mut r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
+            r.sources.retain(|s| !drained.iter().any(|d| Arc::ptr_eq(s, d)));
         }
         first_error.map_or(Ok(()), Err)
     }
 
+    /// Figure `f`'s interval: its sources swapped, then the interval's end read (what a swap
+    /// waited for belongs to it), its lines written. An encoding error does not stop the
+    /// swaps, so every count reaches the totals.
     fn write_figure(
         &mut self,
         f: usize,
         sources: &[Arc<Source>],
-        from: SystemTime,
-        length: Duration,
+        drained: &mut Vec<Arc<Source>>,
     ) -> Result<(), TapError> {
         self.rotate_if_due(f)?;
-        let start = from.duration_since(self.started).unwrap_or_default();
         self.interval_sum.reset();
         let path = self.logs[f].as_ref().expect("opened by rotate_if_due").path.clone();
-        let encode_err = |e: hdrhistogram::serialization::interval_log::IntervalLogWriterError<_>| TapError::Encode {
-            path: path.clone(),
-            detail: e.to_string(),
-        };
-        let mut buf = Vec::new();
+        let mut lines: Vec<u8> = Vec::new();
+        let mut first_error = None;
+        let mut taken: Vec<(&str, Counts)> = Vec::new();
+        for s in sources.iter().filter(|s| s.figure == f) {
+            let retiring = s.retired.load(Ordering::Acquire);
+            // SAFETY: the writer thread is the only reader of every source.
+            unsafe {
+                s.counts.swap(|c| {
+                    if c.messages() + c.unstamped > 0 {
+                        taken.push((&s.tag, c.clone()));
+                    }
+                    self.interval_sum.add(c);
+                    c.reset();
+                });
+            }
+            if retiring {
+                drained.push(s.clone());
+            }
+        }
+        let to = Instant::now();
+        let start = self.from[f].saturating_duration_since(self.started_at);
+        let length = to.saturating_duration_since(self.from[f]);
+        self.from[f] = to;
+        self.totals[f].add(&self.interval_sum);
         {
             let mut w = IntervalLogWriterBuilder::new()
-                .begin_log_with(&mut buf, &mut self.serializer)
+                .begin_log_with(&mut lines, &mut self.serializer)
                 .expect("writes to a Vec");
-            let sum = &mut self.interval_sum;
-            let several = sources.iter().filter(|s| s.figure == f).nth(1).is_some();
-            for s in sources.iter().filter(|s| s.figure == f) {
-                // Each source's encoding is a chunk of work: let a thread that waits for this
-                // core (a hot thread that yields) have it between chunks.
-                std::thread::yield_now();
-                // SAFETY: the writer thread is the only reader of every source.
-                unsafe {
-                    s.counts.swap(|c| {
-                        let line = if several && c.messages() + c.unstamped > 0 {
-                            w.write_histogram(&c.histogram, start, length, Tag::new(&s.tag))
-                        } else {
-                            Ok(())
-                        };
-                        sum.add(c);
-                        c.reset();
-                        line
-                    })
+            let mut line = |h: &hdrhistogram::Histogram<u64>, tag: Option<Tag<'_>>| {
+                if let Err(e) = w.write_histogram(h, start, length, tag) {
+                    first_error.get_or_insert(TapError::Encode {
+                        path: path.clone(),
+                        detail: e.to_string(),
+                    });
                 }
-                .map_err(encode_err)?;
+            };
+            for (tag, c) in &taken {
+                line(&c.histogram, Tag::new(tag));
             }
-            w.write_histogram(&sum.histogram, start, length, None)
-                .map_err(encode_err)?;
+            line(&self.interval_sum.histogram, None);
         }
-        self.totals[f].add(&self.interval_sum);
         let log = self.logs[f].as_mut().expect("opened by rotate_if_due");
-        log.bytes += buf.len() as u64;
-        log.out
-            .write_all(&buf)
-            .and_then(|()| log.out.flush())
-            .map_err(|source| TapError::Write { path, source })
+        log.bytes += lines.len() as u64;
+        if let Err(source) = log.out.write_all(&lines).and_then(|()| log.out.flush()) {
+            first_error.get_or_insert(TapError::Write { path, source });
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Opens figure `f`'s first log, or its next one when the current one is due to rotate.
