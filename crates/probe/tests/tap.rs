@@ -144,7 +144,15 @@ fn bad_input_is_one_line_and_exit_2() {
     let logs = scratch("tap-bad-logs");
     write_tap(&logs, 50_000, 3, false);
     let missing = PathBuf::from("/nonexistent/x.hlog");
-    let cases: [(Vec<&str>, &str); 6] = [
+    let cases: [(Vec<&str>, &str); 8] = [
+        (
+            vec!["tap", s(&logs), "--period", "1000:"],
+            "no interval lies in --period 1000:inf",
+        ),
+        (
+            vec!["tap", s(&logs), "--period", "0:2", "--vs-period", "1:3"],
+            "overlap",
+        ),
         (vec!["tap", s(&missing)], "could not read /nonexistent/x.hlog"),
         (vec!["tap", s(&junk)], "is not an HdrHistogram interval log: line 2"),
         (vec!["tap", s(&empty)], "holds no .hlog file"),

@@ -103,15 +103,15 @@ fn pairs(a: &[TapInterval], b: &[TapInterval]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut j = 0;
     for (k, x) in a.iter().enumerate() {
-        while j < b.len() && b[j].start_s < x.start_s - x.length_s {
+        // B's interval whose start is nearest A's (both are in time order).
+        while j + 1 < b.len() && (b[j + 1].start_s - x.start_s).abs() <= (b[j].start_s - x.start_s).abs() {
             j += 1;
         }
-        if let Some(y) = b.get(j) {
-            let shorter = x.length_s.min(y.length_s);
-            if (x.start_s - y.start_s).abs() <= shorter / 4.0 && (x.length_s - y.length_s).abs() <= shorter / 4.0 {
-                out.push((k, j));
-                j += 1;
-            }
+        let Some(y) = b.get(j) else { break };
+        let shorter = x.length_s.min(y.length_s);
+        let close = (x.start_s - y.start_s).abs() <= shorter / 4.0 && (x.length_s - y.length_s).abs() <= shorter / 4.0;
+        if close && out.last().is_none_or(|&(_, last)| last != j) {
+            out.push((k, j));
         }
     }
     out
@@ -121,7 +121,18 @@ fn pairs(a: &[TapInterval], b: &[TapInterval]) -> Vec<(usize, usize)> {
 /// cover the same time when at least half of each side's do, else unpaired.
 #[must_use]
 pub fn compare(a: &TapFigure, b: &TapFigure, confidence: f64) -> TapComparison {
-    let p = pairs(&a.intervals, &b.intervals);
+    compare_as(a, b, confidence, true)
+}
+
+/// [`compare`], never paired when `may_pair` is false (two periods of one log: different
+/// times by definition).
+#[must_use]
+pub fn compare_as(a: &TapFigure, b: &TapFigure, confidence: f64, may_pair: bool) -> TapComparison {
+    let p = if may_pair {
+        pairs(&a.intervals, &b.intervals)
+    } else {
+        Vec::new()
+    };
     let paired = p.len() >= 2 && 2 * p.len() >= a.intervals.len().max(b.intervals.len());
     let (ta, tb) = (a.total(), b.total());
     let at = |h: &Histogram<u64>, q: f64| if q >= 1.0 { h.max() } else { h.value_at_quantile(q) };
@@ -234,6 +245,17 @@ mod tests {
             (12, 12),
             "1,000 messages an interval are enough for p99.9"
         );
+    }
+
+    #[test]
+    fn a_stray_interval_on_one_side_does_not_stop_the_pairing() {
+        let a = figure(100.0, 12, 1000);
+        let mut b = figure(100.0, 12, 2000);
+        b.intervals.insert(1, interval(100.5, [5, 6, 7]));
+        b.intervals[1].length_s = 0.001;
+        let c = compare(&a, &b, 0.99);
+        assert!(c.paired);
+        assert_eq!(c.intervals.2, 12, "every A interval found its B: {:?}", c.intervals);
     }
 
     #[test]

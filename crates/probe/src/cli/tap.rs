@@ -96,6 +96,13 @@ pub fn tap(a: &TapArgs) -> Result<(), Failure> {
             "--vs-period needs --period for A (e.g. --period 0:60 --vs-period 60:120)",
         ));
     }
+    if let (Some((f0, t0)), Some((f1, t1))) = (a.period, a.vs_period) {
+        if f0 < t1 && f1 < t0 {
+            return Err(Failure::setup(format!(
+                "--period {f0}:{t0} and --vs-period {f1}:{t1} overlap; give two periods apart (e.g. 0:60 and 60:120)"
+            )));
+        }
+    }
     let tag = a.tag.as_deref();
     let figures = read_figures(&a.paths, tag).map_err(Failure::setup)?;
     let against = match (&a.vs_period, a.vs.is_empty()) {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::analysis::tap::{compare, groups, period};
+use crate::analysis::tap::{compare_as, groups, period};
 use crate::model::{figure_of, parse_hlog, HlogParseError, TapComparison, TapFigure};
 use crate::render::svg::{groups_svg_from, spectrum_svg, PlotError, TAP_ORIGIN};
 use crate::render::tap::{comparison_text, group_points, tap_text, TapView};
@@ -48,6 +48,15 @@ pub enum TapReadError {
         a: Vec<String>,
         /// B's figures.
         b: Vec<String>,
+    },
+    /// No interval lies in the period asked for.
+    EmptyPeriod {
+        /// Its start, seconds.
+        from_s: f64,
+        /// Its end, seconds.
+        to_s: f64,
+        /// The longest figure's span, seconds.
+        span_s: f64,
     },
     /// A plot could not be written.
     Plot(PlotError),
@@ -92,6 +101,10 @@ impl fmt::Display for TapReadError {
                 "A's figures ({}) and B's ({}) share no name; give one figure a side to compare two different ones",
                 a.join(", "),
                 b.join(", ")
+            ),
+            TapReadError::EmptyPeriod { from_s, to_s, span_s } => write!(
+                f,
+                "no interval lies in --period {from_s}:{to_s}; the logs span {span_s:.2} s from their first interval"
             ),
             TapReadError::Plot(e) => write!(f, "{e}"),
         }
@@ -236,6 +249,13 @@ fn matched<'a>(a: &'a [TapFigure], b: &'a [TapFigure]) -> Result<Vec<(&'a TapFig
 pub fn tap_report(figures: &[TapFigure], req: &TapRequest) -> Result<String, TapReadError> {
     let a: Vec<TapFigure> = figures.iter().map(|f| period(f, req.period.0, req.period.1)).collect();
     let a: Vec<TapFigure> = a.into_iter().filter(|f| !f.intervals.is_empty()).collect();
+    if a.is_empty() {
+        return Err(TapReadError::EmptyPeriod {
+            from_s: req.period.0,
+            to_s: req.period.1,
+            span_s: figures.iter().map(|f| f.span_s().1 - f.span_s().0).fold(0.0, f64::max),
+        });
+    }
     let grouped: Vec<_> = a.iter().map(|f| groups(f, req.groups)).collect();
     let mut text = tap_text(&a, &grouped, req.view);
     let b: Vec<TapFigure> = match &req.against {
@@ -248,13 +268,16 @@ pub fn tap_report(figures: &[TapFigure], req: &TapRequest) -> Result<String, Tap
     } else {
         matched(&a, &b)?
             .into_iter()
-            .map(|(fa, fb)| (fa, fb, compare(fa, fb, req.confidence)))
+            .map(|(fa, fb)| {
+                let may_pair = !matches!(req.against, Against::Period(..));
+                (fa, fb, compare_as(fa, fb, req.confidence, may_pair))
+            })
             .collect()
     };
     if !compared.is_empty() {
         let (la, lb) = match &req.against {
             Against::Period(from, to) => (
-                format!("seconds {}..{}", req.period.0, req.period.1.min(1e12)),
+                format!("seconds {}..{}", req.period.0, req.period.1),
                 format!("seconds {from}..{to}"),
             ),
             _ => ("the files given first".to_owned(), "the files after --vs".to_owned()),
