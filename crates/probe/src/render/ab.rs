@@ -33,19 +33,27 @@ pub fn format_confidence(c: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-fn pct(f: f64) -> String {
+/// A change as a signed percentage: `+4.2%`.
+pub(crate) fn pct(f: f64) -> String {
     format!("{:+.1}%", 100.0 * f)
 }
 
+/// A change's interval, `[-1.0%, +3.2%]`, or `-` without one.
+pub(crate) fn interval_text(ci: Option<(f64, f64)>) -> String {
+    ci.map_or_else(|| "-".to_owned(), |(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
+}
+
+/// A verdict as the reports print it: `no change` with the change it would have seen.
+pub(crate) fn verdict_text(verdict: &str, resolvable: Option<f64>) -> String {
+    match resolvable {
+        Some(r) => format!("no change (would see {:.1}%)", 100.0 * r.abs()),
+        None => verdict.to_owned(),
+    }
+}
+
 fn row(p: &AbPercentile) -> String {
-    let interval = match (p.ci_low, p.ci_high) {
-        (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
-        _ => "-".to_owned(),
-    };
-    let verdict = match p.resolvable {
-        Some(r) => format!("no change (would see {:.1}%)", 100.0 * r),
-        None => p.verdict.clone(),
-    };
+    let interval = interval_text(p.ci_low.zip(p.ci_high));
+    let verdict = verdict_text(&p.verdict, p.resolvable);
     format!(
         "{:<6} {:>10} {:>10} {:>8} {:>18} {:>7} {}",
         p.percentile,

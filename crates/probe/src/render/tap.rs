@@ -10,7 +10,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use hdrhistogram::Histogram;
 
 use crate::model::{Stats, TapComparison, TapFigure, TapGroup};
-use crate::render::ab::format_confidence;
+use crate::render::ab::{format_confidence, interval_text, pct, verdict_text};
 use crate::render::points::GroupPoint;
 use crate::units::{format_ns, thousands, utc_timestamp};
 
@@ -146,10 +146,6 @@ fn figure_detail(f: &TapFigure, groups: &[TapGroup], view: TapView) -> String {
     out
 }
 
-fn pct(f: f64) -> String {
-    format!("{:+.1}%", 100.0 * f)
-}
-
 /// The change B vs A of each pair of figures, per percentile, with how it was judged.
 #[must_use]
 pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapComparison)], confidence: f64) -> String {
@@ -181,13 +177,8 @@ pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapCo
             "", "A", "B", "change", "interval", "samples"
         );
         for ch in &c.changes {
-            let interval = ch
-                .ci
-                .map_or("-".to_owned(), |(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)));
-            let verdict = match ch.resolvable {
-                Some(r) => format!("no change (would see {:.1}%)", 100.0 * r.abs()),
-                None => ch.verdict.clone(),
-            };
+            let interval = interval_text(ch.ci);
+            let verdict = verdict_text(&ch.verdict, ch.resolvable);
             let _ = writeln!(
                 out,
                 "  {:<6} {:>10} {:>10} {:>8} {:>18} {:>9} {}",
