@@ -1,8 +1,10 @@
 //! `latency-probe ab` as a user runs it, against known truths: two identical arms (A/A) give
 //! no change at p50 and p99; a planted slowdown of B (`--plant-delay-ns`, 20 µs on a path of
 //! about 1-2 µs) is found worse at p50, with the right sign. The two experiments run one after
-//! the other in one test (each runs two hot threads); the A/A at 99.9% confidence, so that a
-//! false alarm fails this test about once in 500 runs, not once in 50.
+//! the other in one test (each runs two hot threads). The A/A runs at 99.9% confidence, and a
+//! false alarm there (about once in 500 runs over its two percentiles: CI met one) earns one
+//! more A/A on a fresh order seed; the test fails when that one finds a change too, which a
+//! fair `ab` does about once in 250,000 runs and a biased one (an arm favoured) nearly always.
 
 mod common;
 
@@ -48,11 +50,30 @@ fn verdict<'v>(r: &'v serde_json::Value, percentile: &str) -> &'v serde_json::Va
 
 #[test]
 fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
-    let (out, aa) = ab(
-        "ab-aa",
-        &["--rounds", "11", "--confidence", "0.999", "--fail-on", "worse"],
-    );
-    assert!(out.status.success(), "A/A: {}", stderr(&out));
+    let a_and_a = || {
+        let (out, aa) = ab(
+            "ab-aa",
+            &["--rounds", "11", "--confidence", "0.999", "--fail-on", "worse"],
+        );
+        assert!(out.status.success(), "A/A: {}", stderr(&out));
+        aa
+    };
+    let changed = |aa: &serde_json::Value| {
+        ["p50", "p99"]
+            .iter()
+            .map(|p| verdict(aa, p))
+            .filter(|v| v["verdict"] != "no change")
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+    };
+    let mut aa = a_and_a();
+    let first = changed(&aa);
+    if !first.is_empty() {
+        eprintln!("A/A found a change, once in ~500 runs by chance; one more A/A: {first:?}");
+        aa = a_and_a();
+        let again = changed(&aa);
+        assert!(again.is_empty(), "A/A twice found a change: {first:?}, then {again:?}");
+    }
     for p in ["p50", "p99"] {
         let v = verdict(&aa, p);
         assert_eq!(v["verdict"], "no change", "A/A {p}: {v}");
