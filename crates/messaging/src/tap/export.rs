@@ -39,6 +39,8 @@ pub(crate) struct Status<'a> {
     pub(crate) writer_tid: i32,
     /// The writer's work on the last interval (swaps and logs), and its longest so far.
     pub(crate) writer_busy: (Duration, Duration),
+    /// Handovers the polling threads did not answer within the writer's wait, so far.
+    pub(crate) late_handovers: u64,
     pub(crate) prometheus: Option<&'a str>,
     pub(crate) figures: &'a [FigureView<'a>],
 }
@@ -71,7 +73,7 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
         out,
         "{{\"format\":1,\"pid\":{},\"clock\":{},\"unit\":\"ns\",\"interval_s\":{},\"started_unix_s\":{:.3},\
          \"updated_unix_s\":{:.3},\"writer_tid\":{},\"writer_busy_us\":{{\"last\":{},\"max\":{}}},\
-         \"prometheus\":{},\"figures\":[",
+         \"late_handovers\":{},\"prometheus\":{},\"figures\":[",
         std::process::id(),
         json_str(s.clock.name()),
         s.interval.as_secs_f64(),
@@ -80,6 +82,7 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
         s.writer_tid,
         s.writer_busy.0.as_micros(),
         s.writer_busy.1.as_micros(),
+        s.late_handovers,
         s.prometheus.map_or_else(|| "null".into(), json_str),
     );
     for (i, f) in s.figures.iter().enumerate() {

@@ -34,9 +34,15 @@
 //!   [`controlled_poll`](crate::Subscriber::controlled_poll), only when the handler keeps it
 //!   (not on `Abort`, which hands it over again);
 //! - the hot path takes no lock, allocates nothing and makes no syscall: the clock read is
-//!   `clock_gettime` from the vDSO, and a poll records each message it keeps straight into its
-//!   session's interval, inside one writer section (an atomic add and a store) per poll and session; the
-//!   histograms are allocated when a session first appears;
+//!   `clock_gettime` from the vDSO, a poll records each message it keeps straight into its
+//!   session's interval with plain writes, and at its end loads one word to see whether the
+//!   writer asked for the intervals (it then switches them: no atomic read-modify-write per
+//!   poll); the histograms are allocated when a session first appears;
+//! - stop recording before stopping the tap
+//!   ([`Subscriber::stop_recording`](crate::Subscriber::stop_recording), or drop the
+//!   subscriber): the tap then takes all it holds; a subscription still recording hands its
+//!   last interval over only if it is polled while the writer waits, and
+//!   [`TapSummary::unanswered`] counts those that were not;
 //! - failures reach the caller: the writer keeps going after a failed write and
 //!   [`Tap::stop`] returns the first [`TapError`](crate::TapError).
 //!
@@ -66,7 +72,9 @@
 //! while got < 100 {
 //!     got += sub.poll(&mut |_, _| {}, 10)?;
 //! }
+//! sub.stop_recording(); // the tap takes all it holds
 //! let summary = tap.stop()?;
+//! assert_eq!(summary.unanswered, 0);
 //! assert_eq!(summary.figures[0].recorded, 100);
 //! assert!(dir.join("feed.hlog").exists());
 //! # std::fs::remove_dir_all(&dir)?;
@@ -76,10 +84,12 @@
 //! ```
 
 mod export;
+mod handoff;
 mod phaser;
 mod poll;
 mod record;
 mod stamp;
+mod tally;
 mod writer;
 
 pub use export::BUCKETS_S;

@@ -1,8 +1,9 @@
 //! Two interval slots, one writer, one reader: the writer records into the active slot with no
 //! lock, no allocation and no syscall; the reader swaps the slots and takes the one the writer
 //! left. It is HdrHistogram's `Recorder` with its `WriterReaderPhaser`, cut down to the one
-//! writer a subscription has (the thread that polls it): a section costs the writer one
-//! read-modify-write and one plain store.
+//! writer a [`FigureRecorder`](super::FigureRecorder) has (the thread that holds it): a
+//! section costs the writer one read-modify-write and one plain store. (A subscription's
+//! recorder hands its intervals over when asked instead, [`super::handoff`]: cheaper per poll.)
 //!
 //! Two words. `word` holds the active slot in bit 0 and, above it, how many sections the writer
 //! has begun; `done` how many it has ended (only the writer stores it).
@@ -68,34 +69,7 @@ impl<T> Phaser<T> {
         self.done.store(ended + 1, Ordering::Release);
     }
 
-    /// Begins the writer's section: the active slot, the writer's alone until
-    /// [`leave`](Self::leave).
-    ///
-    /// # Safety
-    /// Only one thread ever writes a given phaser (the writer); it begins one section at a time,
-    /// uses the pointer only until it leaves, and always leaves (also when unwinding).
-    #[inline]
-    pub(crate) unsafe fn begin(&self) -> *mut T {
-        #[cfg(not(messaging_loom))]
-        let p = self.slots[self.open()].get();
-        // Under the model the pointer escapes loom's tracking; the models check `enter`, which
-        // takes the same steps with the access inside them.
-        #[cfg(messaging_loom)]
-        let p = self.slots[self.open()].with_mut(|p| p);
-        p
-    }
-
-    /// Ends the section [`begin`](Self::begin) began.
-    ///
-    /// # Safety
-    /// As [`begin`](Self::begin): the writer, once per `begin`.
-    #[inline]
-    pub(crate) unsafe fn leave(&self) {
-        self.close();
-    }
-
-    /// Runs `write` on the active slot inside one section (the same steps as
-    /// [`begin`](Self::begin) and [`leave`](Self::leave), which the model checks).
+    /// Runs `write` on the active slot inside one section.
     ///
     /// # Safety
     /// Only one thread ever calls `enter` on a given phaser (the writer), and never from inside

@@ -84,9 +84,9 @@ impl Subscriber {
     }
 }
 
-/// Ends a recording poll: leaves the writer sections it opened, also when the handler
-/// panics (the recorder is then dropped with the unwinding poll, and the subscription records
-/// no more).
+/// Ends a recording poll: hands the intervals over when the writer asked. When the handler
+/// panics the recorder is dropped with the unwinding poll instead (its sources retire, so the
+/// writer takes what was kept before the panic, and the subscription records no more).
 struct EndPoll(Option<Box<SubscriberTap>>);
 
 impl EndPoll {

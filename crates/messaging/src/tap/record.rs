@@ -1,21 +1,28 @@
 //! The recording side of the tap: what a polling thread (or a service's own code) records, and
 //! how it reaches the writer without a lock, an allocation or a syscall per message.
 //!
-//! Each source (one session of a subscription's figure, or one [`FigureRecorder`]) owns a
-//! [`Phaser`] of two [`Counts`] allocated when the source is made. A subscription's poll
-//! reads the clock once, at the first stamped message, opens the writer section of the
-//! session's sources at the first message the handler keeps, records each kept message
-//! straight into the open interval, and leaves at the end of the poll: one atomic add and one store per
-//! source and poll, not per message. The tap's writer waits for a section to end before it
-//! takes an interval, so a handler that runs long delays the writer, never the poll.
+//! Each source (one session of a subscription's figure, or one [`FigureRecorder`]) owns two
+//! interval [`Tally`]s allocated when the source is made.
+//! - A subscription's poll reads the clock once, at the first stamped message, and records
+//!   each message the handler keeps straight into its session's active interval with plain
+//!   writes. At the end of the poll it loads one word to see whether the tap's writer asked
+//!   for the intervals, and switches them when it did ([`Handoff`]): per poll, one relaxed
+//!   load and no atomic read-modify-write. A handler that runs long delays the handover,
+//!   never the poll.
+//! - A [`FigureRecorder`] records inside a writer section of its [`Phaser`] (one atomic add
+//!   and one store per value): it records when the service has something to record, so it
+//!   cannot be asked to hand over.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
+use super::handoff::{Handoff, Slots};
 use super::phaser::Phaser;
 use super::stamp::{Latency, Stamp};
+use super::tally::Tally;
 use super::writer::{Shared, Tap};
 use super::StampClock;
 use crate::error::TapError;
@@ -48,8 +55,8 @@ impl Counts {
         }
     }
 
-    /// Records one latency: no allocation (the histogram does not resize).
-    #[inline]
+    /// Records one latency (the reference a [`Tally`] is checked against).
+    #[cfg(test)]
     pub(crate) fn record(&mut self, ns: i64) {
         if ns < 0 {
             self.negative += 1;
@@ -89,12 +96,20 @@ impl Counts {
     }
 }
 
+/// How a source's two intervals pass from the recording thread to the writer.
+pub(crate) enum Intervals {
+    /// A [`FigureRecorder`]'s: a writer section per value.
+    Phased(Phaser<Tally>),
+    /// A subscription's: switched by its polling thread when the writer asks.
+    HandedOff(Slots<Tally>, Arc<Handoff>),
+}
+
 /// One source of one figure, as the writer holds it.
 pub(crate) struct Source {
     pub(crate) figure: usize,
     /// Its tag in the figure's log: `session-<id>` or `recorder-<n>`.
     pub(crate) tag: String,
-    pub(crate) counts: Phaser<Counts>,
+    pub(crate) intervals: Intervals,
     /// The Linux thread id that records into it (0 until it first records).
     pub(crate) tid: AtomicI32,
     /// Set (Release) once nothing records into it any more: the writer takes its last interval
@@ -103,14 +118,39 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    pub(crate) fn new(figure: usize, tag: String, highest_ns: u64) -> Source {
+    /// A source whose intervals the writer takes through `handoff`, or in writer sections
+    /// when it has none.
+    pub(crate) fn new(figure: usize, tag: String, highest_ns: u64, handoff: Option<Arc<Handoff>>) -> Source {
+        let (a, b) = (Tally::new(highest_ns), Tally::new(highest_ns));
         Source {
             figure,
             tag,
-            counts: Phaser::new(Counts::new(highest_ns), Counts::new(highest_ns)),
+            intervals: match handoff {
+                Some(h) => Intervals::HandedOff(Slots::new(a, b), h),
+                None => Intervals::Phased(Phaser::new(a, b)),
+            },
             tid: AtomicI32::new(0),
             retired: AtomicBool::new(false),
         }
+    }
+
+    /// Writer: the counts this source holds that the writer may take now (both intervals once
+    /// it is `retiring`), emptied out of it; `None` when there are none.
+    pub(crate) fn take(&self, retiring: bool, highest_ns: u64) -> Option<Counts> {
+        let mut got: Option<Counts> = None;
+        let take = |t: &mut Tally| {
+            if !t.is_empty() {
+                t.drain_into(got.get_or_insert_with(|| Counts::new(highest_ns)));
+            }
+        };
+        match &self.intervals {
+            // SAFETY: the writer thread is the only reader of every source.
+            Intervals::Phased(p) => unsafe { p.swap(take) },
+            // SAFETY: as above, and it asks for handovers only in `ask_for_intervals`, before
+            // it takes.
+            Intervals::HandedOff(slots, h) => unsafe { slots.take(h, retiring, take) },
+        }
+        got
     }
 
     /// Nothing records into it from now on (its recorder or session is gone).
@@ -123,6 +163,26 @@ impl Source {
             self.tid.store(crate::thread::current_tid(), Ordering::Relaxed);
         }
     }
+}
+
+/// The longest the writer waits for the polling threads to hand their intervals over: a
+/// quarter of the interval, at most 50 ms (a thread that polls answers within one poll).
+fn handoff_wait(interval: Duration) -> Duration {
+    (interval / 4).min(Duration::from_millis(50))
+}
+
+/// Asks every live subscription recorder among `sources` for its intervals and waits for the
+/// answers ([`handoff_wait`]); how many did not answer in time.
+pub(crate) fn ask_for_intervals(sources: &[Arc<Source>], interval: Duration) -> u64 {
+    let mut handoffs: Vec<&Handoff> = Vec::new();
+    for s in sources.iter().filter(|s| !s.retired.load(Ordering::Relaxed)) {
+        if let Intervals::HandedOff(_, h) = &s.intervals {
+            if !handoffs.iter().any(|x| std::ptr::eq(*x, &**h)) {
+                handoffs.push(h);
+            }
+        }
+    }
+    super::handoff::ask_all(&handoffs, handoff_wait(interval))
 }
 
 /// What a subscription records: the figure its hop goes to and, optionally, the figure for end
@@ -153,40 +213,60 @@ impl RecordLatency {
     }
 }
 
-/// One session's sources, on the polling thread.
+/// One session's sources, on the polling thread, and their active intervals.
 struct Session {
     id: i32,
     hop: Arc<Source>,
     end_to_end: Option<Arc<Source>>,
+    /// The active interval of `hop`, and of `end_to_end` (null: none).
+    hop_now: *mut Tally,
+    end_to_end_now: *mut Tally,
+}
+
+impl Session {
+    /// Points at each source's slot `active`.
+    fn activate(&mut self, active: usize) {
+        self.hop_now = Self::slot(&self.hop, active);
+        self.end_to_end_now = self
+            .end_to_end
+            .as_deref()
+            .map_or(std::ptr::null_mut(), |s| Self::slot(s, active));
+    }
+
+    fn slot(source: &Source, active: usize) -> *mut Tally {
+        match &source.intervals {
+            // SAFETY: the polling thread (this recorder's holder) writes only its active slot
+            // and switches only when the writer asked (`SubscriberTap::end_poll`).
+            Intervals::HandedOff(slots, _) => unsafe { slots.slot(active) },
+            Intervals::Phased(_) => unreachable!("a subscription's sources are handed off"),
+        }
+    }
 }
 
 /// A subscription's recorder, held by its polling thread.
 ///
-/// A poll opens the writer sections of the session its messages come from (both of its
-/// sources) at the first message it keeps and leaves them when the poll ends or a message of
-/// another session comes: one atomic add and one store per source and poll, and each message is recorded
-/// straight into the open interval. The plain polls close them on unwinding too (`EndPoll`).
+/// A poll records each message it keeps straight into its session's active intervals; at
+/// its end it switches every session's intervals when the writer asked ([`Handoff`]).
 pub(crate) struct SubscriberTap {
     shared: Arc<Shared>,
     what: RecordLatency,
     stream_id: i32,
     clock: StampClock,
     sessions: Vec<Session>,
+    /// The swaps asked for and made; the active slot is `answered & 1`.
+    handoff: Arc<Handoff>,
+    answered: u64,
     /// The receive time of this poll, 0 until a stamped message came.
     now: i64,
     /// The last message handed over: its session and latency (none: unstamped), until kept.
     last: Option<(usize, Option<Latency>)>,
-    /// The session whose sections are open, and the open intervals (null: none, or no end to
-    /// end figure). Only set inside a poll.
-    open: Option<usize>,
-    hop: *mut Counts,
-    end_to_end: *mut Counts,
+    /// The session of the last message kept (a poll's messages mostly share one).
+    current: Option<usize>,
 }
 
-// SAFETY: the raw pointers point into the open sections of this recorder's own sources and are
-// set only inside one poll on the polling thread (`end_poll` closes them before the poll
-// returns, also on unwinding); between polls the recorder holds none, so moving it to another
-// thread moves plain owned data.
+// SAFETY: the sessions' raw pointers point into the active slots of sources the sessions hold
+// (`Arc`), which only the thread holding this recorder writes (`&mut self`); moving the
+// recorder to another thread between polls moves that role with it.
 unsafe impl Send for SubscriberTap {}
 
 impl SubscriberTap {
@@ -205,18 +285,18 @@ impl SubscriberTap {
             what,
             stream_id,
             sessions: Vec::new(),
+            handoff: Arc::new(Handoff::default()),
+            answered: 0,
             now: 0,
             last: None,
-            open: None,
-            hop: std::ptr::null_mut(),
-            end_to_end: std::ptr::null_mut(),
+            current: None,
         })
     }
 
     /// The session's index, making its sources when it is new (cold: an image arrived).
     #[inline]
     fn session(&mut self, id: i32) -> usize {
-        match self.open.filter(|&i| self.sessions[i].id == id) {
+        match self.current.filter(|&i| self.sessions[i].id == id) {
             Some(i) => i,
             None => match self.sessions.iter().position(|s| s.id == id) {
                 Some(i) => i,
@@ -228,14 +308,26 @@ impl SubscriberTap {
     #[cold]
     fn add_session(&mut self, id: i32) -> usize {
         let tag = format!("session-{id}");
-        let source = |name: &str| self.shared.source(name, Some(self.stream_id), tag.clone());
+        let handoff = &self.handoff;
+        let source = |name: &str| {
+            self.shared
+                .source(name, Some(self.stream_id), tag.clone(), Some(handoff.clone()))
+        };
         let hop = source(&self.what.hop);
         let end_to_end = self.what.end_to_end.as_deref().map(source);
         hop.note_thread();
         if let Some(e2e) = &end_to_end {
             e2e.note_thread();
         }
-        self.sessions.push(Session { id, hop, end_to_end });
+        let mut session = Session {
+            id,
+            hop,
+            end_to_end,
+            hop_now: std::ptr::null_mut(),
+            end_to_end_now: std::ptr::null_mut(),
+        };
+        session.activate((self.answered & 1) as usize);
+        self.sessions.push(session);
         self.sessions.len() - 1
     }
 
@@ -273,18 +365,16 @@ impl SubscriberTap {
         let Some((session, latency)) = self.last.take() else {
             return;
         };
-        if self.open != Some(session) {
-            self.open_session(session);
-        }
-        // SAFETY: `open_session` opened this session's sections, whose intervals these point
-        // to, and only this thread writes them until `end_poll` leaves.
-        let hop = unsafe { &mut *self.hop };
+        self.current = Some(session);
+        let s = &self.sessions[session];
+        // SAFETY: the session's active intervals, which only this thread writes (`Session`).
+        let hop = unsafe { &mut *s.hop_now };
         match latency {
             None => hop.unstamped += 1,
             Some(l) => {
                 hop.record(l.hop_ns);
                 // SAFETY: as above; null when the subscription records no end to end.
-                if let Some(e2e) = unsafe { self.end_to_end.as_mut() } {
+                if let Some(e2e) = unsafe { s.end_to_end_now.as_mut() } {
                     let counted = e2e.saturated + e2e.negative;
                     e2e.record(l.end_to_end_ns);
                     // A saturated age makes the value a lower bound: saturated, once.
@@ -296,49 +386,33 @@ impl SubscriberTap {
         }
     }
 
-    /// Leaves the open session's sections and opens `session`'s.
-    #[cold]
-    fn open_session(&mut self, session: usize) {
-        self.close();
-        let s = &self.sessions[session];
-        // SAFETY: this polling thread is the only writer of its sessions' sources; `close`
-        // (at the end of the poll, or here) leaves each section it opens.
-        unsafe {
-            self.hop = s.hop.counts.begin();
-            self.end_to_end = s.end_to_end.as_ref().map_or(std::ptr::null_mut(), |e| e.counts.begin());
-        }
-        self.open = Some(session);
-    }
-
-    fn close(&mut self) {
-        let Some(i) = self.open.take() else { return };
-        let s = &self.sessions[i];
-        // SAFETY: `open_session` opened these two sections; they are left once.
-        unsafe {
-            s.hop.counts.leave();
-            if let Some(e) = &s.end_to_end {
-                e.counts.leave();
-            }
-        }
-        self.hop = std::ptr::null_mut();
-        self.end_to_end = std::ptr::null_mut();
-    }
-
-    /// The end of a poll: leaves the open sections and forgets its clock read.
+    /// The end of a poll (also an empty one): forgets its clock read, and hands the intervals
+    /// over when the writer asked (one relaxed load when it did not).
     #[inline]
     pub(crate) fn end_poll(&mut self) {
-        if self.open.is_some() {
-            self.close();
-        }
         self.last = None;
         self.now = 0;
+        if let Some(asked) = self.handoff.asked_since(self.answered) {
+            self.switch(asked);
+        }
+    }
+
+    /// Switches every session to the other interval and tells the writer.
+    #[cold]
+    fn switch(&mut self, asked: u64) {
+        Handoff::acquire();
+        self.answered = asked;
+        for s in &mut self.sessions {
+            s.activate((asked & 1) as usize);
+        }
+        self.handoff.answer(asked);
     }
 
     /// The images of `session_id` are gone: its sources retire (the writer takes their last
     /// interval and frees them); a publisher that comes back with that session gets new ones.
-    /// Called between polls only, when no section is open.
+    /// Called between polls only.
     pub(crate) fn session_gone(&mut self, session_id: i32) {
-        debug_assert!(self.open.is_none(), "between polls");
+        self.current = None;
         if let Some(i) = self.sessions.iter().position(|s| s.id == session_id) {
             let s = self.sessions.swap_remove(i);
             s.hop.retire();
@@ -351,7 +425,6 @@ impl SubscriberTap {
 
 impl Drop for SubscriberTap {
     fn drop(&mut self) {
-        self.end_poll();
         for s in &self.sessions {
             s.hop.retire();
             if let Some(e) = &s.end_to_end {
@@ -363,7 +436,8 @@ impl Drop for SubscriberTap {
 
 /// A figure a service records itself, e.g. the time a message spent inside it (receive to
 /// publish). One per recording thread; [`record`](Self::record) takes no lock, allocates
-/// nothing and makes no syscall (one uncontended atomic add and one store per call).
+/// nothing and makes no syscall (one uncontended atomic add and one store per call: it
+/// records whenever the service has a value, so the writer cannot wait for it to hand over).
 pub struct FigureRecorder {
     source: Arc<Source>,
     _shared: Arc<Shared>,
@@ -386,7 +460,7 @@ impl FigureRecorder {
         let shared = tap.shared();
         shared.figure(name, None)?;
         let n = shared.next_recorder();
-        let source = shared.source(name, None, format!("recorder-{n}"));
+        let source = shared.source(name, None, format!("recorder-{n}"), None);
         Ok(FigureRecorder {
             source,
             _shared: shared,
@@ -397,9 +471,12 @@ impl FigureRecorder {
     #[inline]
     pub fn record(&mut self, ns: i64) {
         self.source.note_thread();
-        // SAFETY: `&mut self` makes the thread that holds this recorder the source's only
-        // writer (the recorder is not `Clone`; sharing `&FigureRecorder` does not allow
-        // recording).
-        unsafe { self.source.counts.enter(|c| c.record(ns)) };
+        match &self.source.intervals {
+            // SAFETY: `&mut self` makes the thread that holds this recorder the source's only
+            // writer (the recorder is not `Clone`; sharing `&FigureRecorder` does not allow
+            // recording).
+            Intervals::Phased(p) => unsafe { p.enter(|t| t.record(ns)) },
+            Intervals::HandedOff(..) => unreachable!("a recorder's source is phased"),
+        }
     }
 }

@@ -14,6 +14,7 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use super::export::{self, FigureView};
+use super::handoff::Handoff;
 use super::record::{Counts, FigureRecorder, Source};
 use super::StampClock;
 use crate::error::TapError;
@@ -202,8 +203,12 @@ impl Tap {
         self.shared.clone()
     }
 
-    /// Writes the last interval, closes the logs and says what was recorded. Stop the polls and
-    /// recorders first: what they record after the last interval's swap is not written.
+    /// Writes the last interval, closes the logs and says what was recorded. Stop recording
+    /// first ([`Subscriber::stop_recording`](crate::Subscriber::stop_recording) or drop the
+    /// subscriber; drop the [`FigureRecorder`]s): the tap then takes all they hold. A
+    /// subscription still recording hands its last interval over only if it is polled while
+    /// the writer waits (at most 50 ms); [`TapSummary::unanswered`] counts those that were
+    /// not. What is recorded after the last interval is taken is not written.
     ///
     /// # Errors
     /// The first [`TapError::Write`] the writer met (it goes on after one: later intervals
@@ -238,6 +243,12 @@ impl Drop for Tap {
 pub struct TapSummary {
     /// The figures, in the order they were first named.
     pub figures: Vec<FigureSummary>,
+    /// Subscription recorders still recording at stop that did not hand their last interval
+    /// over within the writer's wait (they were not polled): what they recorded since their
+    /// last handover is in neither the logs nor these figures. 0 when every subscription
+    /// stopped recording ([`Subscriber::stop_recording`](crate::Subscriber::stop_recording),
+    /// or dropped) before [`Tap::stop`], or kept polling until it returned.
+    pub unanswered: u64,
 }
 
 /// One figure's totals and files.
@@ -331,7 +342,13 @@ impl Shared {
     /// A new source of the figure `name` (registered before), with its two intervals allocated.
     /// Its tag is `tag`, or `tag.N` when the figure has a source tagged `tag` already (a
     /// second subscription on the stream, or `record_latency` called again).
-    pub(crate) fn source(&self, name: &str, stream: Option<i32>, tag: String) -> Arc<Source> {
+    pub(crate) fn source(
+        &self,
+        name: &str,
+        stream: Option<i32>,
+        tag: String,
+        handoff: Option<Arc<Handoff>>,
+    ) -> Arc<Source> {
         let figure = self.figure(name, stream).unwrap_or(0);
         let mut r = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
         let taken = |t: &str| r.sources.iter().any(|s| s.figure == figure && s.tag == t);
@@ -343,7 +360,7 @@ impl Shared {
         } else {
             tag
         };
-        let source = Arc::new(Source::new(figure, tag, self.highest_ns));
+        let source = Arc::new(Source::new(figure, tag, self.highest_ns, handoff));
         r.sources.push(source.clone());
         source
     }
@@ -387,6 +404,11 @@ struct Writer {
     /// lands on whatever core it runs on).
     busy_last: Duration,
     busy_max: Duration,
+    /// Handovers a polling thread did not answer within the writer's wait, summed over the
+    /// intervals (its counts then land in a later interval).
+    late: u64,
+    /// Those of the last interval (at stop: what stays unwritten).
+    unanswered: u64,
     /// Per figure: its totals since the start, its files, its current log.
     totals: Vec<Counts>,
     files: Vec<Vec<PathBuf>>,
@@ -411,6 +433,8 @@ impl Writer {
             tid: 0,
             busy_last: Duration::ZERO,
             busy_max: Duration::ZERO,
+            late: 0,
+            unanswered: 0,
             totals: Vec::new(),
             files: Vec::new(),
             logs: Vec::new(),
@@ -468,6 +492,8 @@ impl Writer {
             // A figure named since the last interval starts where that interval ended.
             self.from.push(self.last_round.unwrap_or(self.started_at));
         }
+        self.unanswered = super::record::ask_for_intervals(&sources, self.interval);
+        self.late += self.unanswered;
         let mut first_error = None;
         let mut drained = Vec::new();
         for f in 0..figures {
@@ -499,17 +525,13 @@ impl Writer {
         let mut lines: Vec<u8> = Vec::new();
         let mut first_error = None;
         let mut taken: Vec<(&str, Counts)> = Vec::new();
+        let highest_ns = self.shared.highest_ns;
         for s in sources.iter().filter(|s| s.figure == f) {
             let retiring = s.retired.load(Ordering::Acquire);
-            // SAFETY: the writer thread is the only reader of every source.
-            unsafe {
-                s.counts.swap(|c| {
-                    if c.messages() + c.unstamped > 0 {
-                        taken.push((&s.tag, c.clone()));
-                    }
-                    self.interval_sum.add(c);
-                    c.reset();
-                });
+            let got = s.take(retiring, highest_ns);
+            if let Some(c) = got {
+                self.interval_sum.add(&c);
+                taken.push((&s.tag, c));
             }
             if retiring {
                 drained.push(s.clone());
@@ -637,6 +659,7 @@ impl Writer {
             started: self.started,
             writer_tid: self.tid,
             writer_busy: (self.busy_last, self.busy_max),
+            late_handovers: self.late,
             prometheus: self.prometheus.then_some(PROMETHEUS_FILE),
             figures: &views,
         });
@@ -654,6 +677,7 @@ impl Writer {
     fn summary(&self) -> TapSummary {
         let views = self.views();
         TapSummary {
+            unanswered: self.unanswered,
             figures: views
                 .into_iter()
                 .map(|v| FigureSummary {

@@ -1,0 +1,195 @@
+//! What a source records in one interval, on the recording thread: HdrHistogram's counts array
+//! (3 significant digits, from 1 ns up) incremented by index, without the histogram's own
+//! bookkeeping (its total, minimum and maximum, each updated per value), which the tap's writer
+//! rebuilds when it turns the interval into a [`Histogram`] ([`Tally::drain_into`]). A record
+//! is a clamp, a `leading_zeros`, one increment and two adds.
+//!
+//! The layout is HdrHistogram's for `lowest = 1`, 3 significant digits: 2048 sub-buckets,
+//! the first bucket holding 0..2047 exactly, each next one twice as wide at half the
+//! resolution. The writer records each non-zero count at the lowest value of its index, which
+//! HdrHistogram files under the same index: the histogram it rebuilds equals the one that
+//! recording each value would have given (the tests check it, extremes included).
+
+use hdrhistogram::Histogram;
+
+use super::record::Counts;
+
+/// 2^10: half the sub-buckets of 3 significant digits (2048 sub-buckets).
+const HALF_COUNT_MAGNITUDE: u32 = 10;
+/// The sub-bucket mask (the unit magnitude is 0: the lowest value is 1).
+const SUB_BUCKET_MASK: u64 = (1 << (HALF_COUNT_MAGNITUDE + 1)) - 1;
+/// 64 minus the sub-bucket count's magnitude (11).
+const LEADING_ZERO_COUNT_BASE: u32 = 64 - (HALF_COUNT_MAGNITUDE + 1);
+
+/// HdrHistogram's counts index of `v`.
+#[inline]
+fn index(v: u64) -> usize {
+    let bucket = LEADING_ZERO_COUNT_BASE - (v | SUB_BUCKET_MASK).leading_zeros();
+    let sub = (v >> bucket) as usize;
+    ((bucket as usize + 1) << HALF_COUNT_MAGNITUDE) + sub - (1 << HALF_COUNT_MAGNITUDE)
+}
+
+/// The lowest value HdrHistogram files under index `i`.
+fn value_at(i: usize) -> u64 {
+    let half = 1 << HALF_COUNT_MAGNITUDE;
+    match i >> HALF_COUNT_MAGNITUDE {
+        // The first bucket: the index is the value (0..2047).
+        0 | 1 => i as u64,
+        // Bucket b >= 1 sits at index (b + 1) * 1024 + sub - 1024, sub in 1024..2048.
+        b => (((i & (half - 1)) + half) as u64) << (b - 1),
+    }
+}
+
+/// One interval of one source, as the recording thread fills it.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    /// HdrHistogram's counts array for `[1, high]` at 3 digits.
+    counts: Box<[u64]>,
+    /// The highest trackable value: higher ones are recorded as it and counted as saturated.
+    high: u64,
+    /// Values recorded (into `counts`).
+    recorded: u64,
+    /// Latencies below zero, counted, not recorded.
+    pub(crate) negative: u64,
+    /// Latencies above `high`, plus forwarded stamps whose age saturated.
+    pub(crate) saturated: u64,
+    /// Messages without a stamp.
+    pub(crate) unstamped: u64,
+    /// The sum of the recorded values (clamped), ns.
+    sum_ns: u64,
+}
+
+impl Tally {
+    /// An empty tally for latencies up to `highest_ns`, sized as HdrHistogram sizes its array.
+    pub(crate) fn new(highest_ns: u64) -> Tally {
+        let len = Histogram::<u64>::new_with_bounds(1, highest_ns, 3)
+            .expect("1 <= highest, 3 digits")
+            .distinct_values();
+        let high = highest_ns.max(2);
+        debug_assert!(index(high) < len, "the array holds the highest value");
+        Tally {
+            counts: vec![0; len].into_boxed_slice(),
+            high,
+            recorded: 0,
+            negative: 0,
+            saturated: 0,
+            unstamped: 0,
+            sum_ns: 0,
+        }
+    }
+
+    /// Records one latency, ns: no allocation, no branch beyond the sign and the clamp.
+    #[inline]
+    pub(crate) fn record(&mut self, ns: i64) {
+        if ns < 0 {
+            self.negative += 1;
+            return;
+        }
+        let mut v = ns as u64;
+        if v > self.high {
+            v = self.high;
+            self.saturated += 1;
+        }
+        self.counts[index(v)] += 1;
+        self.recorded += 1;
+        self.sum_ns = self.sum_ns.saturating_add(v);
+    }
+
+    /// Nothing counted since the last drain.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.recorded + self.negative + self.unstamped + self.saturated == 0
+    }
+
+    /// Adds everything counted into `to` (a histogram of the same range) and empties this
+    /// tally. On the writer's thread: a pass over the counts array.
+    pub(crate) fn drain_into(&mut self, to: &mut Counts) {
+        if self.recorded > 0 {
+            for (i, n) in self.counts.iter_mut().enumerate().filter(|(_, n)| **n > 0) {
+                to.histogram.saturating_record_n(value_at(i), *n);
+                *n = 0;
+            }
+        }
+        to.negative += self.negative;
+        to.saturated += self.saturated;
+        to.unstamped += self.unstamped;
+        to.sum_ns = to.sum_ns.saturating_add(self.sum_ns);
+        (
+            self.recorded,
+            self.negative,
+            self.saturated,
+            self.unstamped,
+            self.sum_ns,
+        ) = (0, 0, 0, 0, 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every index maps to a value HdrHistogram files under that index, and back.
+    #[test]
+    fn indices_and_values_are_hdrhistograms() {
+        let high = 10_000_000_000;
+        let h = Histogram::<u64>::new_with_bounds(1, high, 3).unwrap();
+        let len = h.distinct_values();
+        for i in 0..len {
+            let v = value_at(i);
+            assert_eq!(index(v), i, "value {v}");
+            assert_eq!(h.lowest_equivalent(v), v, "index {i}: {v} is its bucket's lowest");
+            if v <= h.high() {
+                assert_eq!(index(h.highest_equivalent(v)), i, "index {i}: the bucket's top");
+            }
+        }
+        assert!(index(high) < len);
+    }
+
+    /// A tally drained into a histogram equals the histogram the same values recorded one by
+    /// one give: counts, total, min, max, mean; negatives and saturation counted apart.
+    #[test]
+    fn a_drained_tally_equals_recording_each_value() {
+        let high = 10_000_000_000;
+        let mut direct = Counts::new(high);
+        let mut tally = Tally::new(high);
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut values: Vec<i64> = vec![
+            0,
+            1,
+            2047,
+            2048,
+            2049,
+            4095,
+            4096,
+            high as i64,
+            high as i64 + 1,
+            -5,
+            i64::MAX,
+        ];
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push((x % (1 << (x % 34))) as i64); // up to 2^34 - 1: a few above `high`
+        }
+        for &v in &values {
+            direct.record(v);
+            tally.record(v);
+        }
+        let mut drained = Counts::new(high);
+        tally.drain_into(&mut drained);
+        assert!(tally.is_empty());
+        assert_eq!(drained.histogram, direct.histogram);
+        assert_eq!(drained.histogram.len(), direct.histogram.len());
+        assert_eq!(drained.histogram.max(), direct.histogram.max());
+        assert_eq!(drained.histogram.min(), direct.histogram.min());
+        assert_eq!(drained.histogram.mean(), direct.histogram.mean());
+        assert_eq!(
+            (drained.negative, drained.saturated, drained.sum_ns),
+            (direct.negative, direct.saturated, direct.sum_ns)
+        );
+        assert!(drained.negative == 1 && drained.saturated >= 2, "{}", drained.saturated);
+        // Drained means empty: a second drain adds nothing.
+        tally.drain_into(&mut drained);
+        assert_eq!(drained.histogram.len(), direct.histogram.len());
+    }
+}
