@@ -9,7 +9,10 @@
 //! - `recorded`: stamped, and the subscription records each message's latency into a `Tap`
 //!   (one clock read per poll), polling 256 fragments a time;
 //! - `stamped, 1 per poll` and `recorded, 1 per poll`: the same two polling one fragment a
-//!   time, so every message pays the per-poll part (a clock read, the handover check).
+//!   time, so every message pays the per-poll part (a clock read, the handover check);
+//! - `clocked, 1 per poll`: stamped, one fragment a poll, and the handler reads the clock
+//!   once per message: the clock read where recording reads it (after the frame is read, so
+//!   it waits for that read as the recording's does), for "recording beyond its clock read".
 //!
 //! A round publishes k messages on each stream in turn (the order rotating from round to round)
 //! and then polls them all; the costs per message are each round's time over k. The change a
@@ -32,6 +35,8 @@ struct Variant {
     publ: Publication<Exclusive>,
     sub: Subscriber,
     fragment_limit: usize,
+    /// The handler reads the clock once per message.
+    clocked: bool,
     /// Per round: publish ns/msg, poll ns/msg.
     costs: Vec<(f64, f64)>,
 }
@@ -50,6 +55,10 @@ pub(crate) struct TapCost {
     pub(crate) record: (f64, f64, f64),
     /// Recording at one fragment a poll (every message a poll), the same.
     pub(crate) record_each: (f64, f64, f64),
+    /// A clock read in the handler at one fragment a poll (clocked - stamped), the same.
+    pub(crate) clock_in_poll: (f64, f64, f64),
+    /// Recording at one fragment a poll beyond a clock read in place (recorded - clocked).
+    pub(crate) record_each_beyond_clock: (f64, f64, f64),
 }
 
 fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
@@ -79,16 +88,18 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
     let tap = Tap::builder(&tap_dir).start().expect("the bench's tap starts");
     let channel = format!("{CHANNEL}?term-length={BIG_TERM}");
     let client = at.unpinned(|| connect(dir));
+    // name, stamp, record, clock in the handler, fragment limit, stream
     let specs = [
-        ("plain", false, false, TP_FRAGMENT_LIMIT, 1030),
-        ("stamped", true, false, TP_FRAGMENT_LIMIT, 1031),
-        ("recorded", true, true, TP_FRAGMENT_LIMIT, 1032),
-        ("stamped, 1 per poll", true, false, 1, 1033),
-        ("recorded, 1 per poll", true, true, 1, 1034),
+        ("plain", false, false, false, TP_FRAGMENT_LIMIT, 1030),
+        ("stamped", true, false, false, TP_FRAGMENT_LIMIT, 1031),
+        ("recorded", true, true, false, TP_FRAGMENT_LIMIT, 1032),
+        ("stamped, 1 per poll", true, false, false, 1, 1033),
+        ("recorded, 1 per poll", true, true, false, 1, 1034),
+        ("clocked, 1 per poll", true, false, true, 1, 1035),
     ];
     let mut variants: Vec<Variant> = specs
         .iter()
-        .map(|&(name, stamp, record, fragment_limit, stream)| {
+        .map(|&(name, stamp, record, clocked, fragment_limit, stream)| {
             let (publ, sub) = at.unpinned(|| {
                 let mut sub = client.subscription(&channel, stream).expect("tap cost subscription");
                 let mut publ = client
@@ -109,6 +120,7 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
                 publ,
                 sub,
                 fragment_limit,
+                clocked,
                 costs: Vec::new(),
             }
         })
@@ -152,6 +164,8 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
         stamp: diff(1, 0, |c| c.0),
         record: diff(2, 1, |c| c.1),
         record_each: diff(4, 3, |c| c.1),
+        clock_in_poll: diff(5, 3, |c| c.1),
+        record_each_beyond_clock: diff(4, 5, |c| c.1),
     };
     drop(variants); // their recorders retire: the tap takes all they hold
     let summary = tap.stop().expect("the bench's tap wrote its logs");
@@ -176,13 +190,23 @@ fn one_variant(v: &mut Variant, k: u64) -> (f64, f64) {
     let t1 = Instant::now();
     let mut got = 0;
     let limit = v.fragment_limit;
+    let clocked = v.clocked;
+    let mut clock_sum = 0_i64;
     spin_until("tap cost: polling back", || {
         got += v
             .sub
-            .poll(&mut |_: &[u8], _: &MessageHeader<'_>| {}, limit)
+            .poll(
+                &mut |_: &[u8], _: &MessageHeader<'_>| {
+                    if clocked {
+                        clock_sum = clock_sum.wrapping_add(StampClock::Monotonic.now_ns());
+                    }
+                },
+                limit,
+            )
             .unwrap_or(0) as u64;
         got >= k
     });
+    std::hint::black_box(clock_sum);
     let t2 = Instant::now();
     (
         (t1 - t0).as_nanos() as f64 / k as f64,
@@ -213,5 +237,13 @@ pub(crate) fn print(c: &TapCost) {
     println!(
         "recording, 1 fragment a poll (recorded - stamped, every message a poll and a clock read): {}",
         show(c.record_each)
+    );
+    println!(
+        "  a clock read in the handler, 1 fragment a poll (clocked - stamped): {}",
+        show(c.clock_in_poll)
+    );
+    println!(
+        "  recording beyond that clock read (recorded - clocked, 1 fragment a poll): {}",
+        show(c.record_each_beyond_clock)
     );
 }
