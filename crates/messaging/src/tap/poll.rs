@@ -38,15 +38,15 @@ impl Subscriber {
         let mut guard = EndPoll(self.tap.take());
         let tap = guard.0.as_mut().expect("the caller checked");
         let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
-            let received = tap.on_message(frame.session_id(), frame.reserved_value());
+            let m = tap.measure(frame.session_id(), frame.reserved_value());
             handler(
                 bytes,
                 &MessageHeader {
                     frame: *frame,
-                    received,
+                    received: m.received,
                 },
             );
-            tap.keep();
+            tap.keep(m);
             Step::Continue
         });
         self.tap = guard.finish();
@@ -66,16 +66,16 @@ impl Subscriber {
         let mut guard = EndPoll(self.tap.take());
         let tap = guard.0.as_mut().expect("the caller checked");
         let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
-            let received = tap.on_message(frame.session_id(), frame.reserved_value());
+            let m = tap.measure(frame.session_id(), frame.reserved_value());
             let action = handler(
                 bytes,
                 &MessageHeader {
                     frame: *frame,
-                    received,
+                    received: m.received,
                 },
             );
             if action != ControlledAction::Abort {
-                tap.keep();
+                tap.keep(m);
             }
             action.into()
         });

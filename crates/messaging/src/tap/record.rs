@@ -243,6 +243,16 @@ impl Session {
     }
 }
 
+/// A message a poll handed over, measured ([`SubscriberTap::measure`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Measured {
+    session: usize,
+    /// None: unstamped.
+    latency: Option<Latency>,
+    /// The receive time (the poll's clock read) when it carries a stamp.
+    pub(crate) received: Option<i64>,
+}
+
 /// A subscription's recorder, held by its polling thread.
 ///
 /// A poll records each message it keeps straight into its session's active intervals; at
@@ -258,8 +268,6 @@ pub(crate) struct SubscriberTap {
     answered: u64,
     /// The receive time of this poll, 0 until a stamped message came.
     now: i64,
-    /// The last message handed over: its session and latency (none: unstamped), until kept.
-    last: Option<(usize, Option<Latency>)>,
     /// The session of the last message kept (a poll's messages mostly share one).
     current: Option<usize>,
 }
@@ -288,7 +296,6 @@ impl SubscriberTap {
             handoff: Arc::new(Handoff::default()),
             answered: 0,
             now: 0,
-            last: None,
             current: None,
         })
     }
@@ -331,10 +338,10 @@ impl SubscriberTap {
         self.sessions.len() - 1
     }
 
-    /// A message handed over: its latency, kept until [`keep`](Self::keep) records it.
-    /// Returns the receive time (the poll's one clock read) when it carries a stamp.
+    /// A message handed over, measured: [`keep`](Self::keep) records it once the handler
+    /// kept it.
     #[inline]
-    pub(crate) fn on_message(&mut self, session_id: i32, reserved: i64) -> Option<i64> {
+    pub(crate) fn measure(&mut self, session_id: i32, reserved: i64) -> Measured {
         let session = self.session(session_id);
         let latency = match Stamp::from_reserved(reserved) {
             Stamp::Absent => None,
@@ -355,16 +362,17 @@ impl SubscriberTap {
                 }
             }
         };
-        self.last = Some((session, latency));
-        latency.map(|_| self.now)
+        Measured {
+            session,
+            latency,
+            received: latency.map(|_| self.now),
+        }
     }
 
-    /// Records the last message handed over (the handler kept it).
+    /// Records a measured message (the handler kept it).
     #[inline]
-    pub(crate) fn keep(&mut self) {
-        let Some((session, latency)) = self.last.take() else {
-            return;
-        };
+    pub(crate) fn keep(&mut self, m: Measured) {
+        let Measured { session, latency, .. } = m;
         self.current = Some(session);
         let s = &self.sessions[session];
         // SAFETY: the session's active intervals, which only this thread writes (`Session`).
@@ -390,7 +398,6 @@ impl SubscriberTap {
     /// over when the writer asked (one relaxed load when it did not).
     #[inline]
     pub(crate) fn end_poll(&mut self) {
-        self.last = None;
         self.now = 0;
         if let Some(asked) = self.handoff.asked_since(self.answered) {
             self.switch(asked);
