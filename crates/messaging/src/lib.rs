@@ -94,6 +94,7 @@ mod prefault;
 mod process;
 mod publication;
 mod reader;
+mod subscribe;
 mod subscription;
 #[cfg(feature = "tap")]
 pub mod tap;
@@ -134,9 +135,8 @@ pub use publication::{
 };
 #[allow(deprecated)]
 pub use publication::{ExclusivePublisher, Publisher};
-pub use subscription::{
-    ControlledAction, Handoff, HandoffOptions, HeaderValues, MessageHeader, SubscribeError, Subscriber,
-};
+pub use subscribe::{Handoff, HandoffOptions, SubscribeError};
+pub use subscription::{ControlledAction, HeaderValues, MessageHeader, Subscriber};
 #[cfg(feature = "tap")]
 pub use tap::{RecordLatency, StampClock, Tap};
 pub use thread::{available_cores, current_tid, PinnedThread, ThreadBuilder};
