@@ -95,21 +95,21 @@ conformance: bootstrap loom miri
 	$(WITH_CMAKE) MESSAGING_STRESS_ROUNDS=$(RACE_ROUNDS) scripts/expect-tests.sh 2 \
 		$(CARGO) test -p messaging --features embedded-driver --lib one_core
 
-# The loom models of the log's protocol (src/log/model.rs) and the tap's phaser and handoff
-# (src/tap/phaser.rs, src/tap/handoff.rs), in a target dir of their own
+# The loom models of the log's protocol (src/log/model.rs) and the tap's phaser and handover
+# (src/tap/phaser.rs, src/tap/handover.rs), in a target dir of their own
 # (the cfg changes every dependency's build). LOOM_MAX_PREEMPTIONS bounds the search (2).
 loom: bootstrap
 	$(WITH_CMAKE) RUSTFLAGS="--cfg messaging_loom" CARGO_TARGET_DIR=target/loom scripts/expect-tests.sh 5 \
-		$(CARGO) test -p messaging --features tap --lib --release -- log::model tap::phaser::model tap::handoff::model
+		$(CARGO) test -p messaging --features tap --lib --release -- log::model tap::phaser::model tap::handover::model
 
 # Miri over the appender and term reader tests on heap logs (src/log/tests.rs, src/reader.rs)
-# and the tap's phaser and handoff (src/tap/phaser.rs, src/tap/handoff.rs),
+# and the tap's phaser and handover (src/tap/phaser.rs, src/tap/handover.rs),
 # installing the nightly toolchain's miri and rust-src when missing.
 miri: bootstrap
 	@rustup component list --toolchain $(MIRI_TOOLCHAIN) --installed 2>/dev/null | grep -q '^miri' || \
 		rustup toolchain install $(MIRI_TOOLCHAIN) --profile minimal --component miri,rust-src
 	$(WITH_CMAKE) MIRIFLAGS="-Zmiri-disable-isolation" scripts/expect-tests.sh 12 \
-		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --features tap --lib -- log:: reader:: tap::phaser tap::handoff
+		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --features tap --lib -- log:: reader:: tap::phaser tap::handover
 
 bench: bootstrap
 	$(WITH_CMAKE) $(CARGO) bench --workspace

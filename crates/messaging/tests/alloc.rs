@@ -440,8 +440,8 @@ fn stamped_offer_and_try_claim_allocate_nothing() {
 
 /// The tap's recording (feature `tap`): a subscription that records every stamped message's
 /// latency allocates nothing once its session's histograms exist (made at its first message,
-/// in the warm-up), on one thread and on two; the writer thread swapping the intervals
-/// meanwhile does not change that.
+/// in the warm-up), on one thread and on two; the writer thread asking for and taking the
+/// intervals meanwhile does not change that.
 #[cfg(feature = "tap")]
 #[test]
 fn recording_polls_allocate_nothing() {

@@ -37,9 +37,10 @@ pub(crate) struct Status<'a> {
     pub(crate) interval: Duration,
     pub(crate) started: SystemTime,
     pub(crate) writer_tid: i32,
-    /// The writer's work on the last interval (swaps and logs), and its longest so far.
+    /// The writer's work on the last interval (taking the counts and writing the logs, not
+    /// its wait for the polling threads' answers), and its longest so far.
     pub(crate) writer_busy: (Duration, Duration),
-    /// Handovers the polling threads did not answer within the writer's wait, so far.
+    /// Asks the polling threads had not answered by the end of an interval, summed so far.
     pub(crate) late_handovers: u64,
     pub(crate) prometheus: Option<&'a str>,
     pub(crate) figures: &'a [FigureView<'a>],

@@ -7,8 +7,8 @@
 //!   message's age since the origin), so the next hop records both its hop and end to end.
 //! - **Record**: a subscription that records
 //!   ([`Subscriber::record_latency`](crate::Subscriber::record_latency)) puts each stamped
-//!   message's receive time minus its stamp into an HdrHistogram per session, on the polling
-//!   thread; a [`FigureRecorder`] records what a service measures itself (receive to publish).
+//!   message's receive time minus its stamp into an interval per session (HdrHistogram's
+//!   counts, 3 significant digits), on the polling thread; a [`FigureRecorder`] records what a service measures itself (receive to publish).
 //! - **Write**: the [`Tap`]'s thread writes one interval log (`.hlog`, HdrHistogram's format,
 //!   readable by its `HistogramLogProcessor` and by `latency-probe tap`) per figure every
 //!   interval, rotates them, and keeps a status file ([`STATUS_FILE`]) and a Prometheus textfile
@@ -83,12 +83,14 @@
 //! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 //! ```
 
+mod collect;
 mod export;
-mod handoff;
+mod handover;
 mod phaser;
 mod poll;
 mod record;
 mod stamp;
+mod summary;
 mod tally;
 mod writer;
 
@@ -96,7 +98,8 @@ pub use export::BUCKETS_S;
 pub(crate) use record::SubscriberTap;
 pub use record::{FigureRecorder, RecordLatency};
 pub use stamp::{Latency, Stamp, MAX_AGE_NS, MAX_FORWARDED_HOP_NS};
-pub use writer::{FigureSummary, Tap, TapBuilder, TapSummary, PROMETHEUS_FILE, STATUS_FILE};
+pub use summary::{FigureSummary, TapSummary};
+pub use writer::{Tap, TapBuilder, PROMETHEUS_FILE, STATUS_FILE};
 
 /// The clock a send stamp is read from. Both are nanoseconds as `clock_gettime` gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

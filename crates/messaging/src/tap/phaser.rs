@@ -3,7 +3,7 @@
 //! left. It is HdrHistogram's `Recorder` with its `WriterReaderPhaser`, cut down to the one
 //! writer a [`FigureRecorder`](super::FigureRecorder) has (the thread that holds it): a
 //! section costs the writer one read-modify-write and one plain store. (A subscription's
-//! recorder hands its intervals over when asked instead, [`super::handoff`]: cheaper per poll.)
+//! recorder hands its intervals over when asked instead, [`super::handover`]: cheaper per poll.)
 //!
 //! Two words. `word` holds the active slot in bit 0 and, above it, how many sections the writer
 //! has begun; `done` how many it has ended (only the writer stores it).

@@ -6,7 +6,7 @@
 //! - A subscription's poll reads the clock once, at the first stamped message, and records
 //!   each message the handler keeps straight into its session's active interval with plain
 //!   writes. At the end of the poll it loads one word to see whether the tap's writer asked
-//!   for the intervals, and switches them when it did ([`Handoff`]): per poll, one relaxed
+//!   for the intervals, and switches them when it did ([`Handover`]): per poll, one relaxed
 //!   load and no atomic read-modify-write. A handler that runs long delays the handover,
 //!   never the poll.
 //! - A [`FigureRecorder`] records inside a writer section of its [`Phaser`] (one atomic add
@@ -15,11 +15,10 @@
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::handoff::{Handoff, Slots};
+use super::handover::{Handover, Slots};
 use super::phaser::Phaser;
 use super::stamp::{Latency, Stamp};
 use super::tally::Tally;
@@ -101,7 +100,7 @@ pub(crate) enum Intervals {
     /// A [`FigureRecorder`]'s: a writer section per value.
     Phased(Phaser<Tally>),
     /// A subscription's: switched by its polling thread when the writer asks.
-    HandedOff(Slots<Tally>, Arc<Handoff>),
+    HandedOver(Slots<Tally>, Arc<Handover>),
 }
 
 /// One source of one figure, as the writer holds it.
@@ -118,39 +117,20 @@ pub(crate) struct Source {
 }
 
 impl Source {
-    /// A source whose intervals the writer takes through `handoff`, or in writer sections
+    /// A source whose intervals the writer takes through `handover`, or in writer sections
     /// when it has none.
-    pub(crate) fn new(figure: usize, tag: String, highest_ns: u64, handoff: Option<Arc<Handoff>>) -> Source {
+    pub(crate) fn new(figure: usize, tag: String, highest_ns: u64, handover: Option<Arc<Handover>>) -> Source {
         let (a, b) = (Tally::new(highest_ns), Tally::new(highest_ns));
         Source {
             figure,
             tag,
-            intervals: match handoff {
-                Some(h) => Intervals::HandedOff(Slots::new(a, b), h),
+            intervals: match handover {
+                Some(h) => Intervals::HandedOver(Slots::new(a, b), h),
                 None => Intervals::Phased(Phaser::new(a, b)),
             },
             tid: AtomicI32::new(0),
             retired: AtomicBool::new(false),
         }
-    }
-
-    /// Writer: the counts this source holds that the writer may take now (both intervals once
-    /// it is `retiring`), emptied out of it; `None` when there are none.
-    pub(crate) fn take(&self, retiring: bool, highest_ns: u64) -> Option<Counts> {
-        let mut got: Option<Counts> = None;
-        let take = |t: &mut Tally| {
-            if !t.is_empty() {
-                t.drain_into(got.get_or_insert_with(|| Counts::new(highest_ns)));
-            }
-        };
-        match &self.intervals {
-            // SAFETY: the writer thread is the only reader of every source.
-            Intervals::Phased(p) => unsafe { p.swap(take) },
-            // SAFETY: as above, and it asks for handovers only in `ask_for_intervals`, before
-            // it takes.
-            Intervals::HandedOff(slots, h) => unsafe { slots.take(h, retiring, take) },
-        }
-        got
     }
 
     /// Nothing records into it from now on (its recorder or session is gone).
@@ -163,26 +143,6 @@ impl Source {
             self.tid.store(crate::thread::current_tid(), Ordering::Relaxed);
         }
     }
-}
-
-/// The longest the writer waits for the polling threads to hand their intervals over: a
-/// quarter of the interval, at most 50 ms (a thread that polls answers within one poll).
-fn handoff_wait(interval: Duration) -> Duration {
-    (interval / 4).min(Duration::from_millis(50))
-}
-
-/// Asks every live subscription recorder among `sources` for its intervals and waits for the
-/// answers ([`handoff_wait`]); how many did not answer in time.
-pub(crate) fn ask_for_intervals(sources: &[Arc<Source>], interval: Duration) -> u64 {
-    let mut handoffs: Vec<&Handoff> = Vec::new();
-    for s in sources.iter().filter(|s| !s.retired.load(Ordering::Relaxed)) {
-        if let Intervals::HandedOff(_, h) = &s.intervals {
-            if !handoffs.iter().any(|x| std::ptr::eq(*x, &**h)) {
-                handoffs.push(h);
-            }
-        }
-    }
-    super::handoff::ask_all(&handoffs, handoff_wait(interval))
 }
 
 /// What a subscription records: the figure its hop goes to and, optionally, the figure for end
@@ -237,8 +197,8 @@ impl Session {
         match &source.intervals {
             // SAFETY: the polling thread (this recorder's holder) writes only its active slot
             // and switches only when the writer asked (`SubscriberTap::end_poll`).
-            Intervals::HandedOff(slots, _) => unsafe { slots.slot(active) },
-            Intervals::Phased(_) => unreachable!("a subscription's sources are handed off"),
+            Intervals::HandedOver(slots, _) => unsafe { slots.slot(active) },
+            Intervals::Phased(_) => unreachable!("a subscription's sources are handed over"),
         }
     }
 }
@@ -256,7 +216,7 @@ pub(crate) struct Measured {
 /// A subscription's recorder, held by its polling thread.
 ///
 /// A poll records each message it keeps straight into its session's active intervals; at
-/// its end it switches every session's intervals when the writer asked ([`Handoff`]).
+/// its end it switches every session's intervals when the writer asked ([`Handover`]).
 pub(crate) struct SubscriberTap {
     shared: Arc<Shared>,
     what: RecordLatency,
@@ -264,7 +224,7 @@ pub(crate) struct SubscriberTap {
     clock: StampClock,
     sessions: Vec<Session>,
     /// The swaps asked for and made; the active slot is `answered & 1`.
-    handoff: Arc<Handoff>,
+    handover: Arc<Handover>,
     answered: u64,
     /// The receive time of this poll, 0 until a stamped message came.
     now: i64,
@@ -293,7 +253,7 @@ impl SubscriberTap {
             what,
             stream_id,
             sessions: Vec::new(),
-            handoff: Arc::new(Handoff::default()),
+            handover: Arc::new(Handover::default()),
             answered: 0,
             now: 0,
             current: None,
@@ -315,10 +275,10 @@ impl SubscriberTap {
     #[cold]
     fn add_session(&mut self, id: i32) -> usize {
         let tag = format!("session-{id}");
-        let handoff = &self.handoff;
+        let handover = &self.handover;
         let source = |name: &str| {
             self.shared
-                .source(name, Some(self.stream_id), tag.clone(), Some(handoff.clone()))
+                .source(name, Some(self.stream_id), tag.clone(), Some(handover.clone()))
         };
         let hop = source(&self.what.hop);
         let end_to_end = self.what.end_to_end.as_deref().map(source);
@@ -399,20 +359,12 @@ impl SubscriberTap {
     #[inline]
     pub(crate) fn end_poll(&mut self) {
         self.now = 0;
-        if let Some(asked) = self.handoff.asked_since(self.answered) {
-            self.switch(asked);
-        }
-    }
-
-    /// Switches every session to the other interval and tells the writer.
-    #[cold]
-    fn switch(&mut self, asked: u64) {
-        Handoff::acquire();
-        self.answered = asked;
-        for s in &mut self.sessions {
-            s.activate((asked & 1) as usize);
-        }
-        self.handoff.answer(asked);
+        let sessions = &mut self.sessions;
+        self.handover.answer_if_asked(&mut self.answered, |slot| {
+            for s in sessions.iter_mut() {
+                s.activate(slot);
+            }
+        });
     }
 
     /// The images of `session_id` are gone: its sources retire (the writer takes their last
@@ -483,7 +435,7 @@ impl FigureRecorder {
             // writer (the recorder is not `Clone`; sharing `&FigureRecorder` does not allow
             // recording).
             Intervals::Phased(p) => unsafe { p.enter(|t| t.record(ns)) },
-            Intervals::HandedOff(..) => unreachable!("a recorder's source is phased"),
+            Intervals::HandedOver(..) => unreachable!("a recorder's source is phased"),
         }
     }
 }

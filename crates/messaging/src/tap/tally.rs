@@ -1,7 +1,7 @@
 //! What a source records in one interval, on the recording thread: HdrHistogram's counts array
 //! (3 significant digits, from 1 ns up) incremented by index, without the histogram's own
 //! bookkeeping (its total, minimum and maximum, each updated per value), which the tap's writer
-//! rebuilds when it turns the interval into a [`Histogram`] ([`Tally::drain_into`]). A record
+//! rebuilds when it turns the interval into a [`Histogram`](hdrhistogram::Histogram) ([`Tally::drain_into`]). A record
 //! is a clamp, a `leading_zeros`, one increment and two adds.
 //!
 //! The layout is HdrHistogram's for `lowest = 1`, 3 significant digits: 2048 sub-buckets,
@@ -9,8 +9,6 @@
 //! resolution. The writer records each non-zero count at the lowest value of its index, which
 //! HdrHistogram files under the same index: the histogram it rebuilds equals the one that
 //! recording each value would have given (the tests check it, extremes included).
-
-use hdrhistogram::Histogram;
 
 use super::record::Counts;
 
@@ -40,6 +38,23 @@ fn value_at(i: usize) -> u64 {
     }
 }
 
+/// The length of HdrHistogram's counts array for values up to `high` (its
+/// `buckets_needed_to_cover_value`, then `(buckets + 1) * half the sub-buckets`), without
+/// allocating a histogram to ask.
+fn len_for(high: u64) -> usize {
+    let mut smallest_untrackable = SUB_BUCKET_MASK + 1;
+    let mut buckets = 1;
+    while smallest_untrackable <= high {
+        if smallest_untrackable > u64::MAX / 2 {
+            buckets += 1;
+            break;
+        }
+        smallest_untrackable <<= 1;
+        buckets += 1;
+    }
+    (buckets + 1) << HALF_COUNT_MAGNITUDE
+}
+
 /// One interval of one source, as the recording thread fills it.
 #[derive(Debug, Clone)]
 pub(crate) struct Tally {
@@ -62,10 +77,8 @@ pub(crate) struct Tally {
 impl Tally {
     /// An empty tally for latencies up to `highest_ns`, sized as HdrHistogram sizes its array.
     pub(crate) fn new(highest_ns: u64) -> Tally {
-        let len = Histogram::<u64>::new_with_bounds(1, highest_ns, 3)
-            .expect("1 <= highest, 3 digits")
-            .distinct_values();
         let high = highest_ns.max(2);
+        let len = len_for(high);
         debug_assert!(index(high) < len, "the array holds the highest value");
         Tally {
             counts: vec![0; len].into_boxed_slice(),
@@ -126,6 +139,19 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hdrhistogram::Histogram;
+
+    /// The counts array is as long as HdrHistogram's, over the whole range of highest values.
+    #[test]
+    fn the_array_is_as_long_as_hdrhistograms() {
+        for high in (1..64)
+            .map(|b| 1_u64 << b)
+            .chain([2, 3, 2047, 2048, 2049, 10_000_000_000, u64::MAX])
+        {
+            let h = Histogram::<u64>::new_with_bounds(1, high.max(2), 3).unwrap();
+            assert_eq!(len_for(high.max(2)), h.distinct_values(), "highest {high}");
+        }
+    }
 
     /// Every index maps to a value HdrHistogram files under that index, and back.
     #[test]

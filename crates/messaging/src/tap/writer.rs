@@ -1,7 +1,8 @@
 //! The tap's owner and its background writer: [`Tap`] registers figures and their sources;
-//! its thread (named `aeron-tap`, pinnable, never spinning: it sleeps until the next interval)
-//! swaps every source's interval, writes one interval log per figure, rotates the logs, and
-//! rewrites the status file and the Prometheus textfile.
+//! its thread (named `aeron-tap`, pinnable, never spinning: it sleeps until the next interval,
+//! and in 20 µs naps while it waits for the polling threads' handovers) takes every source's
+//! interval, writes one interval log per figure, rotates the logs, and rewrites the status file
+//! and the Prometheus textfile.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -14,8 +15,9 @@ use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
 use super::export::{self, FigureView};
-use super::handoff::Handoff;
+use super::handover::Handover;
 use super::record::{Counts, FigureRecorder, Source};
+use super::summary::{FigureSummary, TapSummary};
 use super::StampClock;
 use crate::error::TapError;
 use crate::thread::{PinnedThread, ThreadBuilder};
@@ -238,55 +240,6 @@ impl Drop for Tap {
     }
 }
 
-/// What a tap recorded, per figure, from start to stop.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TapSummary {
-    /// The figures, in the order they were first named.
-    pub figures: Vec<FigureSummary>,
-    /// Subscription recorders still recording at stop that did not hand their last interval
-    /// over within the writer's wait (they were not polled): what they recorded since their
-    /// last handover is in neither the logs nor these figures. 0 when every subscription
-    /// stopped recording ([`Subscriber::stop_recording`](crate::Subscriber::stop_recording),
-    /// or dropped) before [`Tap::stop`], or kept polling until it returned.
-    pub unanswered: u64,
-}
-
-/// One figure's totals and files.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FigureSummary {
-    /// Its name (the log's file name without `.hlog`).
-    pub name: String,
-    /// The stream its subscription reads; `None` for a [`FigureRecorder`]'s figure.
-    pub stream_id: Option<i32>,
-    /// Latencies recorded in its logs (0 and up).
-    pub recorded: u64,
-    /// Negative latencies (counted, not in the logs).
-    pub negative: u64,
-    /// Latencies above the highest trackable value or with a saturated age (in the logs, at
-    /// the highest value or as a lower bound).
-    pub saturated: u64,
-    /// Messages without a stamp.
-    pub unstamped: u64,
-    /// Its logs, oldest first.
-    pub files: Vec<PathBuf>,
-    histogram: hdrhistogram::Histogram<u64>,
-}
-
-impl FigureSummary {
-    /// The latency at quantile `q` (0 to 1) of everything recorded, nanoseconds (HdrHistogram's
-    /// `value_at_quantile`: 3 significant digits); `None` when nothing was recorded.
-    #[must_use]
-    pub fn quantile_ns(&self, q: f64) -> Option<u64> {
-        (!self.histogram.is_empty()).then(|| self.histogram.value_at_quantile(q))
-    }
-
-    /// The largest latency recorded, nanoseconds; `None` when nothing was recorded.
-    #[must_use]
-    pub fn max_ns(&self) -> Option<u64> {
-        (!self.histogram.is_empty()).then(|| self.histogram.max())
-    }
-}
-
 /// One figure as the registry holds it.
 struct Figure {
     name: String,
@@ -347,7 +300,7 @@ impl Shared {
         name: &str,
         stream: Option<i32>,
         tag: String,
-        handoff: Option<Arc<Handoff>>,
+        handover: Option<Arc<Handover>>,
     ) -> Arc<Source> {
         let figure = self.figure(name, stream).unwrap_or(0);
         let mut r = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
@@ -360,7 +313,7 @@ impl Shared {
         } else {
             tag
         };
-        let source = Arc::new(Source::new(figure, tag, self.highest_ns, handoff));
+        let source = Arc::new(Source::new(figure, tag, self.highest_ns, handover));
         r.sources.push(source.clone());
         source
     }
@@ -404,11 +357,13 @@ struct Writer {
     /// lands on whatever core it runs on).
     busy_last: Duration,
     busy_max: Duration,
-    /// Handovers a polling thread did not answer within the writer's wait, summed over the
+    /// Asks a polling thread had not answered by the end of an interval, summed over the
     /// intervals (its counts then land in a later interval).
     late: u64,
     /// Those of the last interval (at stop: what stays unwritten).
     unanswered: u64,
+    /// How long the last interval waited for the polling threads' answers.
+    waited: Duration,
     /// Per figure: its totals since the start, its files, its current log.
     totals: Vec<Counts>,
     files: Vec<Vec<PathBuf>>,
@@ -435,6 +390,7 @@ impl Writer {
             busy_max: Duration::ZERO,
             late: 0,
             unanswered: 0,
+            waited: Duration::ZERO,
             totals: Vec::new(),
             files: Vec::new(),
             logs: Vec::new(),
@@ -452,12 +408,12 @@ impl Writer {
             }
             let stopping = self.shared.stop.load(Ordering::Acquire);
             let began = Instant::now();
-            if let Err(e) = self.write_interval() {
+            if let Err(e) = self.write_interval(stopping) {
                 self.shared.note_error(e);
             }
             // The status file says how long the interval's work took up to here, and the
             // longest so far (the exports themselves, two small files, are not in it).
-            self.busy_last = began.elapsed();
+            self.busy_last = began.elapsed().saturating_sub(self.waited);
             self.busy_max = self.busy_max.max(self.busy_last);
             if let Err(e) = self.write_exports() {
                 self.shared.note_error(e);
@@ -476,14 +432,23 @@ impl Writer {
         self.summary()
     }
 
-    /// Swaps every source's interval and writes each figure's lines: one tagged line per source
-    /// that recorded something, then the figure's sum untagged (what HdrHistogram's tools read
-    /// by default). Sources that retired before their swap are let go after it.
-    fn write_interval(&mut self) -> Result<(), TapError> {
+    /// Takes every source's interval ([`collect`](super::collect::collect)) and writes each
+    /// figure's lines: one tagged line per source that recorded something, then the figure's
+    /// sum untagged (what HdrHistogram's tools read by default). Sources that had retired
+    /// when they were taken are let go.
+    fn write_interval(&mut self, stopping: bool) -> Result<(), TapError> {
         let round = Instant::now();
-        let (figures, sources) = {
+        let shared = &self.shared;
+        let snapshot = || {
+            let r = shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
+            r.sources.clone()
+        };
+        let mut got = super::collect::collect(snapshot, self.interval, stopping, shared.highest_ns);
+        // The interval ends when everything is taken.
+        let to = Instant::now();
+        let figures = {
             let r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
-            (r.figures.len(), r.sources.clone())
+            r.figures.len()
         };
         while self.totals.len() < figures {
             self.totals.push(Counts::new(self.shared.highest_ns));
@@ -492,32 +457,39 @@ impl Writer {
             // A figure named since the last interval starts where that interval ended.
             self.from.push(self.last_round.unwrap_or(self.started_at));
         }
-        self.unanswered = super::record::ask_for_intervals(&sources, self.interval);
-        self.late += self.unanswered;
+        self.unanswered = got.unanswered;
+        self.late += got.unanswered;
+        self.waited = got.waited;
         let mut first_error = None;
-        let mut drained = Vec::new();
         for f in 0..figures {
-            std::thread::yield_now(); // between chunks of work, as in `write_figure`
-            if let Err(e) = self.write_figure(f, &sources, &mut drained) {
+            std::thread::yield_now(); // between chunks of work
+            if let Err(e) = self.write_figure(f, &got.sources, &mut got.counts, to) {
                 first_error.get_or_insert(e);
             }
         }
         self.last_round = Some(round);
-        if !drained.is_empty() {
+        if got.retired.iter().any(|r| *r) {
+            let gone: Vec<&Arc<Source>> = got
+                .sources
+                .iter()
+                .zip(&got.retired)
+                .filter(|(_, r)| **r)
+                .map(|(s, _)| s)
+                .collect();
             let mut r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
-            r.sources.retain(|s| !drained.iter().any(|d| Arc::ptr_eq(s, d)));
+            r.sources.retain(|s| !gone.iter().any(|d| Arc::ptr_eq(s, d)));
         }
         first_error.map_or(Ok(()), Err)
     }
 
-    /// Figure `f`'s interval: its sources swapped, then the interval's end read (what a swap
-    /// waited for belongs to it), its lines written. An encoding error does not stop the
-    /// swaps, so every count reaches the totals.
+    /// Figure `f`'s interval, ending at `to`: the counts taken from its sources, its lines
+    /// written. An encoding error does not stop the others, so every count reaches the totals.
     fn write_figure(
         &mut self,
         f: usize,
         sources: &[Arc<Source>],
-        drained: &mut Vec<Arc<Source>>,
+        counts: &mut [Option<Counts>],
+        to: Instant,
     ) -> Result<(), TapError> {
         self.rotate_if_due(f)?;
         self.interval_sum.reset();
@@ -525,19 +497,12 @@ impl Writer {
         let mut lines: Vec<u8> = Vec::new();
         let mut first_error = None;
         let mut taken: Vec<(&str, Counts)> = Vec::new();
-        let highest_ns = self.shared.highest_ns;
-        for s in sources.iter().filter(|s| s.figure == f) {
-            let retiring = s.retired.load(Ordering::Acquire);
-            let got = s.take(retiring, highest_ns);
-            if let Some(c) = got {
+        for (s, c) in sources.iter().zip(counts.iter_mut()).filter(|(s, _)| s.figure == f) {
+            if let Some(c) = c.take() {
                 self.interval_sum.add(&c);
                 taken.push((&s.tag, c));
             }
-            if retiring {
-                drained.push(s.clone());
-            }
         }
-        let to = Instant::now();
         let start = self.from[f].saturating_duration_since(self.started_at);
         let length = to.saturating_duration_since(self.from[f]);
         self.from[f] = to;
