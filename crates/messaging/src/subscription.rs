@@ -234,6 +234,15 @@ pub struct Subscriber {
     /// The latency recorder (feature `tap`), when asked for.
     #[cfg(feature = "tap")]
     pub(crate) tap: Option<Box<crate::tap::SubscriberTap>>,
+    /// Sessions whose images went while the subscription was `recording` and a recording
+    /// poll held the recorder out of `tap`: their sources retire when the poll gives it back.
+    /// (A handler that panicked dropped the recorder: until the next `record_latency` or
+    /// `stop_recording`, a few bytes per image that goes.)
+    #[cfg(feature = "tap")]
+    pub(crate) gone_while_polling: Vec<i32>,
+    /// `record_latency` was called and `stop_recording` not since (not touched per poll).
+    #[cfg(feature = "tap")]
+    pub(crate) recording: bool,
     _client: Arc<Inner>,
 }
 
@@ -267,6 +276,10 @@ impl Subscriber {
             images,
             #[cfg(feature = "tap")]
             tap: None,
+            #[cfg(feature = "tap")]
+            gone_while_polling: Vec::new(),
+            #[cfg(feature = "tap")]
+            recording: false,
             _client: client,
         }
     }
@@ -377,9 +390,11 @@ impl Subscriber {
                         .map(ReaderImage::session_id);
                     self.readers.retain(|r| r.correlation_id() != id);
                     #[cfg(feature = "tap")]
-                    if let (Some(session), Some(tap)) = (gone, self.tap.as_mut()) {
-                        if !self.readers.iter().any(|r| r.session_id() == session) {
-                            tap.session_gone(session);
+                    if let Some(session) = gone.filter(|s| !self.readers.iter().any(|r| r.session_id() == *s)) {
+                        match self.tap.as_mut() {
+                            Some(tap) => tap.session_gone(session),
+                            None if self.recording => self.gone_while_polling.push(session),
+                            None => {}
                         }
                     }
                 }

@@ -603,6 +603,86 @@ fn a_handler_that_panics_drops_the_recorder_and_keeps_its_counts() {
 
 /// A recorder that is dropped retires its source: the writer takes its last interval (its counts
 /// stay in the figure) and lets it go (the status file no longer lists its thread).
+/// A session whose image goes while its subscription records retires its sources (the writer
+/// takes their last counts and lets them go), also when the image goes during a recording
+/// poll. Here the gone session was recorded on another thread, so the status file's
+/// recording threads fall from two to one.
+#[test]
+fn a_session_that_goes_retires_its_sources() {
+    let d = messaging::EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .publication_linger(Duration::from_millis(50))
+        .spawn()
+        .unwrap();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("gone");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(5)).start().unwrap();
+    let mut sub = client.subscription("aeron:ipc", 93).unwrap();
+    sub.record_latency(&tap, RecordLatency::hop("g")).unwrap();
+    let stamped = || {
+        let mut p = client.exclusive_publication("aeron:ipc", 93).unwrap();
+        p.stamp_send_time(Some(StampClock::Monotonic));
+        p
+    };
+    let (mut first, mut second) = (stamped(), stamped());
+    while sub.image_count() < 2 || !first.is_connected() || !second.is_connected() {
+        std::thread::yield_now();
+    }
+    let send = |p: &mut Publication<Exclusive>| {
+        for _ in 0..10 {
+            while p.offer(b"x").is_err() {
+                std::thread::yield_now();
+            }
+        }
+    };
+    let poll_ten = |sub: &mut Subscriber| {
+        let mut got = 0;
+        while got < 10 {
+            got += sub.poll(&mut |_, _| {}, 10).unwrap();
+        }
+    };
+    // The first session's messages are recorded on another thread, the second's on this one.
+    send(&mut first);
+    let mut sub = std::thread::spawn(move || {
+        poll_ten(&mut sub);
+        sub
+    })
+    .join()
+    .unwrap();
+    send(&mut second);
+    poll_ten(&mut sub);
+    let status = || std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap();
+    let threads = || {
+        let s = status();
+        let list = s
+            .split("\"recording_tids\":[")
+            .nth(1)
+            .and_then(|r| r.split(']').next())
+            .unwrap_or("");
+        list.split(',').filter(|t| !t.is_empty()).count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads() < 2 {
+        assert!(Instant::now() < deadline, "both threads never listed: {}", status());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(first);
+    while threads() > 1 {
+        assert!(
+            Instant::now() < deadline,
+            "the gone session's sources stay: {}",
+            status()
+        );
+        sub.poll(&mut |_, _| {}, 10).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(sub);
+    let s = tap.stop().unwrap();
+    assert_eq!(figure(&s, "g").recorded, 20, "the gone session's counts stay");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_dropped_recorder_s_counts_stay_and_its_source_goes() {
     let dir = tap_dir("retire");

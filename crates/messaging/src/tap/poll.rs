@@ -22,12 +22,33 @@ impl Subscriber {
     /// [`TapError::BadName`] for a figure name that is not a file name.
     pub fn record_latency(&mut self, tap: &Tap, what: RecordLatency) -> Result<(), TapError> {
         self.tap = Some(Box::new(SubscriberTap::new(tap, what, self.stream_id())?));
+        self.recording = true;
+        self.gone_while_polling.clear();
         Ok(())
     }
 
     /// Stops recording (what was recorded stays in the tap's intervals).
     pub fn stop_recording(&mut self) {
         self.tap = None;
+        self.recording = false;
+        self.gone_while_polling.clear();
+    }
+
+    /// A recording poll gave the recorder back: the sessions that went meanwhile retire.
+    #[inline]
+    fn tap_given_back(&mut self) {
+        if !self.gone_while_polling.is_empty() {
+            self.retire_gone();
+        }
+    }
+
+    #[cold]
+    fn retire_gone(&mut self) {
+        if let Some(tap) = self.tap.as_mut() {
+            for session in self.gone_while_polling.drain(..) {
+                tap.session_gone(session);
+            }
+        }
     }
 
     /// [`Subscriber::poll`] with the recorder: every message handed over is kept.
@@ -50,6 +71,7 @@ impl Subscriber {
             Step::Continue
         });
         self.tap = guard.finish();
+        self.tap_given_back();
         result
     }
 
@@ -80,6 +102,7 @@ impl Subscriber {
             action.into()
         });
         self.tap = guard.finish();
+        self.tap_given_back();
         result
     }
 }
