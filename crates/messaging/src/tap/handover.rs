@@ -52,11 +52,18 @@ impl Handover {
     pub(crate) fn answer_if_asked(&self, answered: &mut u64, switch: impl FnOnce(usize)) {
         let asked = self.asked.load(Ordering::Relaxed);
         if asked != *answered {
-            fence(Ordering::Acquire);
-            *answered = asked;
-            switch((asked & 1) as usize);
-            self.answered.store(asked, Ordering::Release);
+            self.answer(asked, answered, switch);
         }
+    }
+
+    /// The switch and the answer, out of the poll's way (once an interval).
+    #[cold]
+    #[inline(never)]
+    fn answer(&self, asked: u64, answered: &mut u64, switch: impl FnOnce(usize)) {
+        fence(Ordering::Acquire);
+        *answered = asked;
+        switch((asked & 1) as usize);
+        self.answered.store(asked, Ordering::Release);
     }
 
     /// Writer: asks for a swap, if `answered` (what its last take saw, [`seen`](Self::seen))
