@@ -234,15 +234,6 @@ pub struct Subscriber {
     /// The latency recorder (feature `tap`), when asked for.
     #[cfg(feature = "tap")]
     pub(crate) tap: Option<Box<crate::tap::SubscriberTap>>,
-    /// Sessions whose images went while the subscription was `recording` and a recording
-    /// poll held the recorder out of `tap`: their sources retire when the poll gives it back.
-    /// (A handler that panicked dropped the recorder: until the next `record_latency` or
-    /// `stop_recording`, a few bytes per image that goes.)
-    #[cfg(feature = "tap")]
-    pub(crate) gone_while_polling: Vec<i32>,
-    /// `record_latency` was called and `stop_recording` not since (not touched per poll).
-    #[cfg(feature = "tap")]
-    pub(crate) recording: bool,
     _client: Arc<Inner>,
 }
 
@@ -276,10 +267,6 @@ impl Subscriber {
             images,
             #[cfg(feature = "tap")]
             tap: None,
-            #[cfg(feature = "tap")]
-            gone_while_polling: Vec::new(),
-            #[cfg(feature = "tap")]
-            recording: false,
             _client: client,
         }
     }
@@ -304,6 +291,7 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
+        self.begin_poll()?;
         #[cfg(feature = "tap")]
         if self.tap.is_some() {
             return self.poll_tapped(handler, fragment_limit);
@@ -332,20 +320,28 @@ impl Subscriber {
         })
     }
 
-    /// Takes the image changes the conductor queued, then reads the images round robin
-    /// (Aeron's subscription poll), handing each fragment to `on` with its image's assembly.
+    /// The start of every poll: fails once the client lost its driver, and takes the image
+    /// changes the conductor queued (before a recording poll takes its recorder, so a session
+    /// that went retires in it).
     #[inline]
-    pub(crate) fn read(
-        &mut self,
-        fragment_limit: usize,
-        on: &mut impl FnMut(&mut Assembly, &[u8], &Frame<'_>) -> Step,
-    ) -> Result<usize, PollError> {
+    fn begin_poll(&mut self) -> Result<(), PollError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
             return Err(PollError::ClientClosed);
         }
         if !self.changes.is_empty() {
             self.take_changes();
         }
+        Ok(())
+    }
+
+    /// Reads the images round robin (Aeron's subscription poll), handing each fragment to `on`
+    /// with its image's assembly. After [`begin_poll`](Self::begin_poll).
+    #[inline]
+    pub(crate) fn read(
+        &mut self,
+        fragment_limit: usize,
+        on: &mut impl FnMut(&mut Assembly, &[u8], &Frame<'_>) -> Step,
+    ) -> Result<usize, PollError> {
         let n = self.readers.len();
         if n == 0 {
             return Ok(0);
@@ -391,10 +387,8 @@ impl Subscriber {
                     self.readers.retain(|r| r.correlation_id() != id);
                     #[cfg(feature = "tap")]
                     if let Some(session) = gone.filter(|s| !self.readers.iter().any(|r| r.session_id() == *s)) {
-                        match self.tap.as_mut() {
-                            Some(tap) => tap.session_gone(session),
-                            None if self.recording => self.gone_while_polling.push(session),
-                            None => {}
+                        if let Some(tap) = self.tap.as_mut() {
+                            tap.session_gone(session);
                         }
                     }
                 }
@@ -417,6 +411,7 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
+        self.begin_poll()?;
         #[cfg(feature = "tap")]
         if self.tap.is_some() {
             return self.controlled_poll_tapped(handler, fragment_limit);

@@ -22,42 +22,26 @@ impl Subscriber {
     /// [`TapError::BadName`] for a figure name that is not a file name.
     pub fn record_latency(&mut self, tap: &Tap, what: RecordLatency) -> Result<(), TapError> {
         self.tap = Some(Box::new(SubscriberTap::new(tap, what, self.stream_id())?));
-        self.recording = true;
-        self.gone_while_polling.clear();
         Ok(())
     }
 
     /// Stops recording (what was recorded stays in the tap's intervals).
     pub fn stop_recording(&mut self) {
         self.tap = None;
-        self.recording = false;
-        self.gone_while_polling.clear();
-    }
-
-    /// A recording poll gave the recorder back: the sessions that went meanwhile retire.
-    #[inline]
-    fn tap_given_back(&mut self) {
-        if !self.gone_while_polling.is_empty() {
-            self.retire_gone();
-        }
-    }
-
-    #[cold]
-    fn retire_gone(&mut self) {
-        if let Some(tap) = self.tap.as_mut() {
-            for session in self.gone_while_polling.drain(..) {
-                tap.session_gone(session);
-            }
-        }
     }
 
     /// [`Subscriber::poll`] with the recorder: every message handed over is kept.
+    ///
+    /// The recorder is out of the subscription while the handler runs: a handler that panics
+    /// drops it with the unwinding poll (its sources retire, so the writer takes what was kept
+    /// before the panic, and the subscription records no more: the messages of that poll come
+    /// again, and are not counted twice).
+    #[inline]
     pub(crate) fn poll_tapped<F>(&mut self, handler: &mut F, fragment_limit: usize) -> Result<usize, PollError>
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
-        let mut guard = EndPoll(self.tap.take());
-        let tap = guard.0.as_mut().expect("the caller checked");
+        let mut tap = self.tap.take().expect("the caller checked");
         let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
             let m = tap.measure(frame.session_id(), frame.reserved_value());
             handler(
@@ -70,13 +54,15 @@ impl Subscriber {
             tap.keep(m);
             Step::Continue
         });
-        self.tap = guard.finish();
-        self.tap_given_back();
+        tap.end_poll();
+        self.tap = Some(tap);
         result
     }
 
     /// [`Subscriber::controlled_poll`] with the recorder: a message the handler refuses
-    /// (`Abort`) is not recorded; it comes again and is recorded when kept.
+    /// (`Abort`) is not recorded; it comes again and is recorded when kept. A handler that
+    /// panics drops the recorder, as in [`poll_tapped`](Self::poll_tapped).
+    #[inline]
     pub(crate) fn controlled_poll_tapped<F>(
         &mut self,
         handler: &mut F,
@@ -85,8 +71,7 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
-        let mut guard = EndPoll(self.tap.take());
-        let tap = guard.0.as_mut().expect("the caller checked");
+        let mut tap = self.tap.take().expect("the caller checked");
         let result = self.read_messages(fragment_limit, &mut |bytes: &[u8], frame: &Frame<'_>| {
             let m = tap.measure(frame.session_id(), frame.reserved_value());
             let action = handler(
@@ -101,32 +86,9 @@ impl Subscriber {
             }
             action.into()
         });
-        self.tap = guard.finish();
-        self.tap_given_back();
+        tap.end_poll();
+        self.tap = Some(tap);
         result
-    }
-}
-
-/// Ends a recording poll: hands the intervals over when the writer asked. When the handler
-/// panics the recorder is dropped with the unwinding poll instead (its sources retire, so the
-/// writer takes what was kept before the panic, and the subscription records no more).
-struct EndPoll(Option<Box<SubscriberTap>>);
-
-impl EndPoll {
-    fn finish(mut self) -> Option<Box<SubscriberTap>> {
-        let mut tap = self.0.take();
-        if let Some(t) = tap.as_mut() {
-            t.end_poll();
-        }
-        tap
-    }
-}
-
-impl Drop for EndPoll {
-    fn drop(&mut self) {
-        if let Some(t) = self.0.as_mut() {
-            t.end_poll();
-        }
     }
 }
 
