@@ -47,7 +47,7 @@ use crate::error::{PollError, PrefaultError};
 use crate::images::IMAGE_EVENT_CAPACITY;
 use crate::images::{ImageEvent, Images};
 use crate::log::frame::UNFRAGMENTED;
-use crate::log::term_reader::{Assembly, Frame, Step};
+use crate::log::term_reader::{Assembly, Deliver, Frame, Step};
 use crate::prefault::{self, PrefaultStats};
 use crate::reader::{Change, ReaderImage};
 
@@ -309,11 +309,11 @@ impl Subscriber {
     pub(crate) fn read_messages(
         &mut self,
         fragment_limit: usize,
-        deliver: &mut impl FnMut(&[u8], &Frame<'_>) -> Step,
+        deliver: &mut impl Deliver,
     ) -> Result<usize, PollError> {
         self.read(fragment_limit, &mut |assembly, bytes, frame| {
             if frame.flags() & UNFRAGMENTED == UNFRAGMENTED {
-                deliver(bytes, frame)
+                deliver.deliver(bytes, frame)
             } else {
                 assembly.fragment(bytes, frame, deliver)
             }

@@ -110,6 +110,20 @@ impl Default for Assembly {
     }
 }
 
+/// What a read hands each complete message to: a closure, or a type whose `deliver` must be
+/// inlined where a closure's body may not be (a recording poll's, see `tap::poll`).
+pub(crate) trait Deliver {
+    /// One complete message: its payload and (completed) header.
+    fn deliver(&mut self, bytes: &[u8], frame: &Frame<'_>) -> Step;
+}
+
+impl<F: FnMut(&[u8], &Frame<'_>) -> Step> Deliver for F {
+    #[inline(always)]
+    fn deliver(&mut self, bytes: &[u8], frame: &Frame<'_>) -> Step {
+        self(bytes, frame)
+    }
+}
+
 impl Assembly {
     fn reset(&mut self) {
         self.bytes.clear();
@@ -121,12 +135,7 @@ impl Assembly {
     /// Returns what `deliver` said (`Continue` while gathering or after a discontinuity); on
     /// `Abort` the last fragment is taken out again, to come back with the next poll.
     #[inline]
-    pub(crate) fn fragment(
-        &mut self,
-        bytes: &[u8],
-        frame: &Frame<'_>,
-        deliver: &mut impl FnMut(&[u8], &Frame<'_>) -> Step,
-    ) -> Step {
+    pub(crate) fn fragment(&mut self, bytes: &[u8], frame: &Frame<'_>, deliver: &mut impl Deliver) -> Step {
         let flags = frame.flags();
         if flags & BEGIN_FLAG != 0 {
             self.reset();
@@ -149,7 +158,7 @@ impl Assembly {
             return Step::Continue;
         }
         let whole = self.complete(frame);
-        let step = deliver(&self.bytes, &whole);
+        let step = deliver.deliver(&self.bytes, &whole);
         if step == Step::Abort {
             self.bytes.truncate(before);
         } else {

@@ -261,7 +261,7 @@ impl SubscriberTap {
     }
 
     /// The session's index, making its sources when it is new (cold: an image arrived).
-    #[inline]
+    #[inline(always)]
     fn session(&mut self, id: i32) -> usize {
         match self.current.filter(|&i| self.sessions[i].id == id) {
             Some(i) => i,
@@ -300,7 +300,7 @@ impl SubscriberTap {
 
     /// A message handed over, measured: [`keep`](Self::keep) records it once the handler
     /// kept it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn measure(&mut self, session_id: i32, reserved: i64) -> Measured {
         let session = self.session(session_id);
         let latency = match Stamp::from_reserved(reserved) {
@@ -330,7 +330,7 @@ impl SubscriberTap {
     }
 
     /// Records a measured message (the handler kept it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn keep(&mut self, m: Measured) {
         let Measured { session, latency, .. } = m;
         self.current = Some(session);

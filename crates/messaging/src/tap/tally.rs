@@ -92,7 +92,7 @@ impl Tally {
     }
 
     /// Records one latency, ns: no allocation, no branch beyond the sign and the clamp.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn record(&mut self, ns: i64) {
         if ns < 0 {
             self.negative += 1;
