@@ -122,6 +122,9 @@ pub struct ParsedLog {
     pub intervals: Vec<TapInterval>,
     /// Every tag seen (untagged lines are not a tag), for an error that lists them.
     pub tags: Vec<String>,
+    /// The number of the last line when it was left out: unfinished (no newline yet, and not
+    /// in the format), as the last line of a log its writer is appending to.
+    pub unfinished_line: Option<usize>,
 }
 
 /// Why a log could not be read.
@@ -160,11 +163,36 @@ impl std::error::Error for HlogParseError {}
 /// decides: a year's worth of seconds).
 const RELATIVE_BELOW_S: f64 = 365.25 * 24.0 * 3600.0;
 
-/// The interval lines of `tag` (`None`: the untagged lines) of an interval log.
+impl HlogParseError {
+    /// The number of the line at fault, from 1.
+    #[must_use]
+    pub fn line(&self) -> usize {
+        match self {
+            HlogParseError::Line { line, .. } | HlogParseError::Histogram { line, .. } => *line,
+        }
+    }
+}
+
+/// The interval lines of `tag` (`None`: the untagged lines) of an interval log. A last line
+/// without its newline that is not in the format is left out ([`ParsedLog::unfinished_line`]):
+/// the tap, like HdrHistogram's writers, writes a line at a time, so a log read while it is
+/// written may end in part of one.
 ///
 /// # Errors
 /// A line that is not in the format, or a histogram that does not decode.
 pub fn parse_hlog(text: &str, tag: Option<&str>) -> Result<ParsedLog, HlogParseError> {
+    match parse_lines(text, tag) {
+        Err(e) if !text.ends_with('\n') && e.line() == text.lines().count() => {
+            let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+            let mut log = parse_lines(complete, tag)?;
+            log.unfinished_line = Some(e.line());
+            Ok(log)
+        }
+        parsed => parsed,
+    }
+}
+
+fn parse_lines(text: &str, tag: Option<&str>) -> Result<ParsedLog, HlogParseError> {
     let mut log = ParsedLog {
         clock: tap_clock(text),
         ..ParsedLog::default()
@@ -286,6 +314,32 @@ mod tests {
         assert!(e.to_string().starts_with("line 2:"), "{e}");
         let e = parse_hlog("#[StartTime: 1.000 (seconds since epoch)]\nnonsense\n", None).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
+    }
+
+    /// A log read while the tap appends to it may end in part of a line: the lines before it
+    /// are read, and the report says which line was left out. A bad line with its newline is
+    /// still an error.
+    #[test]
+    fn an_unfinished_last_line_is_left_out_and_named() {
+        let (a, b) = (hist(&[100, 200]), hist(&[300]));
+        let text = format!(
+            "#[StartTime: 1000.000 (seconds since epoch)]\n\
+             \"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n\
+             0.000,1.000,200.000,{}\n1.000,1.000,300.000,{}\n",
+            encode(&a),
+            encode(&b)
+        );
+        let whole = parse_hlog(&text, None).unwrap();
+        assert_eq!((whole.intervals.len(), whole.unfinished_line), (2, None));
+        for cut in [text.len() - 10, text.len() - 60, text.rfind(',').unwrap()] {
+            let log = parse_hlog(&text[..cut], None).unwrap();
+            assert_eq!(log.intervals.len(), 1, "cut at {cut}");
+            assert_eq!(log.intervals[0].histogram.len(), 2);
+            assert_eq!(log.unfinished_line, Some(4));
+        }
+        let bad_with_newline = format!("{}\n", &text[..text.len() - 10]);
+        let e = parse_hlog(&bad_with_newline, None).unwrap_err();
+        assert_eq!(e.line(), 4, "{e}");
     }
 
     #[test]

@@ -174,7 +174,10 @@ pub fn read_figures(paths: &[PathBuf], tag: Option<&str>) -> Result<Vec<TapFigur
                 Vec::new(),
             )
         });
-        figure.files.push(path.display().to_string());
+        figure.files.push(match log.unfinished_line {
+            None => path.display().to_string(),
+            Some(n) => format!("{} (its line {n}, unfinished, left out)", path.display()),
+        });
         figure.clock = figure.clock.take().or(log.clock);
         figure.intervals.extend(log.intervals);
         tags.extend(log.tags);
