@@ -605,8 +605,8 @@ fn a_handler_that_panics_drops_the_recorder_and_keeps_its_counts() {
 /// stay in the figure) and lets it go (the status file no longer lists its thread).
 /// A session whose image goes while its subscription records retires its sources (the writer
 /// takes their last counts and lets them go), also when the image goes during a recording
-/// poll. Here the gone session was recorded on another thread, so the status file's
-/// recording threads fall from two to one.
+/// poll. The status file lists a recording thread per source: two sessions, two entries; one
+/// once the first session went.
 #[test]
 fn a_session_that_goes_retires_its_sources() {
     let d = messaging::EmbeddedDriver::builder()
@@ -680,6 +680,50 @@ fn a_session_that_goes_retires_its_sources() {
     drop(sub);
     let s = tap.stop().unwrap();
     assert_eq!(figure(&s, "g").recorded, 20, "the gone session's counts stay");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The status file names the thread that polls a subscription now: one polled on a thread
+/// that then hands it to another lists the second after the next handover.
+#[test]
+fn a_subscription_moved_to_another_thread_lists_that_thread() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("moved");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(5)).start().unwrap();
+    let (sub, _publ) = ten_stamped(&client, &tap, 94, "m");
+    let (mut sub, first) = std::thread::spawn(move || {
+        let mut sub = sub;
+        let mut got = 0;
+        while got < 10 {
+            got += sub.poll(&mut |_, _| {}, 10).unwrap();
+        }
+        (sub, messaging::current_tid())
+    })
+    .join()
+    .unwrap();
+    let now = messaging::current_tid();
+    assert_ne!(first, now);
+    let listed = || {
+        let s = std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap_or_default();
+        s.split("\"recording_tids\":[")
+            .nth(1)
+            .and_then(|r| r.split(']').next())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while listed() != now.to_string() {
+        assert!(
+            Instant::now() < deadline,
+            "still [{}], not this thread ({now}; the first was {first})",
+            listed()
+        );
+        sub.poll(&mut |_, _| {}, 10).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(sub);
+    assert_eq!(figure(&tap.stop().unwrap(), "m").recorded, 10);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -143,6 +143,13 @@ impl Source {
             self.tid.store(crate::thread::current_tid(), Ordering::Relaxed);
         }
     }
+
+    /// `tid` records into it now (a subscription polled from another thread than before).
+    fn moved_to(&self, tid: i32) {
+        if self.tid.load(Ordering::Relaxed) != tid {
+            self.tid.store(tid, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What a subscription records: the figure its hop goes to and, optionally, the figure for end
@@ -361,8 +368,14 @@ impl SubscriberTap {
         self.now = 0;
         let sessions = &mut self.sessions;
         self.handover.answer_if_asked(&mut self.answered, |slot| {
+            // Once an interval, the thread that polls now is the sources' recording thread.
+            let tid = polling_tid();
             for s in sessions.iter_mut() {
                 s.activate(slot);
+                s.hop.moved_to(tid);
+                if let Some(e) = &s.end_to_end {
+                    e.moved_to(tid);
+                }
             }
         });
     }
@@ -391,6 +404,14 @@ impl Drop for SubscriberTap {
             }
         }
     }
+}
+
+/// The calling thread's id, read from the kernel once per thread.
+fn polling_tid() -> i32 {
+    thread_local! {
+        static TID: i32 = crate::thread::current_tid();
+    }
+    TID.with(|t| *t)
 }
 
 /// A figure a service records itself, e.g. the time a message spent inside it (receive to
