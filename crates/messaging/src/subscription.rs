@@ -326,12 +326,24 @@ impl Subscriber {
     #[inline]
     fn begin_poll(&mut self) -> Result<(), PollError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
-            return Err(PollError::ClientClosed);
+            return Err(self.closed());
         }
         if !self.changes.is_empty() {
             self.take_changes();
         }
         Ok(())
+    }
+
+    /// A poll of a client that lost its driver: it fails, and a recorder still hands its
+    /// intervals over when the tap's writer asks, so what it recorded before the loss reaches
+    /// the logs while the service goes on polling.
+    #[cold]
+    fn closed(&mut self) -> PollError {
+        #[cfg(feature = "tap")]
+        if let Some(tap) = self.tap.as_mut() {
+            tap.end_poll();
+        }
+        PollError::ClientClosed
     }
 
     /// Reads the images round robin (Aeron's subscription poll), handing each fragment to `on`

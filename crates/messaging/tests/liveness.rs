@@ -2,7 +2,8 @@
 //! (the driver writes the null heartbeat), a SIGKILL and a SIGSTOP of a driver in another
 //! process (its heartbeat goes stale), and a client paused for longer than the driver's client
 //! liveness timeout. Each checks the typed cause, how soon it is noticed
-//! (within the driver timeout plus slack), and that what was received before stays received.
+//! (within the driver timeout plus slack), and that what was received before stays received
+//! (with feature `tap`, also in a recording subscription's figure).
 #![cfg(feature = "embedded-driver")]
 
 mod common;
@@ -229,6 +230,66 @@ fn a_driver_that_stops_beating(sig: &str, tag: &str) {
     // Not before the timeout (the heartbeat was fresh when the signal went), and not long after.
     assert!(took + Duration::from_millis(1_100) >= TIMEOUT, "noticed after {took:?}");
     eprintln!("{sig}: noticed after {took:?}");
+}
+
+/// A subscription that records latency (feature `tap`) and loses its driver: its polls fail
+/// typed, and still hand over what was recorded before the loss, so the tap's logs and summary
+/// hold every message received although the service never stopped recording.
+#[cfg(feature = "tap")]
+#[test]
+fn a_recording_subscription_hands_its_counts_over_after_its_driver_is_killed() {
+    use messaging::tap::{RecordLatency, Tap};
+    use messaging::StampClock;
+
+    let driver = common::DriverProcess::spawn(&private_dir("tapkilled"), TIMEOUT);
+    let client = client(&driver.dir);
+    let live = client.liveness();
+    let logs = private_dir("tapkilled-logs");
+    let tap = Tap::builder(&logs).interval(Duration::from_millis(5)).start().unwrap();
+    let mut sub = client.subscription("aeron:ipc", 22).unwrap();
+    sub.record_latency(&tap, RecordLatency::hop("k")).unwrap();
+    let mut publ = client.exclusive_publication("aeron:ipc", 22).unwrap();
+    publ.stamp_send_time(Some(StampClock::Monotonic));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !publ.is_connected() || sub.image_count() == 0 {
+        assert!(Instant::now() < deadline, "never connected");
+        std::thread::yield_now();
+    }
+    for i in 0..100u64 {
+        while publ.offer(&i.to_le_bytes()).is_err() {
+            assert!(Instant::now() < deadline, "offer {i}");
+            std::thread::yield_now();
+        }
+    }
+    let mut got = 0;
+    while got < 100 {
+        assert!(Instant::now() < deadline, "received {got} of 100");
+        got += sub.poll(&mut |_: &[u8], _: &MessageHeader<'_>| (), 100).unwrap();
+    }
+    // No poll until the loss is noticed: the writer's asks meanwhile stay unanswered, and the
+    // last poll's records sit in the recorder's active interval.
+    driver.signal("-KILL");
+    time_to_notice(&live, Instant::now(), TIMEOUT + SLACK);
+    // The service goes on polling, also while the tap stops.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(tap.stop()).unwrap());
+    let summary = loop {
+        assert_eq!(
+            sub.poll(&mut |_: &[u8], _: &MessageHeader<'_>| (), 100),
+            Err(PollError::ClientClosed)
+        );
+        match rx.try_recv() {
+            Ok(stopped) => break stopped.unwrap(),
+            Err(_) => {
+                assert!(Instant::now() < deadline + TIMEOUT + SLACK, "the tap never stopped");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    let k = summary.figures.iter().find(|f| f.name == "k").unwrap();
+    assert_eq!((k.recorded, summary.unanswered), (100, 0), "{summary:?}");
+    drop(sub);
+    let _ = std::fs::remove_dir_all(&logs);
 }
 
 #[test]
