@@ -219,6 +219,16 @@ fn each_session_has_its_tagged_lines_and_the_untagged_line_sums_them() {
 
 /// A subscription on `stream` recording its hop into `figure`, with ten stamped messages
 /// waiting for it, and their publication.
+/// The first figure's `recording_tids` in the status file, as written (`""` before the file).
+fn recording_tids(dir: &std::path::Path) -> String {
+    let s = std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap_or_default();
+    s.split("\"recording_tids\":[")
+        .nth(1)
+        .and_then(|r| r.split(']').next())
+        .unwrap_or("")
+        .to_owned()
+}
+
 fn ten_stamped(client: &Client, tap: &Tap, stream: i32, figure: &str) -> (Subscriber, Publication<Exclusive>) {
     let mut sub = client.subscription("aeron:ipc", stream).unwrap();
     sub.record_latency(tap, RecordLatency::hop(figure)).unwrap();
@@ -658,15 +668,7 @@ fn a_session_that_goes_retires_its_sources() {
     send(&mut second);
     poll_ten(&mut sub);
     let status = || std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap();
-    let threads = || {
-        let s = status();
-        let list = s
-            .split("\"recording_tids\":[")
-            .nth(1)
-            .and_then(|r| r.split(']').next())
-            .unwrap_or("");
-        list.split(',').filter(|t| !t.is_empty()).count()
-    };
+    let threads = || recording_tids(&dir).split(',').filter(|t| !t.is_empty()).count();
     let deadline = Instant::now() + Duration::from_secs(10);
     while threads() < 2 {
         assert!(Instant::now() < deadline, "both threads never listed: {}", status());
@@ -709,14 +711,7 @@ fn a_subscription_moved_to_another_thread_lists_that_thread() {
     .unwrap();
     let now = messaging::current_tid();
     assert_ne!(first, now);
-    let listed = || {
-        let s = std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap_or_default();
-        s.split("\"recording_tids\":[")
-            .nth(1)
-            .and_then(|r| r.split(']').next())
-            .unwrap_or("")
-            .to_owned()
-    };
+    let listed = || recording_tids(&dir);
     let deadline = Instant::now() + Duration::from_secs(10);
     while listed() != now.to_string() {
         assert!(

@@ -41,11 +41,13 @@ impl Subscriber {
     where
         F: FnMut(&[u8], &MessageHeader<'_>),
     {
-        let mut tap = self.tap.take().expect("the caller checked");
-        let result = self.read_messages(fragment_limit, &mut Recording { tap: &mut tap, handler });
-        tap.end_poll();
-        self.tap = Some(tap);
-        result
+        // A controlled poll whose handler keeps every message (the inlined branch on its
+        // action folds away).
+        let mut keep_all = |bytes: &[u8], header: &MessageHeader<'_>| {
+            handler(bytes, header);
+            ControlledAction::Continue
+        };
+        self.controlled_poll_tapped(&mut keep_all, fragment_limit)
     }
 
     /// [`Subscriber::controlled_poll`] with the recorder: a message the handler refuses
@@ -61,45 +63,23 @@ impl Subscriber {
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
         let mut tap = self.tap.take().expect("the caller checked");
-        let result = self.read_messages(fragment_limit, &mut ControlledRecording { tap: &mut tap, handler });
+        let result = self.read_messages(fragment_limit, &mut Recording { tap: &mut tap, handler });
         tap.end_poll();
         self.tap = Some(tap);
         result
     }
 }
 
-/// A recording poll's delivery: measures each message, hands it to the handler, keeps it. A
-/// type rather than a closure so that its body is inlined into the read (a closure this size
-/// is called, which costs a recording poll of one message a few ns more).
+/// A recording poll's delivery: measures each message, hands it to the handler, and keeps it
+/// unless the handler refuses it. A type rather than a closure so that its body is inlined
+/// into the read (a closure this size is called, which costs a recording poll of one message
+/// a few ns more).
 struct Recording<'a, F> {
     tap: &'a mut SubscriberTap,
     handler: &'a mut F,
 }
 
-impl<F: FnMut(&[u8], &MessageHeader<'_>)> Deliver for Recording<'_, F> {
-    #[inline(always)]
-    fn deliver(&mut self, bytes: &[u8], frame: &Frame<'_>) -> Step {
-        let m = self.tap.measure(frame.session_id(), frame.reserved_value());
-        (self.handler)(
-            bytes,
-            &MessageHeader {
-                frame: *frame,
-                received: m.received,
-            },
-        );
-        self.tap.keep(m);
-        Step::Continue
-    }
-}
-
-/// A recording controlled poll's delivery: as [`Recording`], keeping what the handler does
-/// not refuse.
-struct ControlledRecording<'a, F> {
-    tap: &'a mut SubscriberTap,
-    handler: &'a mut F,
-}
-
-impl<F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction> Deliver for ControlledRecording<'_, F> {
+impl<F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction> Deliver for Recording<'_, F> {
     #[inline(always)]
     fn deliver(&mut self, bytes: &[u8], frame: &Frame<'_>) -> Step {
         let m = self.tap.measure(frame.session_id(), frame.reserved_value());
