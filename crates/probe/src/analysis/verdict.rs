@@ -498,6 +498,24 @@ mod tests {
         );
     }
 
+    /// A perf side of `sub` with these stalls, over 200 ms, and `samples` as one octave.
+    fn stalled_side(
+        mut sub: ThreadJitter,
+        mut stalls: StallLog,
+        samples: Vec<SlowSample>,
+    ) -> (JitterSide, Vec<crate::model::Octave>) {
+        stalls.count = stalls.stalls.len() as u64;
+        sub.stalls = Some(stalls);
+        let mut s = side(Source::Perf, vec![sub]);
+        s.boundaries = vec![Some(0), Some(200_000_000)];
+        let octaves = vec![crate::model::Octave {
+            octave: 0,
+            seen: samples.len() as u64,
+            samples,
+        }];
+        (s, octaves)
+    }
+
     /// 1,000 messages 10 µs apart: 900 take 1 µs; 90 (the p90-p99 band) are each delayed 50 µs
     /// by a preemption of latency-sub by `hogz`; 10 (above p99) by 400 µs on-CPU stalls.
     fn planted_run() -> (JitterSide, Vec<crate::model::Octave>, [u64; 5]) {
@@ -530,15 +548,7 @@ mod tests {
             };
             samples.push(sample(latency, at));
         }
-        stalls.count = stalls.stalls.len() as u64;
-        sub.stalls = Some(stalls);
-        let mut s = side(Source::Perf, vec![sub]);
-        s.boundaries = vec![Some(0), Some(20_000_000)];
-        let octaves = vec![crate::model::Octave {
-            octave: 0,
-            seen: samples.len() as u64,
-            samples,
-        }];
+        let (s, octaves) = stalled_side(sub, stalls, samples);
         (s, octaves, [1_000, 1_000, 51_000, 401_000, 401_000])
     }
 
@@ -662,6 +672,48 @@ mod tests {
         let b = &a.bands[1];
         assert_eq!(b.analysed * 2, b.samples);
         assert!((b.causes.iter().map(|c| c.share).sum::<f64>() + b.unexplained - 1.0).abs() < 1e-9);
+    }
+
+    /// 1,000 messages 100 µs apart; 90 (the p90-p99 band) each meet a 30 µs on-CPU stall of
+    /// latency-sub with one timed page fault in it, which costs `fault_cost_ns` measured here.
+    fn faulting_run(fault_cost_ns: u64) -> Analysis {
+        let mut sub = thread("latency-sub", 1, Role::Subscriber, quiet());
+        let mut stalls = StallLog::new(5_000, 100);
+        let mut faults = Vec::new();
+        let mut samples = Vec::new();
+        for i in 0..1_000_i64 {
+            let at = i * 100_000;
+            let latency = if (1..=9).contains(&(i % 100)) {
+                stalls.stalls.push((at + 100, 30_000));
+                faults.push(at + 200);
+                31_000
+            } else {
+                1_000
+            };
+            samples.push(sample(latency, at));
+        }
+        sub.fault_times = Some(faults);
+        let (s, octaves) = stalled_side(sub, stalls, samples);
+        let mut c = ctx("spin");
+        c.edges = Some([1_000, 1_000, 31_000, 31_000, 31_000]);
+        c.fault_cost_ns = fault_cost_ns;
+        analyse(&[&s], &[], &octaves, None, &c)
+    }
+
+    #[test]
+    fn a_stall_around_a_slow_fault_is_the_fault_and_a_long_one_is_not() {
+        // Measured at 10 µs, the fault took 30 µs (3x): still the fault. Measured at 5 µs, a
+        // 30 µs stall (6x) is something else that met a fault.
+        for (cost, named) in [(10_000, Cause::PageFaults), (5_000, Cause::Stall)] {
+            let a = faulting_run(cost);
+            let top = &a.bands[1].causes[0];
+            assert_eq!(
+                (top.cause, top.thread.as_str()),
+                (named, "latency-sub"),
+                "{:?}",
+                a.bands[1]
+            );
+        }
     }
 
     #[test]
