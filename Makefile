@@ -81,6 +81,8 @@ test: bootstrap
 		TAP_REQUIRE_HDR_JAVA=$(REQUIRE_HDR_JAVA) TAP_REQUIRE_PROMETHEUS=$(REQUIRE_PROMETHEUS) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
+	# The fuzz targets too (built, not run: `make fuzz` runs them), sharing the build above.
+	$(WITH_CMAKE) $(CARGO) check --manifest-path fuzz/Cargo.toml --all-targets --target-dir target
 	$(WITH_CMAKE) BENCH_PAIRED=1 $(CARGO) test -p latency-probe --bench roundtrip
 
 # Conformance of messaging's log code (not part of `make test`; docs/reliability.md): Aeron's

@@ -14,8 +14,10 @@ fuzz_target!(|data: &[u8]| {
         if let Err(error) = serde_json::from_slice::<Report>(&json) {
             panic!("a report written back does not read again: {error}");
         }
-        let _ = latency_probe::render::text::render_text(&report);
-        let changes = latency_probe::analysis::runs::compare(&report, &report);
+        for view in [latency_probe::render::text::View::Summary, latency_probe::render::text::View::Detail] {
+            let _ = latency_probe::render::text::render_text(&report, view);
+        }
+        let changes = latency_probe::analysis::runs::compare(&report, &report, 0.99);
         let _ = latency_probe::render::runs::render_compare("a", "b", &report, &report, &changes);
         if let Some(h) = &report.histograms {
             let _ = latency_probe::model::decode(&h.intended);
