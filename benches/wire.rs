@@ -1,10 +1,12 @@
-//! `wire::encode_into` and `wire::decode` for 64-byte and 256-byte messages.
+//! `wire::encode_into` and `wire::decode` for 64-byte and 256-byte messages, and
+//! `wire::encode_compact_into` and `wire::decode_message` for a 32-byte compact one.
 //!
 //! # Timing model
 //!
 //! - **What is timed:** one call, on one thread. `encode_into`: writing the 64-byte head and
 //!   zeroing the padding into a caller-owned buffer. `decode`: the framing, alignment and root
-//!   checks, capnp's pointer validation, and reading the seven fields.
+//!   checks, capnp's pointer validation, and reading the seven fields. The compact pair: the
+//!   same for the 32-byte message and its two fields.
 //! - **Clock:** criterion's `Bencher::iter`, which reads `std::time::Instant`
 //!   (`CLOCK_MONOTONIC` on Linux) once before and once after a batch of iterations and divides
 //!   by the batch size; the per-iteration figure includes the loop and `black_box` overhead
@@ -72,5 +74,29 @@ fn decode(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, encode_into, decode);
+fn compact(c: &mut Criterion) {
+    let mut group = c.benchmark_group("compact");
+    let mut buf = Aligned([0xAA; 256]);
+    let s = sample();
+    let compact = wire::Compact {
+        seq: s.seq,
+        intended_ns: s.intended_ns,
+    };
+    group.throughput(Throughput::Bytes(wire::COMPACT_LEN as u64));
+    group.bench_function("encode_compact_into/32", |b| {
+        b.iter(|| wire::encode_compact_into(black_box(&mut buf.0), black_box(&compact), None));
+    });
+    let len = wire::encode_compact_into(&mut buf.0, &compact, None).expect("fits");
+    let message = &buf.0[..len];
+    assert_eq!(
+        wire::decode_message(message).expect("decodes"),
+        wire::Message::Compact(compact)
+    );
+    group.bench_function("decode_message/32", |b| {
+        b.iter(|| wire::decode_message(black_box(message)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, encode_into, decode, compact);
 criterion_main!(benches);

@@ -8,6 +8,9 @@
 # run on the same host (Aeron IPC). Differences between them are latencies; the absolute values
 # mean nothing across reboots.
 #
+# Compact samples: a writer may send `Sample` with its first two data words only (seq and
+# intendedNs, 32 bytes); the other fields then travel elsewhere (schema/README.md).
+#
 # Before changing anything here, read schema/README.md: ordinals are append-only, a field's type
 # never changes, and the facade tests pin the layout of the fields below.
 

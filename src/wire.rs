@@ -19,6 +19,12 @@
 //!   single-segment message any writer of this schema produces. (Other writers split a message
 //!   into segments only when it outgrows their first one, 8 KiB by default in C++; this
 //!   encoder never does.)
+//! - **Compact samples.** A [`Compact`] sample is the same struct with only `seq` and
+//!   `intendedNs` (2 data words): 32 bytes ([`COMPACT_LEN`]), so that with Aeron's 32-byte
+//!   header a message is one 64-byte cache line. [`encode_compact_into`] writes it and
+//!   [`decode_message`] reads full and compact samples alike; [`decode`] reads full ones only
+//!   and refuses a compact one ([`DecodeError::Compact`]), whose kind depends on the run
+//!   ([`Compact::kind`]); [`Compact`] says what travels where instead.
 //!
 //! # Example
 //!
@@ -88,6 +94,12 @@ mod latency_capnp {
 }
 
 use latency_capnp::sample;
+
+mod compact;
+
+pub use compact::{
+    compact_encoded_len, compact_padding_for_size, decode_message, encode_compact_into, Compact, Message, COMPACT_LEN,
+};
 
 /// What a message is for (`Kind` in `schema/latency.capnp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -163,11 +175,13 @@ const WARMUP: usize = 48;
 const PLANNED: usize = 52;
 /// Pointer section: `padding`, a byte list that starts right after it.
 const PADDING_POINTER: usize = 56;
-/// The size of v1's `Sample`, the first version. Every writer, past or future, writes at least
-/// this much, so `decode` demands it to tell samples from other structs. Frozen: never raise
-/// it when `Sample` grows, or v1 messages would be rejected.
+/// The data words of v1's `Sample`, the first version: a root struct with at least this many
+/// is a full sample. Frozen: never raise it when `Sample` grows, or v1 messages would be read
+/// as compact ones.
 const V1_DATA_WORDS: u16 = 5;
-const V1_POINTERS: u16 = 1;
+/// The data words of a compact sample (`seq`, `intendedNs`), the fewest any writer of this
+/// schema writes: a root struct with fewer is another schema's (schema/README.md, rule 6).
+const COMPACT_DATA_WORDS: u16 = 2;
 
 // The generated code must agree with the layout above; this fails to compile if the schema's
 // `Sample` grows (then extend `encode_into` and the constants, see schema/README.md).
@@ -187,7 +201,8 @@ const ROOT_POINTER_WORD: u64 = ((DATA_WORDS as u64) << 32) | ((POINTERS as u64) 
 const PADDING_POINTER_WORD: u64 = 1 | (2 << 32);
 
 /// The encoded length of a [`Sample`] with no padding: 8 bytes of segment table, the root
-/// pointer, 5 data words and 1 pointer. The smallest message this format can make.
+/// pointer, 5 data words and 1 pointer. The smallest full sample; a [`Compact`] one can be
+/// [`COMPACT_LEN`].
 pub const MIN_ENCODED_LEN: usize = PADDING_POINTER + WORD;
 
 /// The largest encoded length [`encode_into`] will write: 16 MiB, the largest message Aeron
@@ -214,14 +229,22 @@ pub const fn encoded_len(padding_len: usize) -> usize {
 /// [`SizeError`] if no message is `total` bytes long: it is below [`MIN_ENCODED_LEN`], above
 /// [`MAX_ENCODED_LEN`], or not a multiple of 8. The error names the nearest valid sizes.
 pub const fn padding_for_size(total: usize) -> Result<usize, SizeError> {
-    if total < MIN_ENCODED_LEN {
+    match check_size(total, MIN_ENCODED_LEN) {
+        Ok(()) => Ok(total - MIN_ENCODED_LEN),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a message of `total` bytes can be made, when the smallest is `min`.
+const fn check_size(total: usize, min: usize) -> Result<(), SizeError> {
+    if total < min {
         Err(SizeError::TooSmall { total })
     } else if total > MAX_ENCODED_LEN {
         Err(SizeError::TooLarge { total })
     } else if !total.is_multiple_of(WORD) {
         Err(SizeError::NotWordMultiple { total })
     } else {
-        Ok(total - MIN_ENCODED_LEN)
+        Ok(())
     }
 }
 
@@ -274,13 +297,14 @@ pub fn encode_into(buf: &mut [u8], sample: &Sample, padding_len: usize) -> Resul
     Ok(len)
 }
 
-fn put(head: &mut [u8; MIN_ENCODED_LEN], at: usize, bytes: &[u8]) {
+fn put(head: &mut [u8], at: usize, bytes: &[u8]) {
     head[at..at + bytes.len()].copy_from_slice(bytes);
 }
 
-/// Reads one [`Sample`] from `bytes`, which must hold exactly one encoded message (as
+/// Reads one full [`Sample`] from `bytes`, which must hold exactly one encoded message (as
 /// [`encode_into`] or any Cap'n Proto writer of `schema/latency.capnp` makes it) and start at
-/// an 8-byte aligned address.
+/// an 8-byte aligned address. A [`Compact`] sample is refused
+/// ([`DecodeError::Compact`]): its kind depends on the run ([`decode_message`] reads both).
 ///
 /// Checks the framing, the root struct, the kind and the padding pointer; ignores fields a
 /// newer schema appended. Allocates nothing and never panics.
@@ -291,26 +315,41 @@ fn put(head: &mut [u8; MIN_ENCODED_LEN], at: usize, bytes: &[u8]) {
 /// [`Truncated`](DecodeError::Truncated), [`TrailingBytes`](DecodeError::TrailingBytes),
 /// [`SegmentCount`](DecodeError::SegmentCount), [`Misaligned`](DecodeError::Misaligned),
 /// [`RootNotStruct`](DecodeError::RootNotStruct),
-/// [`StructTooSmall`](DecodeError::StructTooSmall),
+/// [`StructTooSmall`](DecodeError::StructTooSmall), [`Compact`](DecodeError::Compact),
 /// [`UnknownKind`](DecodeError::UnknownKind) or [`Malformed`](DecodeError::Malformed).
 pub fn decode(bytes: &[u8]) -> Result<Sample, DecodeError> {
+    match read(bytes)? {
+        Message::Full(sample) => Ok(sample),
+        Message::Compact(c) => Err(DecodeError::Compact { seq: c.seq }),
+    }
+}
+
+/// One message, full or compact: what [`decode`] and [`decode_message`] share.
+fn read(bytes: &[u8]) -> Result<Message, DecodeError> {
     check_framing(bytes)?;
     if !bytes.as_ptr().addr().is_multiple_of(WORD) {
         return Err(DecodeError::Misaligned);
     }
-    check_root(bytes)?;
+    let data_words = check_root(bytes)?;
 
     let mut rest = bytes;
     let message = capnp::serialize::read_message_from_flat_slice_no_alloc(&mut rest, ReaderOptions::new())
         .map_err(DecodeError::Malformed)?;
     let root: sample::Reader<'_> = message.get_root().map_err(DecodeError::Malformed)?;
+    // The contents are ignored, but a padding pointer must be a byte list inside the message
+    // (a null one, as in a struct without pointers, reads as empty).
+    root.get_padding().map_err(DecodeError::Malformed)?;
+    if data_words < V1_DATA_WORDS {
+        // Whatever a compact struct carries beyond seq and intendedNs is not read.
+        return Ok(Message::Compact(Compact {
+            seq: root.get_seq(),
+            intended_ns: root.get_intended_ns(),
+        }));
+    }
     let kind = root
         .get_kind()
         .map_err(|capnp::NotInSchema(value)| DecodeError::UnknownKind(value))?;
-    // The contents are ignored, but the pointer must be a byte list inside the message.
-    root.get_padding().map_err(DecodeError::Malformed)?;
-
-    Ok(Sample {
+    Ok(Message::Full(Sample {
         seq: root.get_seq(),
         intended_ns: root.get_intended_ns(),
         sent_ns: root.get_sent_ns(),
@@ -318,7 +357,7 @@ pub fn decode(bytes: &[u8]) -> Result<Sample, DecodeError> {
         kind: kind.into(),
         warmup: root.get_warmup(),
         planned: root.get_planned(),
-    })
+    }))
 }
 
 /// The segment table: exactly one segment, whose length accounts for every byte.
@@ -353,8 +392,9 @@ fn check_framing(bytes: &[u8]) -> Result<(), DecodeError> {
     }
 }
 
-/// The root pointer: a struct pointer to at least the fields this schema has ever had.
-fn check_root(bytes: &[u8]) -> Result<(), DecodeError> {
+/// The root pointer: a struct pointer to at least a compact sample's fields. Returns its data
+/// words.
+fn check_root(bytes: &[u8]) -> Result<u16, DecodeError> {
     let Some(root) = read_u64(bytes, ROOT_POINTER) else {
         return Err(DecodeError::RootNotStruct); // an empty segment
     };
@@ -362,10 +402,10 @@ fn check_root(bytes: &[u8]) -> Result<(), DecodeError> {
         return Err(DecodeError::RootNotStruct); // null, list, far or capability pointer
     }
     let (data_words, pointers) = ((root >> 32) as u16, (root >> 48) as u16);
-    if data_words < V1_DATA_WORDS || pointers < V1_POINTERS {
+    if data_words < COMPACT_DATA_WORDS {
         return Err(DecodeError::StructTooSmall { data_words, pointers });
     }
-    Ok(())
+    Ok(data_words)
 }
 
 fn read_u32(bytes: &[u8], at: usize) -> Option<u32> {
@@ -380,7 +420,8 @@ fn read_u64(bytes: &[u8], at: usize) -> Option<u64> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SizeError {
-    /// Below [`MIN_ENCODED_LEN`]; ask for at least that.
+    /// Below [`MIN_ENCODED_LEN`] (a full sample) or [`COMPACT_LEN`] (a compact one); ask for
+    /// at least that.
     TooSmall {
         /// The requested size in bytes.
         total: usize,
@@ -401,10 +442,16 @@ pub enum SizeError {
 impl fmt::Display for SizeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
+            Self::TooSmall { total } if total < COMPACT_LEN => write!(
+                f,
+                "a {total}-byte message is too small: the smallest aeron-latency sample (a \
+                 compact one) is {COMPACT_LEN} bytes"
+            ),
             Self::TooSmall { total } => write!(
                 f,
-                "a {total}-byte message is too small: the smallest aeron-latency sample is \
-                 {MIN_ENCODED_LEN} bytes"
+                "a {total}-byte message is too small for a full aeron-latency sample, which is \
+                 {MIN_ENCODED_LEN} bytes at least (a compact sample, seq and intended time \
+                 only, can be {COMPACT_LEN})"
             ),
             Self::TooLarge { total } => write!(
                 f,
@@ -465,9 +512,9 @@ impl fmt::Display for EncodeError {
 
 impl Error for EncodeError {}
 
-/// Why [`decode`] found no [`Sample`] in a message. Every variant but
-/// [`Misaligned`](Self::Misaligned) means the bytes are not (a whole) sample: count and drop
-/// them.
+/// Why [`decode`] or [`decode_message`] found no sample in a message. Every variant but
+/// [`Misaligned`](Self::Misaligned) and [`Compact`](Self::Compact) means the bytes are not (a
+/// whole) sample: count and drop them.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum DecodeError {
@@ -495,13 +542,19 @@ pub enum DecodeError {
     Misaligned,
     /// The root pointer is null or not a struct pointer.
     RootNotStruct,
-    /// The root struct is smaller than any `Sample` ever written (5 data words, 1 pointer):
-    /// another schema's struct.
+    /// The root struct is smaller than any `Sample` ever written (a compact one's 2 data
+    /// words): another schema's struct.
     StructTooSmall {
         /// Data words in the root struct.
         data_words: u16,
         /// Pointers in the root struct.
         pointers: u16,
+    },
+    /// A [`Compact`] sample, which [`decode`] does not read: its kind depends on the run's
+    /// warm-up count. Read it with [`decode_message`].
+    Compact {
+        /// Its sequence number.
+        seq: u64,
     },
     /// The `kind` field holds a value this reader does not know: a newer publisher, or not a
     /// sample.
@@ -539,7 +592,13 @@ impl fmt::Display for DecodeError {
             Self::StructTooSmall { data_words, pointers } => write!(
                 f,
                 "{NOT_A_SAMPLE} the root struct has {data_words} data words and {pointers} \
-                 pointers, a sample has at least {V1_DATA_WORDS} and {V1_POINTERS}"
+                 pointers, a sample has at least {COMPACT_DATA_WORDS} data words"
+            ),
+            Self::Compact { seq } => write!(
+                f,
+                "message {seq} is a compact sample (seq and intended time only), which \
+                 wire::decode does not read: read it with wire::decode_message and tell its kind \
+                 from the run's warm-up count"
             ),
             Self::UnknownKind(value) => write!(
                 f,

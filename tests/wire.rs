@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use aeron_latency::wire::{
-    decode, encode_into, encoded_len, padding_for_size, DecodeError, EncodeError, Kind, Sample, SizeError,
+    compact_encoded_len, compact_padding_for_size, decode, decode_message, encode_compact_into, encode_into,
+    encoded_len, padding_for_size, Compact, DecodeError, EncodeError, Kind, Message, Sample, SizeError, COMPACT_LEN,
     MAX_ENCODED_LEN, MAX_PADDING_LEN, MIN_ENCODED_LEN,
 };
 use capnp::message::{Builder, HeapAllocator, ReaderOptions};
@@ -475,12 +476,18 @@ fn decode_never_panics_on_random_bytes() {
             buf.bytes_mut()[4..8].copy_from_slice(&words.to_le_bytes());
             // Half of those also get a plausible root struct pointer.
             if case % 2 == 0 {
-                let root: u64 = ((5 + rng.next() % 3) << 32) | ((1 + rng.next() % 3) << 48);
+                let root: u64 = ((1 + rng.next() % 7) << 32) | ((rng.next() % 4) << 48);
                 buf.bytes_mut()[8..16].copy_from_slice(&root.to_le_bytes());
             }
         }
         if decode(buf.bytes()).is_ok() {
             accepted += 1;
+        }
+        // A full sample reads the same through both; anything else is compact or an error.
+        match (decode(buf.bytes()), decode_message(buf.bytes())) {
+            (Ok(s), m) => assert_eq!(m.unwrap(), Message::Full(s)),
+            (Err(DecodeError::Compact { seq }), Ok(Message::Compact(c))) => assert_eq!(c.seq, seq),
+            (Err(_), m) => assert!(!matches!(m, Ok(Message::Full(_))), "{m:?}"),
         }
         // Flip one byte of a valid message too.
         let mut valid = encode(&sample(KINDS[case % 3], case as u64), case % 40);
@@ -532,7 +539,15 @@ fn size_errors_name_the_nearest_valid_sizes() {
     let text = padding_for_size(100).unwrap_err().to_string();
     assert!(text.contains("nearest valid sizes are 96 and 104"), "{text}");
     let text = padding_for_size(10).unwrap_err().to_string();
-    assert!(text.contains("smallest aeron-latency sample is 64 bytes"), "{text}");
+    assert!(
+        text.contains("too small: the smallest aeron-latency sample (a compact one) is 32 bytes"),
+        "{text}"
+    );
+    let text = padding_for_size(32).unwrap_err().to_string();
+    assert!(
+        text.contains("too small for a full aeron-latency sample, which is 64 bytes at least"),
+        "{text}"
+    );
     let text = padding_for_size(MAX_ENCODED_LEN + 1).unwrap_err().to_string();
     assert!(
         text.contains(&format!("the largest is {MAX_ENCODED_LEN} bytes")),
@@ -600,24 +615,147 @@ fn evolution_newer_writer_fields_are_ignored() {
     assert_same_bytes(&newer_writer_bytes(&s, 24, 5, 1), encode(&s, 24).bytes(), "v1-sized");
 }
 
-/// There has never been a writer with fewer fields than v1, so the decoder can demand v1's
-/// size (that is how it tells a foreign struct from a sample). Every later version only
-/// appends, so every writer, past or future, writes at least this much: the floor stays at v1
-/// forever (see schema/README.md). A shorter struct is therefore not "an older sample" but
-/// another schema's struct, and is rejected rather than read with defaults.
+/// Rule 6 of schema/README.md: a root struct of 5 data words or more is a full sample (with or
+/// without its padding pointer), one of 2 to 4 a compact one (seq and intendedNs: what else it
+/// carries is not read), and one of fewer than 2 another schema's struct, rejected rather than
+/// read with defaults.
 #[test]
-fn evolution_structs_shorter_than_v1_are_foreign() {
-    let s = sample(Kind::Measured, 1);
+fn evolution_struct_sizes_tell_full_compact_and_foreign() {
+    let s = sample(Kind::Warmup, 1);
     let mut buf = encode(&s, 0);
-    for (data_words, pointers) in [(4_u16, 1_u16), (5, 0), (0, 1), (1, 1)] {
+    let compact = Compact {
+        seq: s.seq,
+        intended_ns: s.intended_ns,
+    };
+    for (data_words, pointers) in [(0_u16, 1_u16), (1, 1), (1, 0), (0, 2)] {
         let root = (u64::from(data_words) << 32) | (u64::from(pointers) << 48);
         buf.bytes_mut()[8..16].copy_from_slice(&root.to_le_bytes());
-        let err = decode(buf.bytes()).unwrap_err();
+        let err = decode_message(buf.bytes()).unwrap_err();
         assert!(
             matches!(err, DecodeError::StructTooSmall { data_words: d, pointers: p } if d == data_words && p == pointers),
             "{err:?}"
         );
+        assert!(err.to_string().contains("a sample has at least 2 data words"), "{err}");
     }
+    // The struct shrinks in place: the words after it are left over but inside the segment.
+    for (data_words, pointers) in [(2_u16, 0_u16), (3, 0), (4, 1), (2, 1)] {
+        let root = (u64::from(data_words) << 32) | (u64::from(pointers) << 48);
+        let mut shrunk = encode(&s, 0);
+        shrunk.bytes_mut()[8..16].copy_from_slice(&root.to_le_bytes());
+        if pointers == 1 {
+            // The padding pointer moves to the end of the smaller data section.
+            let at = 16 + usize::from(data_words) * 8;
+            shrunk.bytes_mut()[at..at + 8].copy_from_slice(&(1_u64 | (2 << 32)).to_le_bytes());
+        }
+        assert_eq!(
+            decode_message(shrunk.bytes()).unwrap(),
+            Message::Compact(compact),
+            "{data_words}"
+        );
+        assert!(matches!(decode(shrunk.bytes()), Err(DecodeError::Compact { seq }) if seq == s.seq));
+    }
+    // A full sample without its padding pointer (null padding reads as empty).
+    let root = 5_u64 << 32;
+    buf = encode(&s, 0);
+    buf.bytes_mut()[8..16].copy_from_slice(&root.to_le_bytes());
+    assert_eq!(decode(buf.bytes()).unwrap(), s);
+}
+
+// ---- Compact samples ----
+
+fn encode_compact(c: &Compact, padding: Option<usize>) -> Aligned {
+    let mut buf = Aligned::filled(compact_encoded_len(padding), 0xAB);
+    let len = encode_compact_into(buf.bytes_mut(), c, padding).expect("encode");
+    assert_eq!(len, buf.len);
+    buf
+}
+
+#[test]
+fn compact_samples_round_trip_at_every_size_and_read_with_capnp() {
+    let mut sizes: Vec<usize> = (0..=2048).step_by(8).collect();
+    sizes.extend([4096 + 8, 64 * 1024, MAX_ENCODED_LEN]);
+    for total in sizes {
+        let padding = match compact_padding_for_size(total) {
+            Ok(p) => p,
+            Err(SizeError::TooSmall { total: t }) if t == total && total < COMPACT_LEN => continue,
+            Err(e) => panic!("{total}: {e:?}"),
+        };
+        assert_eq!(compact_encoded_len(padding), total);
+        let c = Compact {
+            seq: total as u64 * 7919,
+            intended_ns: -(total as i64) * 31,
+        };
+        let buf = encode_compact(&c, padding);
+        assert_eq!(decode_message(buf.bytes()).unwrap(), Message::Compact(c), "{total}");
+        let err = decode(buf.bytes()).unwrap_err();
+        assert!(matches!(err, DecodeError::Compact { seq } if seq == c.seq), "{err:?}");
+        assert!(err.to_string().contains("read it with wire::decode_message"), "{err}");
+        // capnp's own reader: the two fields, the others at their defaults, zero padding.
+        let mut slice = buf.bytes();
+        let message = capnp::serialize::read_message_from_flat_slice(&mut slice, ReaderOptions::new()).unwrap();
+        assert!(slice.is_empty(), "{total}: capnp left {} bytes", slice.len());
+        let root = message.get_root::<generated::sample::Reader<'_>>().unwrap();
+        assert_eq!((root.get_seq(), root.get_intended_ns()), (c.seq, c.intended_ns));
+        assert_eq!(
+            (root.get_sent_ns(), root.get_publisher_id(), root.get_warmup()),
+            (0, 0, 0)
+        );
+        assert_eq!(root.get_kind().unwrap(), generated::Kind::Measured);
+        let padding_bytes = root.get_padding().unwrap();
+        assert_eq!(padding_bytes.len(), padding.unwrap_or(0));
+        assert!(padding_bytes.iter().all(|&b| b == 0));
+    }
+    assert_eq!(COMPACT_LEN, 32, "with Aeron's 32-byte header, one 64-byte cache line");
+}
+
+#[test]
+fn compact_sizes_and_their_errors() {
+    assert_eq!(compact_padding_for_size(32), Ok(None));
+    assert_eq!(compact_padding_for_size(40), Ok(Some(0)));
+    assert_eq!(compact_padding_for_size(64), Ok(Some(24)));
+    assert_eq!(compact_encoded_len(Some(1)), 48, "padding rounds up to a word");
+    let text = compact_padding_for_size(24).unwrap_err().to_string();
+    assert!(
+        text.contains("the smallest aeron-latency sample (a compact one) is 32"),
+        "{text}"
+    );
+    let text = compact_padding_for_size(44).unwrap_err().to_string();
+    assert!(text.contains("nearest valid sizes are 40 and 48"), "{text}");
+    assert_eq!(
+        compact_padding_for_size(MAX_ENCODED_LEN + 8),
+        Err(SizeError::TooLarge {
+            total: MAX_ENCODED_LEN + 8
+        })
+    );
+    let c = Compact { seq: 1, intended_ns: 2 };
+    let mut small = [7_u8; 39];
+    assert_eq!(
+        encode_compact_into(&mut small, &c, Some(0)),
+        Err(EncodeError::BufferTooSmall { needed: 40, given: 39 })
+    );
+    assert!(small.iter().all(|&b| b == 7), "untouched");
+    assert!(matches!(
+        encode_compact_into(&mut small, &c, Some(MAX_ENCODED_LEN)),
+        Err(EncodeError::PaddingTooLarge { .. })
+    ));
+    // At any alignment, and only its own bytes.
+    let mut raw = [0xCD_u8; 64];
+    assert_eq!(encode_compact_into(&mut raw[1..], &c, None), Ok(32));
+    assert_eq!((raw[0], raw[33]), (0xCD, 0xCD));
+    assert_eq!(
+        decode_message(Aligned::from_bytes(&raw[1..33]).bytes()).unwrap(),
+        Message::Compact(c)
+    );
+}
+
+#[test]
+fn a_compact_samples_kind_follows_the_runs_warmup_count() {
+    let at = |seq| Compact { seq, intended_ns: 0 };
+    assert_eq!(at(0).kind(0), Kind::Measured);
+    assert_eq!(at(0).kind(1), Kind::Warmup);
+    assert_eq!(at(999).kind(1000), Kind::Warmup);
+    assert_eq!(at(1000).kind(1000), Kind::Measured);
+    assert_eq!(at(u64::MAX).kind(u32::MAX), Kind::Measured);
 }
 
 // ---- The C++ reference implementation (the `capnp` tool the build already needs) ----
@@ -669,6 +807,26 @@ fn cxx_capnp_decodes_our_bytes() {
         text.trim(),
         r#"(seq = 12, intendedNs = -5, sentNs = 99, publisherId = 3, kind = end, warmup = 7, planned = 0, padding = "\000\000\000\000\000")"#
     );
+}
+
+#[test]
+fn cxx_capnp_decodes_compact_bytes() {
+    let schema = schema_path();
+    let c = Compact {
+        seq: 12,
+        intended_ns: -5,
+    };
+    for (padding, shown) in [(None, ""), (Some(3), r#", padding = "\000\000\000""#)] {
+        let buf = encode_compact(&c, padding);
+        let text = run_capnp(&["decode", "--short", schema.to_str().unwrap(), "Sample"], buf.bytes());
+        let text = String::from_utf8(text).unwrap().replace(r"\x00", r"\000");
+        assert_eq!(
+            text.trim(),
+            format!(
+                "(seq = 12, intendedNs = -5, sentNs = 0, publisherId = 0, kind = measured, warmup = 0, planned = 0{shown})"
+            )
+        );
+    }
 }
 
 #[test]

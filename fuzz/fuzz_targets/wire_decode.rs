@@ -1,5 +1,5 @@
-//! `wire::decode` on arbitrary bytes: it must never panic, and what it accepts must survive a
-//! re-encode. Run with `make fuzz` (all targets) or `cargo +nightly fuzz run wire_decode`.
+//! `wire::decode` and `wire::decode_message` on arbitrary bytes: they must never panic, agree
+//! on full samples, and what they accept must survive a re-encode. Run with `make fuzz` (all targets) or `cargo +nightly fuzz run wire_decode`.
 #![no_main]
 
 use std::error::Error as _;
@@ -31,6 +31,20 @@ fuzz_target!(|data: &[u8]| {
             let _ = error.to_string();
             let _ = error.source();
         }
+    }
+
+    // decode_message reads what decode reads, and a compact sample where decode refuses one.
+    match (wire::decode(bytes), wire::decode_message(bytes)) {
+        (Ok(sample), message) => assert_eq!(message.expect("a full sample"), wire::Message::Full(sample)),
+        (Err(DecodeError::Compact { seq }), Ok(wire::Message::Compact(c))) => {
+            assert_eq!(c.seq, seq);
+            let mut again = vec![0_u8; wire::COMPACT_LEN + 8];
+            let at = again.as_ptr().align_offset(8);
+            let len = wire::encode_compact_into(&mut again[at..], &c, None).expect("re-encode a compact sample");
+            let back = wire::decode_message(&again[at..at + len]).expect("decode a re-encoded compact sample");
+            assert_eq!(back, wire::Message::Compact(c), "re-encoded compact sample differs");
+        }
+        (Err(_), message) => assert!(!matches!(message, Ok(wire::Message::Full(_))), "{message:?}"),
     }
 
     // The same bytes one byte off alignment: never a sample, never a panic.
