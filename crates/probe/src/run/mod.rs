@@ -16,6 +16,7 @@ pub mod compare;
 pub mod doctor;
 pub mod driver;
 pub mod experiment;
+pub mod frames;
 pub mod live;
 pub mod loss;
 pub mod process;

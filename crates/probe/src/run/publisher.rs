@@ -72,29 +72,6 @@ pub struct PubConfig {
     pub plant_delay_ns: u64,
 }
 
-/// How many whole messages of `frame` bytes fit between stream positions `start` and `pos`
-/// in terms of `term` bytes (a message that does not fit in the rest of a term is preceded
-/// by a padding frame that fills it).
-#[must_use]
-pub fn messages_between(start: i64, pos: i64, term: i64, frame: i64) -> u64 {
-    if frame <= 0 || term <= 0 || pos <= start {
-        return 0;
-    }
-    let (mut cur, mut n) = (start, 0u64);
-    while cur < pos {
-        let offset = cur.rem_euclid(term);
-        let term_end = cur - offset + term;
-        if pos >= term_end {
-            n += ((term - offset) / frame) as u64;
-            cur = term_end;
-        } else {
-            n += ((pos - cur) / frame) as u64;
-            break;
-        }
-    }
-    n
-}
-
 /// The subscribers' progress as the publisher's main thread samples it during the run.
 #[derive(Debug, Default)]
 struct ReaderWatch {
@@ -295,10 +272,10 @@ fn drive<K: Add>(
     // Where our messages start in the stream, to tell how many a subscriber that went away
     // had read.
     let start_position = publisher.position().ok();
-    let (session, term, frame) = (
+    let (session, term, frames) = (
         publisher.session_id(),
         publisher.term_length() as i64,
-        Publication::<K>::frame_length(wire::encoded_len(plan.padding)) as i64,
+        crate::run::frames::Frames::uniform(Publication::<K>::frame_length(wire::encoded_len(plan.padding)) as i64),
     );
     let mut idle = cfg.idle.clone();
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
@@ -349,7 +326,7 @@ fn drive<K: Add>(
     let lost = sent.stop.as_ref().is_some_and(crate::run::send::Stop::subscriber_lost);
     let subscriber_lost = match (lost, start_position, readers.last) {
         (true, Some(start), Some((pos, at))) => {
-            let read_before = messages_between(start, pos, term, frame).min(sent.sent);
+            let read_before = frames.messages_between(start, pos, term).min(sent.sent);
             Some(SubscriberLost {
                 read_before,
                 sent_after: sent.sent - read_before,
@@ -573,32 +550,5 @@ fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: Stri
         raw_jitter: None,
         faults_measured: None,
         prefaulted: Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::messages_between;
-
-    #[test]
-    fn messages_between_counts_whole_frames_and_skips_the_padding_at_each_term_end() {
-        // 1,000-byte terms, 160-byte frames: 6 per term (960 B), 40 B of padding.
-        let (t, f) = (1_000, 160);
-        assert_eq!(messages_between(0, 0, t, f), 0);
-        assert_eq!(messages_between(0, 159, t, f), 0, "a frame not yet whole");
-        assert_eq!(messages_between(0, 160, t, f), 1);
-        assert_eq!(messages_between(0, 960, t, f), 6);
-        assert_eq!(messages_between(0, 1_000, t, f), 6, "the padding holds no message");
-        assert_eq!(messages_between(0, 1_160, t, f), 7, "the next term starts with a frame");
-        assert_eq!(messages_between(0, 3_000, t, f), 18, "three whole terms");
-        // Starting mid-term (a publication joined at 480): 3 more fit in the first term.
-        assert_eq!(messages_between(480, 1_000, t, f), 3);
-        assert_eq!(messages_between(480, 1_320, t, f), 5);
-        // Nothing for a position at or before the start, or a nonsense geometry.
-        assert_eq!(messages_between(500, 400, t, f), 0);
-        assert_eq!(messages_between(0, 1_000, 0, f), 0);
-        assert_eq!(messages_between(0, 1_000, t, 0), 0);
-        // A frame that divides the term: no padding.
-        assert_eq!(messages_between(0, 4_096, 1_024, 32), 128);
     }
 }

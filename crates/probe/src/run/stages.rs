@@ -21,6 +21,7 @@
 use crate::measure::histogram::{new_latency_histogram, record_saturating};
 use crate::model::{Stage, StageTiming, StagesReport, Stats, SyncRun, Watcher, STAGES_TIMING_MODEL};
 use crate::run::archive::{ArchiveError, ArchiveProcess, ArchiveSpec, Java, AERON_JAR_VERSION};
+use crate::run::frames::Frames;
 use crate::run::trial::{Place, Trial};
 use crate::sys::clock::now_ns;
 use aeron_latency::messaging::CncCounters;
@@ -187,15 +188,22 @@ fn thread_cpu_ns() -> u64 {
 /// When each of the measured messages `first..first + count` was recorded, from a position log:
 /// message `k` is recorded at the first logged time whose position covers its whole frame
 /// (`None`: never, within the log, or it lies before `start`, where the recording began).
-fn recorded_times(log: &PositionLog, start: i64, first: u64, count: u64, term: i64, frame: i64) -> Vec<Option<i64>> {
+fn recorded_times(
+    log: &PositionLog,
+    start: i64,
+    first: u64,
+    count: u64,
+    term: i64,
+    frames: Frames,
+) -> Vec<Option<i64>> {
     let mut out = Vec::with_capacity(count as usize);
     let mut p = 0;
     for k in first..first + count {
-        if end_position(k + 1, term, frame) - frame < start {
+        if frames.end_position(k + 1, term) - frames.of(k) < start {
             out.push(None);
             continue;
         }
-        while p < log.points.len() && crate::run::publisher::messages_between(0, log.points[p].1, term, frame) < k + 1 {
+        while p < log.points.len() && frames.messages_between(0, log.points[p].1, term) < k + 1 {
             p += 1;
         }
         out.push(log.points.get(p).map(|(t, _)| *t));
@@ -368,7 +376,7 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
     } else {
         None
     };
-    let frame = crate::analysis::tuning::frame_bytes(plan.trial.msg_size as u64) as i64;
+    let frames = Frames::for_msg_size(plan.trial.msg_size);
     let term = plan.term_length as i64;
     let total = plan.trial.warmup + (plan.trial.duration_s * plan.trial.rate as f64).round() as u64;
     let stop = Arc::new(AtomicBool::new(false));
@@ -400,7 +408,7 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
         .and_then(|m| m.report.publisher.as_ref().map(|p| p.sent))
         .unwrap_or(0)
         .min(total);
-    until.store(end_position(sent, term, frame), Ordering::Release);
+    until.store(frames.end_position(sent, term), Ordering::Release);
     stop.store(true, Ordering::Release);
     let watched = watcher
         .join()
@@ -430,7 +438,7 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
         Ok(m) => m,
         Err(e) => return Err(trouble.map_or_else(|| StagesError::Run(e.to_string()), StagesError::Archive)),
     };
-    match (assemble(plan, sync, measured, &watched, &starts, term, frame), trouble) {
+    match (assemble(plan, sync, measured, &watched, &starts, term, frames), trouble) {
         (Ok(mut run), Some(t)) => {
             run.complete = false;
             run.notes.insert(0, t.to_string());
@@ -453,7 +461,7 @@ fn assemble(
     watched: &Watched,
     starts: &[Option<i64>],
     term: i64,
-    frame: i64,
+    frames: Frames,
 ) -> Result<SyncRun, StagesError> {
     let report = &measured.report;
     let Some(publ) = report.publisher.as_ref() else {
@@ -480,9 +488,9 @@ fn assemble(
         .logs
         .iter()
         .zip(starts)
-        .map(|(log, start)| recorded_times(log, start.unwrap_or(i64::MAX), first, count, term, frame))
+        .map(|(log, start)| recorded_times(log, start.unwrap_or(i64::MAX), first, count, term, frames))
         .collect();
-    recording_start_notes(starts, end_position(first, term, frame), &mut notes);
+    recording_start_notes(starts, frames.end_position(first, term), &mut notes);
     let out_of_order = out_of_order(&times, &mut notes);
     archive_timings(watched, &times, &sends, &mut timings, &mut notes);
     let rate = report.rate_achieved;
@@ -674,36 +682,13 @@ fn archive_timings(
     }
 }
 
-/// The stream position right after message `n - 1` (of fixed `frame` bytes, in terms of
-/// `term` bytes: a message that does not fit in the rest of a term starts the next one).
-#[must_use]
-pub fn end_position(n: u64, term: i64, frame: i64) -> i64 {
-    if n == 0 || frame <= 0 || term < frame {
-        return 0;
-    }
-    let per_term = (term / frame) as u64;
-    let last = n - 1;
-    (last / per_term) as i64 * term + ((last % per_term) + 1) as i64 * frame
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::publisher::messages_between;
-
-    #[test]
-    fn end_positions_agree_with_the_message_count() {
-        let (term, frame) = (65_536_i64, 96_i64);
-        for n in [1_u64, 2, 682, 683, 684, 5_000] {
-            let p = end_position(n, term, frame);
-            assert_eq!(messages_between(0, p, term, frame), n, "n = {n}");
-            assert_eq!(messages_between(0, p - 1, term, frame), n - 1, "n = {n}");
-        }
-    }
 
     #[test]
     fn a_message_counts_as_recorded_at_the_first_read_past_its_end() {
-        let (term, frame) = (65_536_i64, 96_i64);
+        let (term, frame) = (65_536_i64, Frames::uniform(96));
         let log = PositionLog {
             // Reads at t = 1000 (2 messages recorded), 2000 (5), 3000 (6).
             points: vec![(1_000, 192), (2_000, 480), (3_000, 576)],
