@@ -183,7 +183,13 @@ fn latency_probe_refuses_bad_rates_durations_and_sizes_with_one_line_before_star
         case(p, &["--duration", "NaN"], "--duration NaN", "e.g. --duration 10"),
         case(p, &["--duration", "0.000000001"], "--duration", "lengthen the run"),
         case(p, &["--warmup", "5000000000"], "--warmup 5000000000", "use fewer"),
-        case(p, &["--msg-size", "32"], "--msg-size 32", "multiple of 8 from 64"),
+        case(p, &["--msg-size", "24"], "--msg-size 24", "multiple of 8 from 32"),
+        case(
+            p,
+            &["--msg-size", "32", "--delivery", "channel"],
+            "--msg-size 32 sends compact samples",
+            "use --delivery inline or --msg-size 64 or more",
+        ),
         case(
             p,
             &["--msg-size", "100"],
@@ -443,7 +449,7 @@ fn latency_pub_refuses_every_bad_flag_with_one_line_before_starting_anything() {
         ),
         case(u, &["--duration", "nan"], "--duration NaN", "e.g. --duration 10"),
         case(u, &["--duration", "-3"], "--duration -3", "e.g. --duration 10"),
-        case(u, &["--msg-size", "60"], "--msg-size 60", "multiple of 8 from 64"),
+        case(u, &["--msg-size", "60"], "--msg-size 60", "multiple of 8 from 32"),
         case(
             u,
             &["--msg-size", "65"],

@@ -196,8 +196,10 @@ pub struct RunArgs {
     /// Messages per second (the schedule; latency is measured from it), 1 to 100,000,000
     #[arg(long, default_value_t = 10_000, allow_negative_numbers = true)]
     pub rate: u64,
-    /// Encoded message size in bytes (a multiple of 8, at least 64, at most one frame: 1376 with
-    /// Aeron's default MTU)
+    /// Encoded message size in bytes (a multiple of 8, at least 32, at most one frame: 1376 with
+    /// Aeron's default MTU). Below 64, samples are compact (seq and intended time, the send
+    /// time in the frame's reserved value), except the run's first message and its end marker
+    /// (64 bytes each)
     #[arg(long = "msg-size", default_value_t = 128, allow_negative_numbers = true)]
     pub msg_size: usize,
     /// Warm-up messages sent first at the same rate and left out of the statistics
@@ -242,9 +244,14 @@ impl RunArgs {
                 self.warmup
             )));
         }
-        aeron_latency::wire::padding_for_size(self.msg_size).map_err(|e| {
+        let size = if self.msg_size < aeron_latency::wire::MIN_ENCODED_LEN {
+            aeron_latency::wire::compact_padding_for_size(self.msg_size).map(|_| ())
+        } else {
+            aeron_latency::wire::padding_for_size(self.msg_size).map(|_| ())
+        };
+        size.map_err(|e| {
             UsageError::new(format!(
-                "--msg-size {}: {e}; use a multiple of 8 from 64 up to one frame's payload (1376 bytes with \
+                "--msg-size {}: {e}; use a multiple of 8 from 32 up to one frame's payload (1376 bytes with \
                  Aeron's default MTU of 1408)",
                 self.msg_size
             ))

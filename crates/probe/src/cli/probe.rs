@@ -227,6 +227,14 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
     a.stream.validate()?;
     let rtt = a.mode.mode == RunMode::Rtt;
     let pong = a.mode.pong(&a.stream)?;
+    if a.delivery.delivery != Delivery::Inline && a.run.msg_size < aeron_latency::wire::MIN_ENCODED_LEN {
+        return Err(UsageError::new(format!(
+            "--msg-size {} sends compact samples, whose send time is in the frame's reserved value, which \
+             --delivery channel does not hand over (it copies payloads only): use --delivery inline or \
+             --msg-size 64 or more",
+            a.run.msg_size
+        )));
+    }
     if rtt && a.delivery.delivery != Delivery::Inline {
         return Err(UsageError::new(
             "--mode rtt echoes from latency-sub's poll loop: use --delivery inline (the default)",

@@ -41,7 +41,7 @@ pub struct StagesArgs {
     /// Messages per second
     #[arg(long, default_value_t = 10_000)]
     pub rate: u64,
-    /// Encoded message size in bytes (a multiple of 8, at least 64)
+    /// Encoded message size in bytes (a multiple of 8, at least 32; below 64, compact samples)
     #[arg(long = "msg-size", default_value_t = 64)]
     pub msg_size: usize,
     /// Warm-up messages sent first and left out (they also give the archives time to start

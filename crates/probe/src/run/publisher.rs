@@ -110,7 +110,7 @@ pub fn run(cfg: &PubConfig) -> Result<PubRun, SetupError> {
 /// [`run`] with publication kind `K`: the hot loop is compiled for it.
 fn run_with<K: Add>(cfg: &PubConfig) -> Result<PubRun, SetupError> {
     let started_at = utc_timestamp(SystemTime::now());
-    let (padding, measured) = check(cfg)?;
+    let (padding, compact, measured) = check(cfg)?;
     let planned = cfg.warmup + measured;
     let monitor = Monitor::new(cfg.diagnostics).map_err(|e| SetupError(e.to_string()))?;
     let client = crate::run::connect(&cfg.dir, cfg.prefault)?;
@@ -127,6 +127,7 @@ fn run_with<K: Add>(cfg: &PubConfig) -> Result<PubRun, SetupError> {
         measured,
         rate: cfg.rate,
         padding,
+        compact,
         wait: cfg.wait,
         publisher_id: cfg.publisher_id,
         live: live.clone(),
@@ -137,9 +138,18 @@ fn run_with<K: Add>(cfg: &PubConfig) -> Result<PubRun, SetupError> {
     Ok(assemble(cfg, driven, &live, planned, started_at, prefaulted))
 }
 
-/// Checks the plan before anything starts: the padding for `--msg-size` and the measured count.
-fn check(cfg: &PubConfig) -> Result<(usize, u64), SetupError> {
-    let padding = wire::padding_for_size(cfg.msg_size).map_err(|e| SetupError(format!("--msg-size: {e}")))?;
+/// Checks the plan before anything starts: the padding for `--msg-size` (a full sample's, and
+/// a compact one's below 64 bytes) and the measured count.
+fn check(cfg: &PubConfig) -> Result<(usize, Option<Option<usize>>, u64), SetupError> {
+    let size_error = |e: wire::SizeError| SetupError(format!("--msg-size: {e}"));
+    let (padding, compact) = if cfg.msg_size < wire::MIN_ENCODED_LEN {
+        (
+            0,
+            Some(wire::compact_padding_for_size(cfg.msg_size).map_err(size_error)?),
+        )
+    } else {
+        (wire::padding_for_size(cfg.msg_size).map_err(size_error)?, None)
+    };
     let measured = (cfg.duration_s * cfg.rate as f64).round() as u64;
     if measured > u64::from(u32::MAX) || cfg.warmup > u64::from(u32::MAX) {
         return Err(SetupError(
@@ -147,7 +157,7 @@ fn check(cfg: &PubConfig) -> Result<(usize, u64), SetupError> {
         ));
     }
     Pacer::new(0, cfg.rate).map_err(|e| SetupError(format!("--rate: {e}")))?;
-    Ok((padding, measured))
+    Ok((padding, compact, measured))
 }
 
 /// The publication, and in round-trip mode the subscription to pong's echoes.
@@ -275,7 +285,11 @@ fn drive<K: Add>(
     let (session, term, frames) = (
         publisher.session_id(),
         publisher.term_length() as i64,
-        crate::run::frames::Frames::uniform(Publication::<K>::frame_length(wire::encoded_len(plan.padding)) as i64),
+        // A compact run's first message is a full sample.
+        crate::run::frames::Frames {
+            first: Publication::<K>::frame_length(plan.message_len(0)) as i64,
+            rest: Publication::<K>::frame_length(plan.message_len(1)) as i64,
+        },
     );
     let mut idle = cfg.idle.clone();
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);

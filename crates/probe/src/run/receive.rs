@@ -16,7 +16,8 @@ use crate::model::SLOW_SAMPLES_KEPT;
 use crate::model::STALLS_LOGGED;
 use crate::run::Delivery;
 use crate::sys::clock::now_ns;
-use aeron_latency::wire::{self, Kind};
+use aeron_latency::messaging::tap::Stamp;
+use aeron_latency::wire::{self, Kind, Message};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
@@ -71,12 +72,12 @@ impl State {
         }
     }
 
+    /// One message, with its frame's reserved value (where a compact sample's send time is).
     #[inline]
-    pub(crate) fn on_message(&mut self, bytes: &[u8]) {
+    pub(crate) fn on_message(&mut self, bytes: &[u8], reserved: i64) {
         self.fragments += 1;
-        let s = match wire::decode(bytes) {
-            Ok(s) => s,
-            Err(_) => return self.rec.record_decode_error(),
+        let Some(s) = self.sample(bytes, reserved) else {
+            return self.rec.record_decode_error();
         };
         let kind = match s.kind {
             Kind::End => {
@@ -124,6 +125,32 @@ impl State {
             }
             if boundary.is_some() {
                 self.pending = boundary;
+            }
+        }
+    }
+
+    /// The sample a message holds: a full one as it is, a compact one completed from the run's
+    /// counts (the recorder's plan, which the run's first message, a full one, set) and from
+    /// the send stamp in `reserved`. `None`: not a sample, or a compact one before the plan is
+    /// known or without a send stamp.
+    #[inline]
+    fn sample(&self, bytes: &[u8], reserved: i64) -> Option<wire::Sample> {
+        match wire::decode_message(bytes).ok()? {
+            Message::Full(s) => Some(s),
+            Message::Compact(c) => {
+                let (warmup, planned) = self.rec.plan()?;
+                let Stamp::Sent(sent_ns) = Stamp::from_reserved(reserved) else {
+                    return None;
+                };
+                Some(wire::Sample {
+                    seq: c.seq,
+                    intended_ns: c.intended_ns,
+                    sent_ns,
+                    publisher_id: 0,
+                    kind: c.kind(warmup),
+                    warmup,
+                    planned,
+                })
             }
         }
     }
@@ -255,5 +282,58 @@ impl SubOutcome {
             delivery_channel: self.delivery == Delivery::Channel,
             hot_path_lock: self.hot_path_lock,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[repr(align(8))]
+    struct Aligned([u8; 64]);
+
+    fn full(st: &mut State, seq: u64, kind: Kind, intended_ns: i64) {
+        let mut buf = Aligned([0; 64]);
+        let s = wire::Sample {
+            seq,
+            intended_ns,
+            sent_ns: intended_ns,
+            publisher_id: 1,
+            kind,
+            warmup: 2,
+            planned: 3,
+        };
+        let len = wire::encode_into(&mut buf.0, &s, 0).unwrap();
+        st.on_message(&buf.0[..len], 0);
+    }
+
+    fn compact(st: &mut State, seq: u64, intended_ns: i64, reserved: i64) {
+        let mut buf = Aligned([0; 64]);
+        let c = wire::Compact { seq, intended_ns };
+        let len = wire::encode_compact_into(&mut buf.0, &c, None).unwrap();
+        st.on_message(&buf.0[..len], reserved);
+    }
+
+    #[test]
+    fn compact_samples_take_the_runs_counts_and_the_send_stamp() {
+        let mut st = State::new(None, None, false);
+        let t = now_ns();
+        // Before the run's first (full) message, a compact one cannot be told warm-up or measured.
+        compact(&mut st, 1, t, t);
+        full(&mut st, 0, Kind::Warmup, t);
+        compact(&mut st, 1, t, t); // a warm-up (the run has 2)
+        compact(&mut st, 2, t, 0); // measured, but without a send stamp: not a sample
+                                   // Measured, each sent 150 ns after its intended time.
+        for seq in 2..5 {
+            compact(&mut st, seq, t, t + 150);
+        }
+        full(&mut st, 5, Kind::End, t);
+        let a = st.rec.finish(st.end);
+        assert_eq!((a.received, a.received_warmup, a.received_measured), (5, 2, 3), "{a:?}");
+        assert_eq!((a.decode_errors, a.lost, a.sent), (2, 0, Some(5)), "{a:?}");
+        let (i, a) = (st.rec.overall_intended(), st.rec.overall_actual());
+        assert_eq!((i.len(), a.len()), (3, 3), "the three measured ones");
+        let gap = i.mean() - a.mean();
+        assert!((100.0..200.0).contains(&gap), "actual latency is from the stamp: {gap}");
     }
 }

@@ -13,7 +13,8 @@ use aeron_latency::messaging::{
     DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publication, PublicationKind, Subscriber,
 };
 
-use aeron_latency::wire::{self, EncodeError, Kind, Sample};
+use aeron_latency::messaging::tap::Stamp;
+use aeron_latency::wire::{self, Compact, EncodeError, Kind, Sample};
 use hdrhistogram::Histogram;
 
 use crate::measure::histogram::{new_latency_histogram, record_saturating};
@@ -140,8 +141,14 @@ pub struct Plan {
     pub measured: u64,
     /// Messages per second.
     pub rate: u64,
-    /// Padding that makes the encoded sample the requested size.
+    /// Padding that makes a full sample the requested size (0 when the size is compact's:
+    /// its full messages are 64 bytes).
     pub padding: usize,
+    /// `Some(padding)` when the requested size is below a full sample's 64 bytes: every
+    /// message but the first (which carries the run's counts) and the end marker is then a
+    /// compact sample of `wire::compact_encoded_len(padding)` bytes, its send time in the
+    /// frame's reserved value.
+    pub compact: Option<Option<usize>>,
     /// How long a subscriber may stay away (and twice that: back-pressure).
     pub wait: Duration,
     /// Written into every message.
@@ -161,6 +168,16 @@ impl Plan {
     #[must_use]
     pub fn group_start(&self, g: usize) -> u64 {
         self.warmup + (g as u128 * u128::from(self.measured)).div_ceil(GROUPS as u128) as u64
+    }
+
+    /// The encoded length of message `i`.
+    #[inline]
+    #[must_use]
+    pub fn message_len(&self, i: u64) -> usize {
+        match self.compact {
+            Some(padding) if i > 0 => wire::compact_encoded_len(padding),
+            _ => wire::encoded_len(self.padding),
+        }
     }
 
     fn sample(&self) -> Sample {
@@ -488,15 +505,29 @@ fn send<K: PublicationKind, D: Diagnostics>(
 ) -> Result<i64, Stop> {
     let mut failing_since: Option<i64> = None;
     loop {
-        let e = match publisher.try_claim(wire::encoded_len(plan.padding)) {
+        let e = match publisher.try_claim(plan.message_len(i)) {
             // The client lost its driver: not an offer outcome (it never reached the log).
             Err(OfferError::ClientClosed) => return Err(Stop::DriverLost { seq: i, sent: i }),
             Ok(mut claim) => {
-                sample.seq = i;
-                sample.intended_ns = intended;
-                sample.sent_ns = now;
-                sample.kind = if i < plan.warmup { Kind::Warmup } else { Kind::Measured };
-                if let Err(error) = wire::encode_into(claim.buffer_mut(), sample, plan.padding) {
+                let encoded = match plan.compact {
+                    Some(padding) if i > 0 => {
+                        // The send time goes where the tap's send stamp goes.
+                        claim.set_reserved_value(Stamp::Sent(now).to_reserved());
+                        let c = Compact {
+                            seq: i,
+                            intended_ns: intended,
+                        };
+                        wire::encode_compact_into(claim.buffer_mut(), &c, padding)
+                    }
+                    _ => {
+                        sample.seq = i;
+                        sample.intended_ns = intended;
+                        sample.sent_ns = now;
+                        sample.kind = if i < plan.warmup { Kind::Warmup } else { Kind::Measured };
+                        wire::encode_into(claim.buffer_mut(), sample, plan.padding)
+                    }
+                };
+                if let Err(error) = encoded {
                     claim.abort();
                     return Err(Stop::Encode { seq: i, error });
                 }
@@ -567,7 +598,10 @@ fn await_echo<D: Diagnostics>(
     let mut polls: u32 = 0;
     loop {
         polls = polls.wrapping_add(1);
-        let Ok(n) = sub.poll(&mut |bytes: &[u8], _h: &MessageHeader<'_>| st.on_message(bytes), 16) else {
+        let Ok(n) = sub.poll(
+            &mut |bytes: &[u8], h: &MessageHeader<'_>| st.on_message(bytes, h.reserved_value()),
+            16,
+        ) else {
             // The client lost its driver.
             return Err(Stop::EchoDriverLost { seq });
         };

@@ -88,19 +88,21 @@ impl EchoPublication {
         }
     }
 
-    /// One attempt to copy `bytes` in with a claim.
+    /// One attempt to copy `bytes` and the frame's `reserved` value (a compact sample's send
+    /// stamp) in with a claim.
     #[inline]
-    fn try_echo(&mut self, bytes: &[u8]) -> Result<(), OfferError> {
+    fn try_echo(&mut self, bytes: &[u8], reserved: i64) -> Result<(), OfferError> {
         #[inline]
-        fn on<K: PublicationKind>(p: &mut Publication<K>, bytes: &[u8]) -> Result<(), OfferError> {
+        fn on<K: PublicationKind>(p: &mut Publication<K>, bytes: &[u8], reserved: i64) -> Result<(), OfferError> {
             let mut claim = p.try_claim(bytes.len())?;
             claim.buffer_mut().copy_from_slice(bytes);
+            claim.set_reserved_value(reserved);
             claim.commit();
             Ok(())
         }
         match self {
-            Self::Exclusive(p) => on(p, bytes),
-            Self::Concurrent(p) => on(p, bytes),
+            Self::Exclusive(p) => on(p, bytes, reserved),
+            Self::Concurrent(p) => on(p, bytes, reserved),
         }
     }
 }
@@ -126,15 +128,16 @@ impl Echo {
 }
 
 impl Echo {
-    /// Echoes `bytes`; gives up (and stops echoing) after `wait` of retryable failures.
+    /// Echoes `bytes` with its frame's reserved value; gives up (and stops echoing) after
+    /// `wait` of retryable failures.
     #[inline]
-    fn send(&mut self, bytes: &[u8]) {
+    fn send(&mut self, bytes: &[u8], reserved: i64) {
         if self.stats.failure.is_some() {
             return;
         }
         let mut since: Option<Instant> = None;
         loop {
-            match self.publisher.try_echo(bytes) {
+            match self.publisher.try_echo(bytes, reserved) {
                 Ok(()) => {
                     self.stats.echoed += 1;
                     return;
@@ -388,12 +391,12 @@ fn hot_loop(
     loop {
         let n = sub
             .poll(
-                &mut |bytes: &[u8], _h: &MessageHeader<'_>| {
+                &mut |bytes: &[u8], h: &MessageHeader<'_>| {
                     if let Some(e) = echo.as_deref_mut() {
                         // Pong: echo first, measure after (the echo is what ping waits for).
-                        e.send(bytes);
+                        e.send(bytes, h.reserved_value());
                     }
-                    st.on_message(bytes);
+                    st.on_message(bytes, h.reserved_value());
                 },
                 64,
             )
@@ -435,7 +438,9 @@ fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: 
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(bytes) => {
-                st.on_message(&bytes);
+                // The hand-off carries payloads only: no reserved value (compact samples are
+                // refused with it, see `Args::validate`).
+                st.on_message(&bytes, 0);
                 st.after_poll();
             }
             Err(RecvTimeoutError::Timeout) => {}
