@@ -396,6 +396,40 @@ impl Batches {
 /// One operation the bench thread starts and waits for.
 pub(crate) trait Op {
     fn op(&mut self);
+    /// Untimed, before each timed operation: a paced case waits here (by default nothing).
+    fn before(&mut self) {}
+    /// Whether [`before`](Self::before) waits: criterion's batches then time each operation
+    /// on its own and add them up, leaving the waits out.
+    fn paced(&self) -> bool {
+        false
+    }
+}
+
+/// The gap a paced case leaves before each operation: about what `latency-probe` leaves
+/// between round trips at 100,000 msg/s.
+pub(crate) const PACED_GAP: Duration = Duration::from_micros(10);
+
+/// `C`'s operation after [`PACED_GAP`] spent spinning on the clock (the core stays busy, as
+/// the probe's pacing keeps it): what a round trip costs when it does not follow another
+/// back to back.
+pub(crate) struct Paced<C>(pub(crate) C);
+
+impl<C: Op> Op for Paced<C> {
+    #[inline]
+    fn op(&mut self) {
+        self.0.op();
+    }
+
+    fn before(&mut self) {
+        let t = Instant::now();
+        while t.elapsed() < PACED_GAP {
+            spin_loop();
+        }
+    }
+
+    fn paced(&self) -> bool {
+        true
+    }
 }
 
 /// A case whose responder can stand still between its operations, so the paired rounds measure
@@ -409,11 +443,22 @@ pub(crate) trait Pausable {
 
 /// Criterion: `iters` operations timed as one batch.
 fn time_batch(case: &mut impl Op, iters: u64, batches: &mut Batches) -> Duration {
-    let t0 = Instant::now();
-    for _ in 0..iters {
-        case.op();
-    }
-    let d = t0.elapsed();
+    let d = if case.paced() {
+        let mut d = Duration::ZERO;
+        for _ in 0..iters {
+            case.before();
+            let t0 = Instant::now();
+            case.op();
+            d += t0.elapsed();
+        }
+        d
+    } else {
+        let t0 = Instant::now();
+        for _ in 0..iters {
+            case.op();
+        }
+        t0.elapsed()
+    };
     batches.0.push((iters, d));
     d
 }
@@ -426,10 +471,12 @@ fn percentiles(case: &mut impl Op, plan: &Plan) -> Histogram<u64> {
 /// `warmup` operations, then `measured` ones each timed on its own.
 pub(crate) fn percentiles_of(case: &mut impl Op, warmup: u64, measured: u64) -> Histogram<u64> {
     for _ in 0..warmup {
+        case.before();
         case.op();
     }
     let mut h = new_latency_histogram();
     for _ in 0..measured {
+        case.before();
         let t0 = now_ns();
         case.op();
         let t1 = now_ns();

@@ -8,6 +8,7 @@
 //! | `roundtrip/messaging` | ping: `try_claim` + write + commit of a 32-byte message on `aeron:ipc` stream 1002; a pinned pong thread polls it and echoes it with `try_claim` on stream 1003; the bench thread polls until the echo arrives |
 //! | `roundtrip/messaging_exclusive` | the same through `ExclusivePublisher` (no atomic add on the tail), streams 1102 and 1103 |
 //! | `roundtrip/messaging_exclusive_64` | the same with 64-byte messages (streams 1202 and 1203): the size of the probe's smallest Cap'n Proto sample, so `latency-probe --mode rtt --msg-size 64` has a like-for-like bench figure (a 96-byte frame spans two cache lines where a 64-byte one fills one) |
+//! | `roundtrip/messaging_exclusive_paced` | the `messaging_exclusive` round trip (32 bytes, streams 1302 and 1303) after 10 µs spent spinning on the clock, left out of its timing: a round trip that does not follow another back to back, as `latency-probe --mode rtt` at 100,000 msg/s sends them |
 //! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
 //! | `roundtrip/c_client` | the `messaging` round trip through the same driver with the Aeron C client (rusteron-client 0.2.16 = Aeron 1.54.0) on both sides, streams 2002 / 2003: what the protocol costs without aeron-rs and this crate |
 //! | `roundtrip/c_client_64` | the `c_client` round trip with 64-byte messages (streams 2202 / 2203), next to `messaging_exclusive_64` |
@@ -102,8 +103,8 @@ use latency_probe::measure::floor;
 
 use crate::c_client::{CFlow, CPing, C_THROUGHPUT_STREAM};
 use crate::common::{
-    round_trip_case, throughput_cases, Flowing, Mode, Placement, Plan, Row, TpCase, BIG_TERM, CHANNEL, MEASUREMENT,
-    MSG_LEN, PROBE_MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
+    round_trip_case, throughput_cases, Flowing, Mode, Paced, Placement, Plan, Row, TpCase, BIG_TERM, CHANNEL,
+    MEASUREMENT, MSG_LEN, PROBE_MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
 };
 use crate::messaging::{Flow, OfferPoll, Ping, Variant};
 use crate::raw::{Crossbeam, Raw};
@@ -199,6 +200,7 @@ fn register_ids(c: &mut Criterion) {
         "messaging",
         "messaging_exclusive",
         "messaging_exclusive_64",
+        "messaging_exclusive_paced",
         "offer_poll",
         "c_client",
         "c_client_64",
@@ -346,6 +348,15 @@ fn round_trips(c: &mut Criterion, at: &Placement, plan: &Plan, dir: &Path) -> Ve
         &mut rows,
         || Ping::<Exclusive>::start(dir, responder, 200, PROBE_MSG_LEN),
         Ping::finish,
+    );
+    round_trip_case(
+        c,
+        at,
+        "messaging_exclusive_paced",
+        plan,
+        &mut rows,
+        || Paced(Ping::<Exclusive>::start(dir, responder, 300, MSG_LEN)),
+        |p| p.0.finish(),
     );
     round_trip_case(
         c,
