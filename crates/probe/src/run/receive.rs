@@ -321,9 +321,11 @@ mod tests {
         // Before the run's first (full) message, a compact one cannot be told warm-up or measured.
         compact(&mut st, 1, t, t);
         full(&mut st, 0, Kind::Warmup, t);
-        compact(&mut st, 1, t, t); // a warm-up (the run has 2)
-        compact(&mut st, 2, t, 0); // measured, but without a send stamp: not a sample
-                                   // Measured, each sent 150 ns after its intended time.
+        // A warm-up (the run has 2).
+        compact(&mut st, 1, t, t);
+        // Measured, but without a send stamp: not a sample.
+        compact(&mut st, 2, t, 0);
+        // Measured, each sent 150 ns after its intended time.
         for seq in 2..5 {
             compact(&mut st, seq, t, t + 150);
         }
