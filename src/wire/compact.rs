@@ -62,7 +62,7 @@ pub enum Message {
 pub const COMPACT_LEN: usize = SEQ + 2 * WORD;
 
 /// The root pointer of a compact sample: a struct of 2 data words and, with padding, 1 pointer.
-const fn compact_root(pointers: u64) -> u64 {
+pub(super) const fn compact_root(pointers: u64) -> u64 {
     (2 << 32) | (pointers << 48)
 }
 

@@ -11,9 +11,9 @@ use super::{
 };
 
 /// The root pointer of a compact sample without padding: 2 data words, no pointer, offset 0.
-const COMPACT_ROOT: u64 = 2 << 32;
+const COMPACT_ROOT: u64 = super::compact::compact_root(0);
 /// ... and with padding: 2 data words, 1 pointer.
-const COMPACT_PADDED_ROOT: u64 = COMPACT_ROOT | (1 << 48);
+const COMPACT_PADDED_ROOT: u64 = super::compact::compact_root(1);
 /// The bits of a padding pointer besides its count: a list pointer, offset 0, byte elements.
 const LIST_BITS: u64 = (1 << 35) - 1;
 
