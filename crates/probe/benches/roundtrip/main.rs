@@ -30,8 +30,9 @@
 //!   subscriber waits 10 µs after a poll that read fewer than 128 fragments, so the publisher
 //!   runs ahead instead of writing the very cache line the subscriber is polling;
 //! - each side's cost alone (publish ns/msg, then poll ns/msg, on one thread, no cross-core
-//!   transfer), for messaging and the C client, the cost of an uncontended `std::sync::Mutex`
-//!   `try_lock` + unlock, and of the timing itself (two clock readings);
+//!   transfer), for messaging, the probe's own 32 B compact and 64 B full sample path (encode +
+//!   claim + commit; poll + decode), the C client, the cost of an uncontended
+//!   `std::sync::Mutex` `try_lock` + unlock, and of the timing itself (two clock readings);
 //! - the paired rounds (`cargo bench` only, or `BENCH_PAIRED=1`): raw, messaging exclusive and
 //!   concurrent, and the C client again, interleaved in short rounds with the floor before and
 //!   after each case (a round in which a case's floor moved is re-run, at most 3), each client's

@@ -4,12 +4,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use aeron_latency::messaging::tap::Stamp;
 use aeron_latency::messaging::{Concurrent, Exclusive, MessageHeader, Publication};
+use aeron_latency::wire;
 use latency_probe::measure::histogram::new_latency_histogram;
 use latency_probe::measure::histogram::record_saturating;
 use latency_probe::sys::clock::now_ns;
 
 use crate::c_client::{CClient, CPublish};
+use crate::common::Retry;
 use crate::common::{
     connect, message, seq_of, spin_until, wait_for, Placement, Plan, Retries, BIG_TERM, CHANNEL, MSG_LEN,
     TP_FRAGMENT_LIMIT,
@@ -102,6 +105,10 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
         rows.push(row);
     }
 
+    for compact in [true, false] {
+        rows.push(split_probe_path(at, dir, plan, compact, k_for(BIG_TERM)));
+    }
+
     let client = at.unpinned(|| CClient::connect(dir));
     for (name, exclusive, term, stream) in [
         ("C client try_claim", false, BIG_TERM, 2020),
@@ -173,6 +180,93 @@ fn split_messaging<P: Pub>(
         },
     );
     assert_eq!(check.gaps, 0, "{name}: messages lost or reordered");
+    drop((publ, sub, client));
+    SplitRow {
+        name,
+        k,
+        publish_ns,
+        poll_ns,
+        retries,
+    }
+}
+
+/// The probe's own per-message path on an exclusive publication (`latency-probe`'s hot loops
+/// without their clock reads, which the "timing itself" row prices): `try_claim`, the send
+/// stamp into the reserved value, the sample encoded into the claim, `commit`; then `poll`,
+/// the sample decoded and its sequence checked. `compact`: 32-byte compact samples (what
+/// `--msg-size 32` sends after its first message), else 64-byte full ones (`--msg-size 64`).
+fn split_probe_path(at: &Placement, dir: &Path, plan: &Plan, compact: bool, k: u64) -> SplitRow {
+    let (name, stream) = if compact {
+        ("probe path, 32 B compact", 1026)
+    } else {
+        ("probe path, 64 B full", 1027)
+    };
+    let channel = format!("{CHANNEL}?term-length={BIG_TERM}");
+    let (client, mut publ, mut sub) = at.unpinned(|| {
+        let client = connect(dir);
+        let sub = client.subscription(&channel, stream).expect("split subscription");
+        let publ = Exclusive::add(&client, &channel, stream);
+        wait_for("split stream", || publ.is_connected() && sub.is_connected());
+        (client, publ, sub)
+    });
+    let len = if compact {
+        wire::COMPACT_LEN
+    } else {
+        wire::MIN_ENCODED_LEN
+    };
+    let mut sample = wire::Sample {
+        seq: 0,
+        intended_ns: 0,
+        sent_ns: 0,
+        publisher_id: 1,
+        kind: wire::Kind::Measured,
+        warmup: 0,
+        planned: 0,
+    };
+    let mut retries = Retries::default();
+    let mut publish_one = |seq: u64| {
+        let stamp = seq as i64;
+        spin_until("split: claiming", || match publ.try_claim(len) {
+            Ok(mut claim) => {
+                let encoded = if compact {
+                    claim.set_reserved_value(Stamp::Sent(stamp).to_reserved());
+                    let c = wire::Compact {
+                        seq,
+                        intended_ns: stamp,
+                    };
+                    wire::encode_compact_into(claim.buffer_mut(), &c, None)
+                } else {
+                    (sample.seq, sample.intended_ns, sample.sent_ns) = (seq, stamp, stamp);
+                    wire::encode_into(claim.buffer_mut(), &sample, 0)
+                };
+                assert_eq!(encoded, Ok(len), "{name}: encoding");
+                claim.commit();
+                true
+            }
+            Err(e) if e.is_retryable() => {
+                retries.count(Retry::BackPressured);
+                false
+            }
+            Err(e) => panic!("{name}: try_claim: {e}"),
+        });
+    };
+    let mut expected = 0u64;
+    let mut bad = 0u64;
+    let mut see = |bytes: &[u8], header: &MessageHeader<'_>| {
+        let seq = match wire::decode_message(bytes) {
+            Ok(wire::Message::Compact(c)) if Stamp::from_reserved(header.reserved_value()) != Stamp::Absent => c.seq,
+            Ok(wire::Message::Full(s)) => s.seq,
+            _ => u64::MAX,
+        };
+        if seq != expected + 1 {
+            bad += 1;
+        }
+        expected = seq;
+    };
+    let (publish_ns, poll_ns) = split_costs(k, plan.split_rounds, &mut publish_one, || {
+        sub.poll(&mut see, TP_FRAGMENT_LIMIT).unwrap_or(0) as u64
+    });
+    assert_eq!(bad, 0, "{name}: messages lost, reordered or not decoded");
     drop((publ, sub, client));
     SplitRow {
         name,
