@@ -12,6 +12,7 @@
 //! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
 //! | `roundtrip/c_client` | the `messaging` round trip through the same driver with the Aeron C client (rusteron-client 0.2.16 = Aeron 1.54.0) on both sides, streams 2002 / 2003: what the protocol costs without aeron-rs and this crate |
 //! | `roundtrip/c_client_64` | the `c_client` round trip with 64-byte messages (streams 2202 / 2203), next to `messaging_exclusive_64` |
+//! | `java_ping`, `java_ping_64` (summary rows, not criterion cases) | Aeron's own Java Ping and Pong samples (aeron-all 1.51.0, exclusive publications, `aeron:ipc` through this bench's driver), two JVMs pinned with `taskset` to the bench's two cores, 32 and 64 bytes; Ping's own histogram, read from its output (`java.rs`; `BENCH_JAVA=skip` leaves them out) |
 //! | `throughput/try_claim`, `throughput/offer`, `throughput/exclusive_try_claim`, `throughput/c_try_claim` | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
 //!
 //! After the criterion cases the binary prints a summary:
@@ -80,7 +81,7 @@
 //! `BENCH_TAP_ONLY=1` runs the tap's cost alone);
 //! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
 //!
-//! Files: `raw` (`raw`, `crossbeam`), `messaging` (`messaging`, `offer_poll`, its throughput
+//! Files: `raw` (`raw`, `crossbeam`), `java` (Aeron's Java Ping/Pong), `messaging` (`messaging`, `offer_poll`, its throughput
 //! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
 //! the timing itself), `paired` (the interleaved rounds), `common` (what they share, and the
 //! harness that runs a case with the floor around it), `summary` (the summary printed after the
@@ -88,6 +89,7 @@
 
 mod c_client;
 mod common;
+mod java;
 mod messaging;
 mod paired;
 mod raw;
@@ -152,7 +154,10 @@ fn main() {
     let doctor = driver.doctor(&at);
     let dir = driver.dir.as_path();
 
-    let rows = round_trips(&mut c, &at, &plan, dir);
+    let mut rows = round_trips(&mut c, &at, &plan, dir);
+    // Aeron's Java Ping/Pong through the same driver (not a criterion case: two JVMs time it).
+    let (java_rows, java_missing) = java::rows(&at, &plan, mode, dir, &[MSG_LEN, PROBE_MSG_LEN]);
+    rows.extend(java_rows);
     let tp_rows = throughput_cases(&mut c, &at, &plan, throughput_variants(dir, at.responder));
 
     // The peers again, interleaved in short rounds: the comparison the summary judges.
@@ -179,6 +184,7 @@ fn main() {
         version,
         floor: (floor_before, floor_after),
         rows,
+        missing: java_missing.into_iter().collect(),
         tp_rows,
         split,
         mutex_ns,

@@ -18,6 +18,8 @@ pub(crate) struct Summary {
     pub(crate) version: String,
     pub(crate) floor: (Histogram<u64>, Histogram<u64>),
     pub(crate) rows: Vec<Row>,
+    /// Why a round-trip row is missing (a peer that could not run), printed under the table.
+    pub(crate) missing: Vec<String>,
     pub(crate) tp_rows: Vec<ThroughputRow>,
     pub(crate) split: Vec<SplitRow>,
     pub(crate) mutex_ns: f64,
@@ -109,7 +111,7 @@ fn print_round_trips(s: &Summary) {
     let raw_batch = s.rows.iter().find(|r| r.name == "raw").and_then(|r| r.batch_median_ns);
     println!();
     println!(
-        "{:<14} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7} {:>15} {:>7} {:>7} {:>8}",
+        "{:<25} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7} {:>15} {:>7} {:>7} {:>8}",
         "case",
         "batch med",
         "batch/raw",
@@ -157,7 +159,7 @@ fn print_round_trip_row(name: &str, batch: (Option<f64>, Option<f64>), st: &Stat
         " "
     };
     println!(
-        "{:<14} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7.0} {:>14}{} {:>6.1}x {:>6.1}x {:>7.1}x",
+        "{:<25} {:>9} {:>9} {:>7} {:>7} {:>7} {:>9} {:>7.0} {:>14}{} {:>6.1}x {:>6.1}x {:>7.1}x",
         name,
         batch.0.map_or_else(|| "-".to_owned(), |b| format!("{b:.0}")),
         match batch {
@@ -195,6 +197,9 @@ fn print_round_trip_notes(s: &Summary, any_moved: bool, global: (u64, u64)) {
     }
     for r in s.rows.iter().filter(|r| !r.notes.is_empty()) {
         println!("  {}: {}", r.name, r.notes);
+    }
+    for m in &s.missing {
+        println!("  {m}");
     }
     if latency_probe::model::regime_moved(global.0, global.1) {
         println!(
