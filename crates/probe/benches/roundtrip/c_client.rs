@@ -364,28 +364,12 @@ impl<P: CPublish> Flowing for CFlow<P> {
             self.sent += 1;
             self.retries.add(self.publ.send(&message(self.sent), false));
         }
-        let (sent, received) = (self.sent, &self.received);
-        spin_until("C throughput: waiting for the subscriber", || {
-            received.0.load(Ordering::Acquire) >= sent
-        });
+        self.received
+            .wait_for(self.sent, "C throughput: waiting for the subscriber");
     }
 
     fn finish(&mut self) -> String {
-        self.ctl.stop();
-        let r = self
-            .subscriber
-            .take()
-            .map_or_else(SubReport::default, |t| t.join().expect("C subscriber panicked"));
-        format!(
-            "sent {} received {} gaps {}; retried: {}; {:.1} msgs per non-empty poll, {} of {} polls empty",
-            self.sent,
-            r.received,
-            r.gaps,
-            self.retries,
-            r.received as f64 / (r.polls - r.empty_polls).max(1) as f64,
-            r.empty_polls,
-            r.polls
-        )
+        SubReport::of_stopped(&self.ctl, &mut self.subscriber, "C throughput").summary(self.sent, &self.retries)
     }
 }
 

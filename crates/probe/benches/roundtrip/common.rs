@@ -492,6 +492,15 @@ pub(crate) fn percentiles_of(case: &mut impl Op, warmup: u64, measured: u64) -> 
 #[repr(align(128))]
 pub(crate) struct Counter(pub(crate) AtomicU64);
 
+impl Counter {
+    /// Spins until the subscriber has counted `sent` messages (`what` names the flow if it
+    /// stops making progress).
+    #[inline]
+    pub(crate) fn wait_for(&self, sent: u64, what: &str) {
+        spin_until(what, || self.0.load(Ordering::Acquire) >= sent);
+    }
+}
+
 /// What the subscriber thread saw.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct SubReport {
@@ -500,6 +509,28 @@ pub(crate) struct SubReport {
     pub(crate) gaps: u64,
     pub(crate) polls: u64,
     pub(crate) empty_polls: u64,
+}
+
+impl SubReport {
+    /// Stops a flow's subscriber thread (`ctl`) and takes its report (a default one if it was
+    /// taken before).
+    pub(crate) fn of_stopped(ctl: &Control, thread: &mut Option<PinnedThread<SubReport>>, what: &str) -> SubReport {
+        ctl.stop();
+        thread.take().map_or_else(SubReport::default, |t| {
+            t.join()
+                .unwrap_or_else(|_| panic!("{what}: the subscriber thread panicked"))
+        })
+    }
+
+    /// The flow's note: what both sides saw, with the publisher's `retries`.
+    pub(crate) fn summary(&self, sent: u64, retries: &dyn std::fmt::Display) -> String {
+        let per_poll = self.received as f64 / (self.polls - self.empty_polls).max(1) as f64;
+        format!(
+            "sent {sent} received {} gaps {}; retried: {retries}; {per_poll:.1} msgs per non-empty poll, {} of {} polls \
+             empty",
+            self.received, self.gaps, self.empty_polls, self.polls
+        )
+    }
 }
 
 /// A lagging subscriber waits this long after a poll that read fewer than [`LAG_BELOW`]

@@ -368,10 +368,8 @@ impl<P: Pub> Flowing for Flow<P> {
             self.retries
                 .add(publish(&mut self.publ, &message(self.sent), self.use_offer));
         }
-        let (sent, received) = (self.sent, &self.received);
-        spin_until("throughput: waiting for the subscriber", || {
-            received.0.load(Ordering::Acquire) >= sent
-        });
+        self.received
+            .wait_for(self.sent, "throughput: waiting for the subscriber");
     }
 
     fn finish(&mut self) -> String {
@@ -380,11 +378,7 @@ impl<P: Pub> Flowing for Flow<P> {
             self.report = Some(t.join().expect("the subscriber thread panicked"));
         }
         let r = self.report.unwrap_or_default();
-        let per_poll = r.received as f64 / (r.polls - r.empty_polls).max(1) as f64;
-        format!(
-            "sent {} received {} gaps {}; retried: {}; {:.1} msgs per non-empty poll, {} of {} polls empty",
-            self.sent, r.received, r.gaps, self.retries, per_poll, r.empty_polls, r.polls
-        )
+        r.summary(self.sent, &self.retries)
     }
 }
 
