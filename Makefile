@@ -81,6 +81,8 @@ test: bootstrap
 		TAP_REQUIRE_HDR_JAVA=$(REQUIRE_HDR_JAVA) TAP_REQUIRE_PROMETHEUS=$(REQUIRE_PROMETHEUS) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
+	# The bench's iceoryx2 rows (feature iceoryx2, run by `make bench`): checked, not run.
+	$(WITH_CMAKE) $(CARGO) clippy -p latency-probe --benches --features iceoryx2 -- -D warnings
 	# The fuzz targets too (built, not run: `make fuzz` runs them), sharing the build above.
 	$(WITH_CMAKE) $(CARGO) check --manifest-path fuzz/Cargo.toml --all-targets --target-dir target
 	$(WITH_CMAKE) BENCH_PAIRED=1 $(CARGO) test -p latency-probe --bench roundtrip
@@ -114,7 +116,7 @@ miri: bootstrap
 		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --features tap --lib -- log:: reader:: tap::phaser tap::handover
 
 bench: bootstrap
-	$(WITH_CMAKE) $(CARGO) bench --workspace
+	$(WITH_CMAKE) $(CARGO) bench --workspace --features latency-probe/iceoryx2
 
 # Seeds (valid samples and reports) are written into fuzz/corpus/<target> first; libFuzzer adds
 # what it finds there and writes crashing inputs to fuzz/artifacts/<target> (both git-ignored).

@@ -12,8 +12,9 @@
 //! | `roundtrip/offer_poll` | `offer` of 32 bytes, then `poll` until it comes back, one publication and one subscription on one stream, one thread: the stack's own cost, no cross-core transfer |
 //! | `roundtrip/c_client` | the `messaging` round trip through the same driver with the Aeron C client (rusteron-client 0.2.16 = Aeron 1.54.0) on both sides, streams 2002 / 2003: what the protocol costs without aeron-rs and this crate |
 //! | `roundtrip/c_client_64` | the `c_client` round trip with 64-byte messages (streams 2202 / 2203), next to `messaging_exclusive_64` |
+//! | `roundtrip/iceoryx2`, `roundtrip/iceoryx2_64` | (cargo feature `iceoryx2`) the round trip over iceoryx2 0.10's publish-subscribe on shared memory, 32 and 64 bytes: the ping loans a `[u8; N]` sample, writes it in place and sends it; the pinned pong receives it, loans one of its own, copies and sends it; one node per side, history 0, subscriber buffer 1 (`iceoryx.rs`) |
 //! | `java_ping`, `java_ping_64` (summary rows, not criterion cases) | Aeron's own Java Ping and Pong samples (aeron-all 1.51.0, exclusive publications, `aeron:ipc` through this bench's driver), two JVMs pinned with `taskset` to the bench's two cores, 32 and 64 bytes; Ping's own histogram, read from its output (`java.rs`; `BENCH_JAVA=skip` leaves them out) |
-//! | `throughput/try_claim`, `throughput/offer`, `throughput/exclusive_try_claim`, `throughput/c_try_claim` | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
+//! | `throughput/try_claim`, `throughput/offer`, `throughput/exclusive_try_claim`, `throughput/c_try_claim`, `throughput/iceoryx2` (feature `iceoryx2`) | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
 //!
 //! After the criterion cases the binary prints a summary:
 //! - each round-trip case's p50 / p99 / p99.9 / max / mean from a fixed-count run of
@@ -32,8 +33,9 @@
 //!   runs ahead instead of writing the very cache line the subscriber is polling;
 //! - each side's cost alone (publish ns/msg, then poll ns/msg, on one thread, no cross-core
 //!   transfer), for messaging, the probe's own 32 B compact and 64 B full sample path (encode +
-//!   claim + commit; poll + decode), the C client, the cost of an uncontended
-//!   `std::sync::Mutex` `try_lock` + unlock, and of the timing itself (two clock readings);
+//!   claim + commit; poll + decode), the C client and iceoryx2 (with its feature), the cost of
+//!   an uncontended `std::sync::Mutex` `try_lock` + unlock, and of the timing itself (two clock
+//!   readings);
 //! - the paired rounds (`cargo bench` only, or `BENCH_PAIRED=1`): raw, messaging exclusive and
 //!   concurrent, and the C client again, interleaved in short rounds with the floor before and
 //!   after each case (a round in which a case's floor moved is re-run, at most 3), each client's
@@ -81,7 +83,8 @@
 //! `BENCH_TAP_ONLY=1` runs the tap's cost alone);
 //! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
 //!
-//! Files: `raw` (`raw`, `crossbeam`), `java` (Aeron's Java Ping/Pong), `messaging` (`messaging`, `offer_poll`, its throughput
+//! Files: `raw` (`raw`, `crossbeam`), `iceoryx` (iceoryx2's round trip, flow and split row),
+//! `java` (Aeron's Java Ping/Pong), `messaging` (`messaging`, `offer_poll`, its throughput
 //! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
 //! the timing itself), `paired` (the interleaved rounds), `common` (what they share, and the
 //! harness that runs a case with the floor around it), `summary` (the summary printed after the
@@ -89,6 +92,8 @@
 
 mod c_client;
 mod common;
+#[cfg(feature = "iceoryx2")]
+mod iceoryx;
 mod java;
 mod messaging;
 mod paired;
@@ -211,12 +216,23 @@ fn register_ids(c: &mut Criterion) {
         "offer_poll",
         "c_client",
         "c_client_64",
+        #[cfg(feature = "iceoryx2")]
+        "iceoryx2",
+        #[cfg(feature = "iceoryx2")]
+        "iceoryx2_64",
     ] {
         group.bench_function(id, |_| unreachable!("--list runs nothing"));
     }
     group.finish();
     let mut group = c.benchmark_group("throughput");
-    for id in ["try_claim", "offer", "exclusive_try_claim", "c_try_claim"] {
+    for id in [
+        "try_claim",
+        "offer",
+        "exclusive_try_claim",
+        "c_try_claim",
+        #[cfg(feature = "iceoryx2")]
+        "iceoryx2",
+    ] {
         group.bench_function(id, |_| unreachable!("--list runs nothing"));
     }
     group.finish();
@@ -392,6 +408,28 @@ fn round_trips(c: &mut Criterion, at: &Placement, plan: &Plan, dir: &Path) -> Ve
         || CPing::start(dir, responder, 200, PROBE_MSG_LEN),
         CPing::finish,
     );
+    #[cfg(feature = "iceoryx2")]
+    {
+        use crate::iceoryx::IcePing;
+        round_trip_case(
+            c,
+            at,
+            "iceoryx2",
+            plan,
+            &mut rows,
+            || IcePing::<MSG_LEN>::start(responder),
+            IcePing::finish,
+        );
+        round_trip_case(
+            c,
+            at,
+            "iceoryx2_64",
+            plan,
+            &mut rows,
+            || IcePing::<PROBE_MSG_LEN>::start(responder),
+            IcePing::finish,
+        );
+    }
     rows
 }
 
@@ -431,7 +469,8 @@ fn throughput_variants(dir: &Path, responder: Option<usize>) -> Vec<TpCase<'_>> 
         })) as Box<dyn Flowing>
     });
     let limit = TP_FRAGMENT_LIMIT;
-    vec![
+    #[allow(unused_mut)]
+    let mut cases = vec![
         tp(
             "messaging try_claim",
             Some("try_claim"),
@@ -479,7 +518,14 @@ fn throughput_variants(dir: &Path, responder: Option<usize>) -> Vec<TpCase<'_>> 
             None,
             c_exclusive(C_THROUGHPUT_STREAM + 2, true),
         ),
-    ]
+    ];
+    #[cfg(feature = "iceoryx2")]
+    cases.push(tp(
+        "iceoryx2 loan + send",
+        Some("iceoryx2"),
+        Box::new(move || Box::new(crate::iceoryx::IceFlow::<MSG_LEN>::start(responder)) as Box<dyn Flowing>),
+    ));
+    cases
 }
 
 /// One throughput case.

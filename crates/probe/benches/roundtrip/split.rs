@@ -23,7 +23,12 @@ use crate::messaging::{publish, Pub};
 /// (the subscriber is not polling, and `k` frames fit in half a 64 MiB term, so nothing waits
 /// for it), then `poll_once` until all `k` are read. Median over `rounds` rounds of
 /// (publish ns/msg, poll ns/msg).
-fn split_costs(k: u64, rounds: usize, mut publish: impl FnMut(u64), mut poll_once: impl FnMut() -> u64) -> (f64, f64) {
+pub(crate) fn split_costs(
+    k: u64,
+    rounds: usize,
+    mut publish: impl FnMut(u64),
+    mut poll_once: impl FnMut() -> u64,
+) -> (f64, f64) {
     let mut seq = 0;
     let mut publish_ns = Vec::new();
     let mut poll_ns = Vec::new();
@@ -108,6 +113,8 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
     for compact in [true, false] {
         rows.push(split_probe_path(at, dir, plan, compact, k_for(BIG_TERM)));
     }
+    #[cfg(feature = "iceoryx2")]
+    rows.push(crate::iceoryx::split_row(at, plan));
 
     let client = at.unpinned(|| CClient::connect(dir));
     for (name, exclusive, term, stream) in [
