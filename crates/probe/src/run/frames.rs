@@ -3,9 +3,17 @@
 //! archive recorded each message). A message that does not fit in the rest of a term is
 //! preceded by a padding frame that fills it, as Aeron's appenders do.
 
+/// The encoded length of a compact run's full messages (its first, which carries the run's
+/// counts, and its end marker): a full sample padded to 96 bytes, so that its frame is 128
+/// bytes, two whole cache lines, and the compact frames after it each fill one line. At 64
+/// bytes (a 96-byte frame) every later frame started halfway into a line and straddled two,
+/// one of them shared with the frame written next: the 32 B round trip then cost 90-130 ns
+/// more on a 2-core VM (docs/results/2026-11-26-probe-compact-rtt.md).
+pub const COMPACT_RUN_FULL_LEN: usize = 96;
+
 /// The frame lengths of a run's messages: its first message's and every later one's. They
 /// differ in a run of compact samples (below 64 bytes), whose first message is a full sample
-/// (it carries the run's counts).
+/// of [`COMPACT_RUN_FULL_LEN`] bytes (it carries the run's counts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frames {
     /// The first message's frame, bytes.
@@ -20,7 +28,11 @@ impl Frames {
     pub fn for_msg_size(msg_size: usize) -> Frames {
         let frame = |n: usize| crate::analysis::tuning::frame_bytes(n as u64) as i64;
         Frames {
-            first: frame(msg_size.max(aeron_latency::wire::MIN_ENCODED_LEN)),
+            first: frame(if msg_size < aeron_latency::wire::MIN_ENCODED_LEN {
+                COMPACT_RUN_FULL_LEN
+            } else {
+                msg_size
+            }),
             rest: frame(msg_size),
         }
     }
@@ -126,6 +138,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_compact_runs_32_byte_frames_each_fill_one_cache_line() {
+        let f = Frames::for_msg_size(32);
+        assert_eq!(f.rest, 64, "a 32 B compact sample and Aeron's header");
+        // Through several 64 KiB terms: each message starts on a cache line.
+        for k in 0..5_000 {
+            assert_eq!(f.end_position(k, 65_536) % 64, 0, "message {k} starts on a cache line");
+        }
+        // Full sizes keep their own frames.
+        assert_eq!(Frames::for_msg_size(64), Frames::uniform(96));
+        assert_eq!(Frames::for_msg_size(40).first, 128);
+    }
+
+    #[test]
     fn messages_between_counts_whole_frames_and_skips_the_padding_at_each_term_end() {
         // 1,000-byte terms, 160-byte frames: 6 per term (960 B), 40 B of padding.
         let (t, f) = (1_000, 160);
@@ -160,25 +185,25 @@ mod tests {
     #[test]
     fn a_compact_run_s_first_message_is_a_full_frame_and_the_rest_follow_it() {
         let f = Frames::for_msg_size(32);
-        assert_eq!((f.first, f.rest), (96, 64));
+        assert_eq!((f.first, f.rest), (128, 64));
         assert_eq!(Frames::for_msg_size(128), Frames::uniform(160));
-        let term = 1_024;
-        // 96, then 14 of 64 B (992), 32 B of padding; the next term holds 16.
-        assert_eq!(f.messages_between(0, 95, term), 0);
-        assert_eq!(f.messages_between(0, 96, term), 1);
-        assert_eq!(f.messages_between(0, 992, term), 15);
-        assert_eq!(f.messages_between(0, 1_024, term), 15, "the padding holds no message");
-        assert_eq!(f.messages_between(0, 2_048, term), 31);
-        for n in [1_u64, 2, 15, 16, 17, 31, 32, 100] {
+        let term = 1_000;
+        // 128, then 13 of 64 B (960), 40 B of padding; the next term holds 15.
+        assert_eq!(f.messages_between(0, 127, term), 0);
+        assert_eq!(f.messages_between(0, 128, term), 1);
+        assert_eq!(f.messages_between(0, 960, term), 14);
+        assert_eq!(f.messages_between(0, 1_000, term), 14, "the padding holds no message");
+        assert_eq!(f.messages_between(0, 2_000, term), 29);
+        for n in [1_u64, 2, 14, 15, 16, 29, 30, 100] {
             let p = f.end_position(n, term);
             assert_eq!(f.messages_between(0, p, term), n, "n = {n}");
             assert_eq!(f.messages_between(0, p - 1, term), n - 1, "n = {n}");
             assert!(p - f.of(n - 1) >= 0);
         }
         // A run that starts where its first (full) frame does not fit: padding, then the term.
-        assert_eq!(f.messages_between(960, 1_024 + 96, term), 1);
-        assert_eq!(f.messages_between(960, 1_024 + 95, term), 0);
-        assert_eq!(f.messages_between(960, 1_024 + 160, term), 2);
+        assert_eq!(f.messages_between(960, 1_000 + 128, term), 1);
+        assert_eq!(f.messages_between(960, 1_000 + 127, term), 0);
+        assert_eq!(f.messages_between(960, 1_000 + 192, term), 2);
         // Uniform frames are the plain count.
         let u = Frames::uniform(96);
         assert_eq!(u.end_position(683, 65_536), end_position(683, 65_536, 96));

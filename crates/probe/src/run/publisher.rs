@@ -17,6 +17,7 @@ use aeron_latency::messaging::{
     Client, Concurrent, DriverLiveness, Exclusive, IdleStrategy, Publication, Subscriber, ThreadBuilder,
 };
 
+use crate::run::frames::COMPACT_RUN_FULL_LEN;
 use crate::run::publication::Add;
 use aeron_latency::wire;
 
@@ -144,7 +145,7 @@ fn check(cfg: &PubConfig) -> Result<(usize, Option<Option<usize>>, u64), SetupEr
     let size_error = |e: wire::SizeError| SetupError(format!("--msg-size: {e}"));
     let (padding, compact) = if cfg.msg_size < wire::MIN_ENCODED_LEN {
         (
-            0,
+            wire::padding_for_size(COMPACT_RUN_FULL_LEN).map_err(size_error)?,
             Some(wire::compact_padding_for_size(cfg.msg_size).map_err(size_error)?),
         )
     } else {

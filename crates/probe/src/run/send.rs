@@ -141,8 +141,8 @@ pub struct Plan {
     pub measured: u64,
     /// Messages per second.
     pub rate: u64,
-    /// Padding that makes a full sample the requested size (0 when the size is compact's:
-    /// its full messages are 64 bytes).
+    /// Padding that makes a full sample the requested size (in a compact run, the size of its
+    /// full messages: `run::frames::COMPACT_RUN_FULL_LEN`).
     pub padding: usize,
     /// `Some(padding)` when the requested size is below a full sample's 64 bytes: every
     /// message but the first (which carries the run's counts) and the end marker is then a
