@@ -217,8 +217,6 @@ fn each_session_has_its_tagged_lines_and_the_untagged_line_sums_them() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A subscription on `stream` recording its hop into `figure`, with ten stamped messages
-/// waiting for it, and their publication.
 /// The first figure's `recording_tids` in the status file, as written (`""` before the file).
 fn recording_tids(dir: &std::path::Path) -> String {
     let s = std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap_or_default();
@@ -229,6 +227,18 @@ fn recording_tids(dir: &std::path::Path) -> String {
         .to_owned()
 }
 
+/// The first figure's `sources` in the status file (0 before the file).
+fn sources(dir: &std::path::Path) -> usize {
+    let s = std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap_or_default();
+    s.split("\"sources\":")
+        .nth(1)
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A subscription on `stream` recording its hop into `figure`, with ten stamped messages
+/// waiting for it, and their publication.
 fn ten_stamped(client: &Client, tap: &Tap, stream: i32, figure: &str) -> (Subscriber, Publication<Exclusive>) {
     let mut sub = client.subscription("aeron:ipc", stream).unwrap();
     sub.record_latency(tap, RecordLatency::hop(figure)).unwrap();
@@ -616,12 +626,10 @@ fn a_handler_that_panics_drops_the_recorder_and_keeps_its_counts() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A recorder that is dropped retires its source: the writer takes its last interval (its counts
-/// stay in the figure) and lets it go (the status file no longer lists its thread).
 /// A session whose image goes while its subscription records retires its sources (the writer
 /// takes their last counts and lets them go), also when the image goes during a recording
-/// poll. The status file lists a recording thread per source: two sessions, two entries; one
-/// once the first session went.
+/// poll. The status file counts the sources (two sessions, two; one once the first session
+/// went) and lists the thread that polls both once.
 #[test]
 fn a_session_that_goes_retires_its_sources() {
     let d = messaging::EmbeddedDriver::builder()
@@ -668,14 +676,20 @@ fn a_session_that_goes_retires_its_sources() {
     send(&mut second);
     poll_ten(&mut sub);
     let status = || std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap();
-    let threads = || recording_tids(&dir).split(',').filter(|t| !t.is_empty()).count();
     let deadline = Instant::now() + Duration::from_secs(10);
-    while threads() < 2 {
-        assert!(Instant::now() < deadline, "both threads never listed: {}", status());
+    while sources(&dir) < 2 {
+        assert!(Instant::now() < deadline, "both sessions never listed: {}", status());
         std::thread::sleep(Duration::from_millis(5));
     }
+    // Both sessions are polled on this thread now: it is listed once.
+    let now = messaging::current_tid().to_string();
+    while recording_tids(&dir) != now {
+        assert!(Instant::now() < deadline, "not [{now}] alone: {}", status());
+        sub.poll(&mut |_, _| {}, 10).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
     drop(first);
-    while threads() > 1 {
+    while sources(&dir) > 1 {
         assert!(
             Instant::now() < deadline,
             "the gone session's sources stay: {}",
@@ -727,6 +741,8 @@ fn a_subscription_moved_to_another_thread_lists_that_thread() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A recorder that is dropped retires its source: the writer takes its last interval (its counts
+/// stay in the figure) and lets it go (the status file no longer lists its thread).
 #[test]
 fn a_dropped_recorder_s_counts_stay_and_its_source_goes() {
     let dir = tap_dir("retire");

@@ -27,8 +27,10 @@ pub(crate) struct FigureView<'a> {
     /// Since the start.
     pub(crate) totals: &'a Counts,
     pub(crate) files: &'a [PathBuf],
-    /// The threads that record into it.
+    /// The threads that record into it, each once, in ascending order.
     pub(crate) tids: Vec<i32>,
+    /// Its live sources: the sessions of its subscriptions and its recorders.
+    pub(crate) sources: usize,
 }
 
 /// What the status file says.
@@ -95,13 +97,14 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
         let tids: Vec<String> = f.tids.iter().map(i32::to_string).collect();
         let _ = write!(
             out,
-            "{}{{\"name\":{},\"stream_id\":{},\"files\":[{}],\"recording_tids\":[{}],\"recorded\":{},\
-             \"negative\":{},\"saturated\":{},\"unstamped\":{}}}",
+            "{}{{\"name\":{},\"stream_id\":{},\"files\":[{}],\"recording_tids\":[{}],\"sources\":{},\
+             \"recorded\":{},\"negative\":{},\"saturated\":{},\"unstamped\":{}}}",
             if i == 0 { "" } else { "," },
             json_str(&f.name),
             f.stream.map_or_else(|| "null".into(), |s| s.to_string()),
             files.join(","),
             tids.join(","),
+            f.sources,
             f.totals.histogram.len(),
             f.totals.negative,
             f.totals.saturated,

@@ -599,18 +599,24 @@ impl Writer {
             .iter()
             .enumerate()
             .filter(|(i, _)| *i < self.totals.len())
-            .map(|(i, f)| FigureView {
-                name: f.name.clone(),
-                stream: f.stream,
-                totals: &self.totals[i],
-                files: &self.files[i],
-                tids: r
-                    .sources
+            .map(|(i, f)| {
+                let sources: Vec<_> = r.sources.iter().filter(|s| s.figure == i).collect();
+                // A thread that polls several sessions records into several sources: listed once.
+                let mut tids: Vec<i32> = sources
                     .iter()
-                    .filter(|s| s.figure == i)
                     .map(|s| s.tid.load(Ordering::Relaxed))
                     .filter(|t| *t != 0)
-                    .collect(),
+                    .collect();
+                tids.sort_unstable();
+                tids.dedup();
+                FigureView {
+                    name: f.name.clone(),
+                    stream: f.stream,
+                    totals: &self.totals[i],
+                    files: &self.files[i],
+                    tids,
+                    sources: sources.len(),
+                }
             })
             .collect()
     }
