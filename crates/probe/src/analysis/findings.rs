@@ -183,8 +183,16 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
         e.0 += 1;
         e.1 += (b - a).max(0) as u64;
     }
+    // The side that took more CPU time first: where the tail cannot rank them (no latency
+    // samples, as with attach), the verdict's order keeps this one.
+    let off_cpu = |ours: bool| -> u64 { by.iter().filter(|((o, _), _)| *o == ours).map(|(_, v)| v.1).sum() };
+    let order = if off_cpu(false) > off_cpu(true) {
+        [false, true]
+    } else {
+        [true, false]
+    };
     let mut findings = Vec::new();
-    for ours in [true, false] {
+    for ours in order {
         let mut list: Vec<(&String, &(u64, u64))> = by
             .iter()
             .filter(|((o, _), _)| *o == ours)

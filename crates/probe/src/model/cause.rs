@@ -173,7 +173,10 @@ impl Cause {
             Cause::PageFaults => "pre-fault and mlock what the hot loop uses before measuring",
             Cause::Futex => "take the blocking call (lock, channel, condvar) off the hot path",
             Cause::Blocked => "--idle spin on a pinned, isolated core; find the blocking call with perf trace",
-            Cause::Migrations => "pin the hot threads (--pub-core/--sub-core; do not pass --no-pin)",
+            Cause::Migrations => {
+                "pin the hot threads (the probe: --pub-core/--sub-core, do not pass --no-pin; a service: \
+                 taskset -pc CORE TID or sched_setaffinity)"
+            }
             Cause::Preempted | Cause::AeronLock | Cause::Unknown => return None,
         })
     }
