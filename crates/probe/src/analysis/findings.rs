@@ -216,7 +216,13 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
             Cause::PreemptedForeign
         };
         let share = tail.share(cause, Some(t.tid));
-        let fix = if ours {
+        let fix = if ours && t.role == crate::model::Role::Service {
+            format!(
+                "the service's own threads take this thread's core ({} cores here): give the thread a core of \
+                 its own and its helpers others (taskset -pc CORE TID), or isolate its core (isolcpus/nohz_full)",
+                lineup.ctx.cores
+            )
+        } else if ours {
             format!(
                 "our own helpers have no core of their own ({} cores, both hot threads spin): give the media \
                  driver and the aeron-rs conductors a spare core (taskset), or isolate the hot cores \

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
         Some(Cmd::Driver(d)) => cli::finish(cli::driver::DRIVER, cli::driver::driver(d)),
         Some(Cmd::Stages(s)) => cli::finish(cli::stages::STAGES, cli::stages::stages(s)),
         Some(Cmd::Tap(t)) => cli::finish(cli::tap::TAP, cli::tap::tap(t)),
+        Some(Cmd::Attach(a)) => cli::finish(cli::attach::ATTACH, cli::attach::attach(a)),
         None => cli::finish(probe::PROGRAM, probe::probe(&args.args)),
     }
 }

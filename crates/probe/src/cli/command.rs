@@ -56,6 +56,10 @@ pub enum Cmd {
     /// and the change against other logs (--vs) or another period (--vs-period), per
     /// percentile over the intervals, paired by time where they coincide
     Tap(super::tap::TapArgs),
+    /// Why is my service slow: a running process's threads watched for --duration the way the
+    /// probe watches its own (perf where permitted, else /proc), read-only: per-group counters,
+    /// each thread's off-CPU time and who took its CPU, and the findings
+    Attach(super::attach::AttachArgs),
     /// Seed 004 on Aeron: one run timed at each durability stage (offer returned, received,
     /// recorded by Aeron Archive A, replicated to archive B) per archive sync level, with each
     /// stage's added cost and Little's law

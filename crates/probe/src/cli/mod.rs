@@ -24,6 +24,7 @@
 
 pub mod ab;
 pub mod args;
+pub mod attach;
 pub mod buffers;
 pub mod command;
 pub mod doctor;

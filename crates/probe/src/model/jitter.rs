@@ -68,6 +68,9 @@ pub enum Role {
     Main,
     /// The hiccup meter.
     Meter,
+    /// A thread of a service `latency-probe attach` watches (hot: its off-CPU episodes are
+    /// recorded).
+    Service,
     /// Anything else.
     Other,
 }
@@ -78,7 +81,7 @@ impl Role {
     pub fn is_hot(self) -> bool {
         matches!(
             self,
-            Role::Publisher | Role::Subscriber | Role::Consumer | Role::Handoff
+            Role::Publisher | Role::Subscriber | Role::Consumer | Role::Handoff | Role::Service
         )
     }
 
@@ -96,6 +99,7 @@ impl Role {
             Role::Driver => "media driver",
             Role::Main => "main thread",
             Role::Meter => "hiccup meter",
+            Role::Service => "watched thread of the attached service",
             Role::Other => "other thread",
         }
     }

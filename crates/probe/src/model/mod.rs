@@ -4,6 +4,7 @@
 
 mod ab;
 mod accounting;
+mod attach;
 mod cause;
 mod counters;
 mod diagnosis;
@@ -23,6 +24,7 @@ mod tuning;
 
 pub use ab::*;
 pub use accounting::*;
+pub use attach::*;
 pub use cause::*;
 pub use counters::*;
 pub use diagnosis::*;

@@ -212,6 +212,10 @@ fn outliers(o: &mut String, j: &JitterReport) {
             );
         }
     }
+    if j.tail.threshold_ns == u64::MAX {
+        // No latency samples (attach without a tap): no tail to line up.
+        return;
+    }
     let causes: Vec<String> = j.tail.by_cause.iter().map(|(k, v)| format!("{k} {v}")).collect();
     let _ = writeln!(
         o,

@@ -12,6 +12,7 @@
 
 pub mod ab;
 pub mod ab_out;
+pub mod attach;
 pub mod counters;
 pub mod csv;
 pub mod files;

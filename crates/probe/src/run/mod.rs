@@ -12,6 +12,7 @@
 
 pub mod ab;
 pub mod archive;
+pub mod attach;
 pub mod compare;
 pub mod doctor;
 pub mod driver;

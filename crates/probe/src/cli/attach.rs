@@ -1,0 +1,73 @@
+//! `latency-probe attach`: a running service's threads watched for `--duration`, its flags
+//! and their checks.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::Failure;
+use crate::model::Mode;
+use crate::run::attach::{attach as watch, find};
+
+/// `latency-probe attach`'s name in its messages.
+pub const ATTACH: &str = "latency-probe attach";
+
+/// The longest watch, seconds (a day).
+const MAX_DURATION_S: f64 = 86_400.0;
+
+/// `latency-probe attach`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct AttachArgs {
+    /// The process to watch (its pid as this host sees it)
+    #[arg(long)]
+    pub pid: u32,
+    /// Watch these threads as the service's, by name, comma-separated (Linux keeps the first 15
+    /// bytes of a name; a longer one matches those); default: every thread
+    #[arg(long, value_delimiter = ',')]
+    pub threads: Vec<String>,
+    /// How long to watch, seconds (20 time-ordered groups of a twentieth each)
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Counters: auto (perf where permitted, else /proc), perf (or fail), proc
+    #[arg(long, default_value = "auto")]
+    pub diagnostics: Mode,
+    /// Also write the report as JSON to this file
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// `latency-probe attach`: finds the process and its threads, watches them, prints the
+/// report (and writes `--json`).
+///
+/// # Errors
+/// A bad flag, no such process or thread, perf refused with `--diagnostics perf`: one line,
+/// exit 2. The process ended while watched, or the JSON could not be written: the report so
+/// far, then one line, exit 1.
+pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
+    if !(a.duration > 0.0 && a.duration <= MAX_DURATION_S) {
+        return Err(Failure::setup(format!(
+            "--duration {}: give seconds above 0, at most {MAX_DURATION_S} (a day)",
+            a.duration
+        )));
+    }
+    if a.diagnostics == Mode::Off {
+        return Err(Failure::setup(
+            "--diagnostics off: attach has nothing to report without counters; use auto, perf or proc",
+        ));
+    }
+    let target = find(a.pid, &a.threads).map_err(Failure::setup)?;
+    let report = watch(&target, Duration::from_secs_f64(a.duration), a.diagnostics).map_err(Failure::setup)?;
+    print!("{}", crate::render::attach::text(&report));
+    if let Some(path) = &a.json {
+        let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::incomplete(e.to_string()))?;
+        std::fs::write(path, json + "\n").map_err(|e| {
+            Failure::incomplete(format!(
+                "--json {}: {e}; give a path in a writable directory (the report is printed above)",
+                path.display()
+            ))
+        })?;
+    }
+    match &report.incomplete_reason {
+        Some(why) => Err(Failure::incomplete(format!("{why}; the report so far is above"))),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,273 @@
+//! `latency-probe attach`: a running process's threads watched for a while the way the probe
+//! watches its own hot threads, into the same jitter model.
+//!
+//! # Guarantees
+//! - Read-only: nothing is injected into the process and it is never paused. Its threads are
+//!   read at 21 group boundaries (perf counters and `/proc`, as [`Monitor`] does for the
+//!   probe's threads) and, with perf, every off-CPU episode of a watched thread is recorded
+//!   with its cause and who took the CPU.
+//! - A process that ends while watched ends the watch (seen within a second, or at the next
+//!   group boundary if sooner): the groups seen so far are reported, marked incomplete.
+//! - Its own cost on the service: one wake-up a second and one per group boundary, each a read
+//!   of the watched threads' counters (the report's "probe cost"); on a host with no spare
+//!   core such a wake-up can preempt a watched thread, and is then named among who took its
+//!   CPU.
+//! - Timing model: group boundaries are `CLOCK_MONOTONIC` readings of this process, a
+//!   twentieth of `--duration` apart; perf records use the same clock.
+
+use std::fmt;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::analysis::jitter::{build, Hiccup};
+use crate::analysis::verdict::Context;
+use crate::measure::monitor::{Monitor, MonitorError};
+use crate::model::{AttachReport, AttachedThread, Explain, Mode, Role, GROUPS, SCHEMA_VERSION};
+use crate::units::utc_timestamp;
+
+/// The bytes of a thread's name Linux keeps (`TASK_COMM_LEN` is 16 with the NUL).
+pub const COMM_LEN: usize = 15;
+
+/// How often a watch looks whether the process is still there while it waits for a boundary
+/// (each look is a wake-up that may take a watched thread's core for a few µs).
+const ALIVE_EVERY: Duration = Duration::from_secs(1);
+
+/// The process and the threads to watch as its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The process id.
+    pub pid: u32,
+    /// Its main thread's name.
+    pub process: String,
+    /// The threads watched as the service's.
+    pub threads: Vec<AttachedThread>,
+}
+
+/// Why `attach` could not watch.
+#[derive(Debug)]
+pub enum AttachError {
+    /// No such process.
+    NoProcess {
+        /// The pid asked for.
+        pid: u32,
+    },
+    /// Its threads cannot be listed (another user's process without the rights to read it).
+    NotReadable {
+        /// The pid asked for.
+        pid: u32,
+        /// What the system said.
+        why: String,
+    },
+    /// No thread has one of the names asked for.
+    NoThreadNamed {
+        /// The names not found (as Linux keeps them: at most 15 bytes).
+        missing: Vec<String>,
+        /// The names the process's threads have.
+        present: Vec<String>,
+    },
+    /// The counter source asked for cannot be used.
+    Monitor(MonitorError),
+}
+
+impl fmt::Display for AttachError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttachError::NoProcess { pid } => write!(
+                f,
+                "no process {pid} on this host (in a container, give the pid as this host sees it: \
+                 its NSpid line in /proc/PID/status)"
+            ),
+            AttachError::NotReadable { pid, why } => write!(
+                f,
+                "cannot read the threads of process {pid} ({why}): run as its user or as root"
+            ),
+            AttachError::NoThreadNamed { missing, present } => write!(
+                f,
+                "--threads: no thread named {}; its threads are named {} (Linux keeps 15 bytes of a name)",
+                missing.join(", "),
+                present.join(", ")
+            ),
+            AttachError::Monitor(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for AttachError {}
+
+/// `name` as Linux keeps a thread's name: its first [`COMM_LEN`] bytes (on a character
+/// boundary).
+#[must_use]
+pub fn comm(name: &str) -> &str {
+    let mut end = name.len().min(COMM_LEN);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    &name[..end]
+}
+
+/// The threads of `pid` with their names, by id.
+fn threads_of(pid: u32) -> Result<Vec<AttachedThread>, AttachError> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => AttachError::NoProcess { pid },
+        _ => AttachError::NotReadable {
+            pid,
+            why: e.to_string(),
+        },
+    })?;
+    let mut threads: Vec<AttachedThread> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .map(|tid| AttachedThread {
+            tid,
+            name: std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
+                .map(|s| s.trim_end().to_owned())
+                .unwrap_or_default(),
+        })
+        .collect();
+    threads.sort_by_key(|t| t.tid);
+    Ok(threads)
+}
+
+/// Finds process `pid` and the threads named `names` (every thread when `names` is empty).
+///
+/// # Errors
+/// No such process, its threads not readable, or a name no thread has.
+pub fn find(pid: u32, names: &[String]) -> Result<Target, AttachError> {
+    let all = threads_of(pid)?;
+    let process = all
+        .iter()
+        .find(|t| t.tid == pid as i32)
+        .map_or_else(|| format!("pid {pid}"), |t| t.name.clone());
+    if names.is_empty() {
+        return Ok(Target {
+            pid,
+            process,
+            threads: all,
+        });
+    }
+    let missing: Vec<String> = names
+        .iter()
+        .map(|n| comm(n).to_owned())
+        .filter(|n| !all.iter().any(|t| t.name == *n))
+        .collect();
+    if !missing.is_empty() {
+        let mut present: Vec<String> = all.iter().map(|t| t.name.clone()).collect();
+        present.sort();
+        present.dedup();
+        return Err(AttachError::NoThreadNamed { missing, present });
+    }
+    let threads = all
+        .into_iter()
+        .filter(|t| names.iter().any(|n| comm(n) == t.name))
+        .collect();
+    Ok(Target { pid, process, threads })
+}
+
+/// Whether `pid` still runs (a zombie has ended).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+/// Sleeps until `at`, looking every [`ALIVE_EVERY`] whether `pid` still runs; false if it
+/// ended.
+fn wait_until(at: Instant, pid: u32) -> bool {
+    loop {
+        if !alive(pid) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= at {
+            return true;
+        }
+        std::thread::sleep((at - now).min(ALIVE_EVERY));
+    }
+}
+
+/// Watches `target` for `duration` (20 groups of a twentieth each) with counter source
+/// `mode`, and analyses what the threads did. The process's other threads are watched too,
+/// as its other threads (they are who may take a watched thread's CPU).
+///
+/// # Errors
+/// Only when `mode` asks for perf and perf cannot be used.
+pub fn attach(target: &Target, duration: Duration, mode: Mode) -> Result<AttachReport, AttachError> {
+    let pid = target.pid;
+    let mut monitor = Monitor::new(mode).map_err(AttachError::Monitor)?;
+    for t in &target.threads {
+        monitor.watch(pid, t.tid, Role::Service);
+    }
+    monitor.watch_process(pid, |tid, _| if tid == pid as i32 { Role::Main } else { Role::Other });
+    let started_at = utc_timestamp(SystemTime::now());
+    let start = Instant::now();
+    let mut ended = None;
+    for g in 0..=GROUPS {
+        let at = start + duration.mul_f64(g as f64 / GROUPS as f64);
+        if !wait_until(at, pid) {
+            ended = Some(start.elapsed());
+            break;
+        }
+        monitor.snapshot(g);
+    }
+    let watched = ended.unwrap_or_else(|| start.elapsed());
+    let side = monitor.finish();
+    let ctx = Context {
+        sub_idle: None,
+        pub_idle: None,
+        delivery_channel: false,
+        hot_path_lock: false,
+        // No latency samples: no tail to line up, no bands.
+        tail_threshold_ns: u64::MAX,
+        cores: aeron_latency::messaging::available_cores().len(),
+        fault_cost_ns: 0,
+        explain: Explain::default(),
+        edges: None,
+    };
+    let hiccup = Hiccup::Skipped("attach runs no meter".into());
+    let (jitter, groups) = build(&[&side], &[], &[], &hiccup, &ctx);
+    Ok(AttachReport {
+        schema_version: SCHEMA_VERSION,
+        pid,
+        process: target.process.clone(),
+        threads: target.threads.clone(),
+        duration_s: duration.as_secs_f64(),
+        watched_s: watched.as_secs_f64(),
+        started_at,
+        complete: ended.is_none(),
+        incomplete_reason: ended.map(|t| format!("process {pid} ended after {:.1} s", t.as_secs_f64())),
+        jitter,
+        groups,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_matched_as_linux_keeps_it() {
+        assert_eq!(comm("aeron-conductor-thread"), "aeron-conductor");
+        assert_eq!(comm("short"), "short");
+        // 14 ASCII bytes and a 2-byte character: cut before it, not inside.
+        assert_eq!(comm("abcdefghijklmné"), "abcdefghijklmn");
+    }
+
+    #[test]
+    fn this_process_and_its_threads_are_found_by_name() {
+        let me = std::process::id();
+        let t = find(me, &[]).unwrap();
+        assert!(t.threads.iter().any(|t| t.tid == me as i32));
+        let name = t.process.clone();
+        let named = find(me, std::slice::from_ref(&name)).unwrap();
+        assert!(named.threads.iter().all(|t| t.name == name));
+        let e = find(me, &["no-such-thread".into()]).unwrap_err().to_string();
+        assert!(e.contains("no thread named no-such-thread") && e.contains(&name), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn a_missing_process_says_so_in_one_line() {
+        let e = find(u32::MAX - 1, &[]).unwrap_err().to_string();
+        assert!(e.starts_with("no process") && !e.contains('\n'), "{e}");
+    }
+}

@@ -1,0 +1,125 @@
+//! `latency-probe attach` against processes this test starts: the report of a running one, a
+//! process that ends while watched, and bad input.
+
+use std::process::{Child, Command, Output, Stdio};
+
+const PROBE: &str = env!("CARGO_BIN_EXE_latency-probe");
+
+/// A child that is killed and reaped when dropped.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(script: &str) -> Reaped {
+    Reaped(
+        Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("starting sh"),
+    )
+}
+
+fn attach(args: &[&str]) -> Output {
+    Command::new(PROBE)
+        .arg("attach")
+        .args(args)
+        .output()
+        .expect("running latency-probe attach")
+}
+
+fn json_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("attach-{name}-{}.json", std::process::id()))
+}
+
+/// A shell that wakes every 10 ms: its thread is found, watched over 20 groups, and its
+/// wake-ups are counted (perf or /proc).
+#[test]
+fn a_running_process_s_threads_are_reported_per_group() {
+    let child = spawn("while :; do sleep 0.01; done");
+    let pid = child.0.id().to_string();
+    let tid = i64::from(child.0.id());
+    let json = json_path("running");
+    let out = attach(&["--pid", &pid, "--duration", "1", "--json", json.to_str().unwrap()]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(&format!("process sh (pid {pid})")), "{stdout}");
+    assert!(stdout.contains("VERDICT:"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    assert_eq!(r["complete"], true);
+    let groups = r["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 20);
+    assert!(groups.iter().all(|g| !g.is_null()), "every group watched: {groups:?}");
+    let sh = r["jitter"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["tid"].as_i64() == Some(tid))
+        .unwrap_or_else(|| panic!("the shell's thread is listed: {}", r["jitter"]["threads"]));
+    assert_eq!(sh["role"], "service");
+    let woke = sh["total"]["voluntary"].as_u64().unwrap();
+    assert!(
+        woke >= 20,
+        "a shell that sleeps 10 ms at a time blocked {woke} times in 1 s"
+    );
+}
+
+/// A process that ends while watched: the groups before are reported, marked incomplete,
+/// exit 1 with one line saying so.
+#[test]
+fn a_process_that_ends_is_reported_so_far() {
+    let child = spawn("sleep 0.5");
+    let pid = child.0.id().to_string();
+    let json = json_path("ends");
+    let out = attach(&["--pid", &pid, "--duration", "5", "--json", json.to_str().unwrap()]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("process {pid} ended after")), "{stderr}");
+    assert!(stdout.contains("INCOMPLETE"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    assert_eq!(r["complete"], false);
+    let watched = r["watched_s"].as_f64().unwrap();
+    assert!(
+        watched < 4.0,
+        "stopped when the process ended, not at --duration: {watched} s"
+    );
+    assert!(!r["groups"][0].is_null(), "the first group was watched");
+    assert!(r["groups"][19].is_null(), "the last was not");
+}
+
+/// Bad input: one line with the cause and the fix, exit 2, nothing watched.
+#[test]
+fn bad_input_is_one_line_and_exit_2() {
+    let child = spawn("sleep 30");
+    let pid = child.0.id().to_string();
+    for (args, says) in [
+        (vec!["--pid", "4294967294", "--duration", "1"], "no process 4294967294"),
+        (
+            vec!["--pid", &pid, "--threads", "no-such-thread"],
+            "no thread named no-such-thread",
+        ),
+        (vec!["--pid", &pid, "--duration", "0"], "--duration 0"),
+        (vec!["--pid", &pid, "--diagnostics", "off"], "--diagnostics off"),
+    ] {
+        let out = attach(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: nothing watched");
+    }
+}
