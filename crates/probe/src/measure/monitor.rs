@@ -209,18 +209,12 @@ impl Monitor {
     /// Watches every thread of `pid` not watched yet; `role` names them (the main thread of a
     /// process is [`Role::Main`] unless `role` says otherwise by name).
     pub fn watch_process(&mut self, pid: u32, role: impl Fn(i32, &str) -> Role) {
-        let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        let Ok(threads) = crate::sys::thread::threads_of(pid) else {
             self.notes.push(format!("could not list the threads of process {pid}"));
             return;
         };
-        let mut tids: Vec<i32> = dir
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse().ok())
-            .collect();
-        tids.sort_unstable();
-        for tid in tids {
-            let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
-            let r = role(tid, name.trim_end());
+        for (tid, name) in threads {
+            let r = role(tid, &name);
             self.watch(pid, tid, r);
         }
     }

@@ -106,25 +106,17 @@ pub fn comm(name: &str) -> &str {
 
 /// The threads of `pid` with their names, by id.
 fn threads_of(pid: u32) -> Result<Vec<AttachedThread>, AttachError> {
-    let dir = std::fs::read_dir(format!("/proc/{pid}/task")).map_err(|e| match e.kind() {
+    let threads = crate::sys::thread::threads_of(pid).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => AttachError::NoProcess { pid },
         _ => AttachError::NotReadable {
             pid,
             why: e.to_string(),
         },
     })?;
-    let mut threads: Vec<AttachedThread> = dir
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .map(|tid| AttachedThread {
-            tid,
-            name: std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm"))
-                .map(|s| s.trim_end().to_owned())
-                .unwrap_or_default(),
-        })
-        .collect();
-    threads.sort_by_key(|t| t.tid);
-    Ok(threads)
+    Ok(threads
+        .into_iter()
+        .map(|(tid, name)| AttachedThread { tid, name })
+        .collect())
 }
 
 /// Finds process `pid` and the threads named `names` (every thread when `names` is empty).

@@ -1,9 +1,29 @@
-//! The calling thread: its Linux thread id and its page faults so far.
+//! Threads: the calling one's id and page faults, and the threads of a process.
 
 /// Linux thread id of the calling thread.
 #[must_use]
 pub fn current_tid() -> i32 {
     aeron_latency::messaging::current_tid()
+}
+
+/// The threads of process `pid`, by id, with their names (`/proc/PID/task/TID/comm`, at most
+/// 15 bytes; empty when unreadable).
+///
+/// # Errors
+/// The process's task directory cannot be read (`NotFound`: no such process).
+pub fn threads_of(pid: u32) -> std::io::Result<Vec<(i32, String)>> {
+    let mut tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    tids.sort_unstable();
+    Ok(tids
+        .into_iter()
+        .map(|tid| {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).unwrap_or_default();
+            (tid, name.trim_end().to_owned())
+        })
+        .collect())
 }
 
 /// Minor + major page faults of the calling thread so far (`getrusage(RUSAGE_THREAD)`: one
