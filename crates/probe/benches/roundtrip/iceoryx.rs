@@ -92,9 +92,6 @@ fn message<const N: usize>(seq: u64) -> Msg<N> {
     m
 }
 
-/// The ports a pinned responder makes on its own node, the other "process".
-struct Ready(AtomicBool);
-
 /// Ping: the bench thread sends `N` bytes on `a2b`, a pinned pong thread echoes them on `b2a`.
 pub(crate) struct IcePing<const N: usize> {
     publ: Publisher<Service, Msg<N>, ()>,
@@ -124,14 +121,14 @@ impl<const N: usize> IcePing<N> {
             .create()
             .expect("iceoryx2 ping subscriber");
         let ctl = Arc::new(Control::default());
-        let ready = Arc::new(Ready(AtomicBool::new(false)));
+        let ready = Arc::new(AtomicBool::new(false));
         let (ctl2, ready2) = (ctl.clone(), ready.clone());
         let pong = spawn_pinned("iceoryx2-pong", core, move || {
             let node = new_node();
             let (from, to) = (service::<N>(&node, &a2b, false), service::<N>(&node, &b2a, false));
             let sub = from.subscriber_builder().create().expect("iceoryx2 pong subscriber");
             let publ = to.publisher_builder().create().expect("iceoryx2 pong publisher");
-            ready2.0.store(true, Ordering::Release);
+            ready2.store(true, Ordering::Release);
             let (mut echoed, mut retries) = (0u64, 0u64);
             while ctl2.running() {
                 match sub.receive() {
@@ -147,7 +144,7 @@ impl<const N: usize> IcePing<N> {
             }
             (echoed, retries)
         });
-        wait_for("iceoryx2 pong", || ready.0.load(Ordering::Acquire));
+        wait_for("iceoryx2 pong", || ready.load(Ordering::Acquire));
         IcePing {
             publ,
             sub,
@@ -215,7 +212,7 @@ impl<const N: usize> IceFlow<N> {
         let flow_service = service::<N>(&node, &what, true);
         let received = Arc::new(Counter(AtomicU64::new(0)));
         let ctl = Arc::new(Control::default());
-        let ready = Arc::new(Ready(AtomicBool::new(false)));
+        let ready = Arc::new(AtomicBool::new(false));
         let (received2, ctl2, ready2) = (received.clone(), ctl.clone(), ready.clone());
         let subscriber = spawn_pinned("iceoryx2-tp-sub", core, move || {
             let node = new_node();
@@ -223,10 +220,10 @@ impl<const N: usize> IceFlow<N> {
                 .subscriber_builder()
                 .create()
                 .expect("iceoryx2 throughput subscriber");
-            ready2.0.store(true, Ordering::Release);
+            ready2.store(true, Ordering::Release);
             receive_all(&sub, &received2, &ctl2)
         });
-        wait_for("iceoryx2 throughput subscriber", || ready.0.load(Ordering::Acquire));
+        wait_for("iceoryx2 throughput subscriber", || ready.load(Ordering::Acquire));
         let publ = flow_service
             .publisher_builder()
             .create()

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use latency_probe::measure::floor;
-use latency_probe::measure::histogram::{new_latency_histogram, record_saturating};
+use latency_probe::measure::histogram::new_latency_histogram;
 use latency_probe::model::Stats;
 
-use crate::common::{Mode, Placement, Plan, Row, CHANNEL};
+use crate::common::{Mode, Placement, Plan, Row, CHANNEL, MSG_LEN};
 
 /// The jar `make bootstrap` fetches (`scripts/bootstrap.sh`), relative to the workspace root.
 const JAR: &str = ".tools/aeron-all-1.51.0.jar";
@@ -76,7 +76,7 @@ pub(crate) fn rows(at: &Placement, plan: &Plan, mode: Mode, dir: &Path, sizes: &
                 stats.mean = mean;
                 stats.max = max;
                 rows.push(Row {
-                    name: if len == 32 {
+                    name: if len == MSG_LEN {
                         "java_ping".to_owned()
                     } else {
                         format!("java_ping_{len}")
@@ -237,8 +237,8 @@ fn parse_distribution(out: &str) -> Result<(Histogram<u64>, f64, u64), String> {
             .contains(&f.len())
             .then(|| (f.first().and_then(|v| us_to_ns(v)), f[2].parse::<u64>()));
         if let Some((Some(ns), Ok(count))) = row {
-            for _ in counted..count {
-                record_saturating(&mut h, ns);
+            if count > counted {
+                h.saturating_record_n(ns.min(h.high()), count - counted);
             }
             counted = counted.max(count);
         } else if let Some(rest) = line.strip_prefix("#[Mean") {

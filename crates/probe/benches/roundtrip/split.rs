@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::tap::Stamp;
-use aeron_latency::messaging::{Concurrent, Exclusive, MessageHeader, Publication};
+use aeron_latency::messaging::{Client, Concurrent, Exclusive, MessageHeader, Publication, Subscriber};
 use aeron_latency::wire;
 use latency_probe::measure::histogram::new_latency_histogram;
 use latency_probe::measure::histogram::record_saturating;
@@ -155,6 +155,19 @@ pub(crate) fn split_rows(at: &Placement, dir: &Path, plan: &Plan) -> Vec<SplitRo
     rows
 }
 
+/// A messaging client with a publication of type `P` and a subscription on `stream` (an IPC
+/// log of `term` bytes), both connected.
+fn open_stream<P: Pub>(at: &Placement, dir: &Path, term: usize, stream: i32) -> (Client, Publication<P>, Subscriber) {
+    let channel = format!("{CHANNEL}?term-length={term}");
+    at.unpinned(|| {
+        let client = connect(dir);
+        let sub = client.subscription(&channel, stream).expect("split subscription");
+        let publ = P::add(&client, &channel, stream);
+        wait_for("split stream", || publ.is_connected() && sub.is_connected());
+        (client, publ, sub)
+    })
+}
+
 /// One messaging split row over publication type `P`.
 #[allow(clippy::too_many_arguments)]
 fn split_messaging<P: Pub>(
@@ -167,14 +180,7 @@ fn split_messaging<P: Pub>(
     stream: i32,
     k: u64,
 ) -> SplitRow {
-    let channel = format!("{CHANNEL}?term-length={term}");
-    let (client, mut publ, mut sub) = at.unpinned(|| {
-        let client = connect(dir);
-        let sub = client.subscription(&channel, stream).expect("split subscription");
-        let publ = P::add(&client, &channel, stream);
-        wait_for("split stream", || publ.is_connected() && sub.is_connected());
-        (client, publ, sub)
-    });
+    let (client, mut publ, mut sub) = open_stream::<P>(at, dir, term, stream);
     let mut check = SeqCheck::default();
     let mut retries = Retries::default();
     let (publish_ns, poll_ns) = split_costs(
@@ -208,14 +214,7 @@ fn split_probe_path(at: &Placement, dir: &Path, plan: &Plan, compact: bool, k: u
     } else {
         ("probe path, 64 B full", 1027)
     };
-    let channel = format!("{CHANNEL}?term-length={BIG_TERM}");
-    let (client, mut publ, mut sub) = at.unpinned(|| {
-        let client = connect(dir);
-        let sub = client.subscription(&channel, stream).expect("split subscription");
-        let publ = Exclusive::add(&client, &channel, stream);
-        wait_for("split stream", || publ.is_connected() && sub.is_connected());
-        (client, publ, sub)
-    });
+    let (client, mut publ, mut sub) = open_stream::<Exclusive>(at, dir, BIG_TERM, stream);
     let len = if compact {
         wire::COMPACT_LEN
     } else {
