@@ -7,8 +7,8 @@
 /// counts, and its end marker): a full sample padded to 96 bytes, so that its frame is 128
 /// bytes, two whole cache lines, and the compact frames after it each fill one line. At 64
 /// bytes (a 96-byte frame) every later frame started halfway into a line and straddled two,
-/// one of them shared with the frame written next: the 32 B round trip then cost 90-130 ns
-/// more on a 2-core VM (docs/results/2026-11-26-probe-compact-rtt.md).
+/// one of them shared with the frame written next, which slowed the 32 B round trip
+/// (docs/results/2026-11-26-probe-compact-rtt.md).
 pub const COMPACT_RUN_FULL_LEN: usize = 96;
 
 /// The frame lengths of a run's messages: its first message's and every later one's. They
