@@ -79,13 +79,27 @@ impl<T> PinnedThread<T> {
     }
 }
 
-/// The cores this process may run on (its affinity mask).
+/// The cores this process may run on: its main thread's affinity mask, the same whichever
+/// thread asks (a thread pinned to one core still sees the process's cores, so it can start a
+/// thread pinned to another).
 #[must_use]
 pub fn available_cores() -> Vec<usize> {
-    core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size given; with the process id,
+    // sched_getaffinity reads the main thread's mask and only writes into `set`.
+    let rc = unsafe { libc::sched_getaffinity(libc::getpid(), std::mem::size_of::<libc::cpu_set_t>(), &raw mut set) };
+    if rc != 0 {
+        // The calling thread's mask, as a last resort.
+        return core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+    }
+    // SAFETY: CPU_ISSET reads the set for an index below CPU_SETSIZE.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect()
 }
 
@@ -191,6 +205,27 @@ impl ThreadBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread pinned to one core sees the process's cores and can start a thread pinned to
+    /// another (a service's hot thread starting its helper on the helpers' core).
+    #[test]
+    fn a_pinned_thread_sees_the_process_s_cores() {
+        let all = available_cores();
+        let (first, last) = (all[0], *all.last().unwrap());
+        let seen = ThreadBuilder::new()
+            .affinity(first)
+            .spawn(move || {
+                let inner = ThreadBuilder::new()
+                    .affinity(last)
+                    .spawn(|| 7)
+                    .map(|t| t.join().unwrap());
+                (available_cores(), inner.ok())
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(seen, (all, Some(7)));
+    }
 
     #[test]
     fn a_core_that_does_not_exist_is_an_error_naming_the_available_ones() {
