@@ -14,7 +14,9 @@ use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use messaging::tap::{FigureSummary, RecordLatency, Stamp, Tap, TapSummary, PROMETHEUS_FILE, STATUS_FILE};
+use messaging::tap::{
+    FigureSummary, RecordLatency, Stamp, Tap, TapSummary, PROMETHEUS_FILE, SLOWEST_FILE, STATUS_FILE,
+};
 use messaging::{
     Client, ControlledAction, Exclusive, IdleStrategy, MessageHeader, Publication, StampClock, Subscriber, TapError,
 };
@@ -47,6 +49,20 @@ fn read_logs(files: &[PathBuf], tag: Option<&str>) -> Vec<Histogram<u64>> {
         }
     }
     out
+}
+
+/// The lines of the slowest messages' file for `figure`: (messages, [received, latency] pairs).
+fn slowest(dir: &std::path::Path, figure: &str) -> Vec<(u64, Vec<(i64, u64)>)> {
+    let text = std::fs::read_to_string(dir.join(SLOWEST_FILE)).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .filter(|v| v["figure"] == figure)
+        .map(|v| {
+            let pairs = v["slowest"].as_array().unwrap().iter();
+            let pairs = pairs.map(|p| (p[0].as_i64().unwrap(), p[1].as_u64().unwrap()));
+            (v["messages"].as_u64().unwrap(), pairs.collect())
+        })
+        .collect()
 }
 
 fn total(hs: &[Histogram<u64>]) -> u64 {
@@ -150,6 +166,22 @@ fn every_message_handed_over_is_counted_once_and_the_logs_hold_them() {
         );
         let max = untagged.iter().map(Histogram::max).max().unwrap();
         assert!(max < 10_000_000_000, "{name}: latencies are nanoseconds ({max})");
+        // One line per interval that counted something: its messages add up, its slowest are
+        // at most 128, ordered by receive time, and the run's slowest is among them.
+        let lines = slowest(&dir, name);
+        assert_eq!(
+            lines.iter().map(|l| l.0).sum::<u64>(),
+            n,
+            "{name}: slowest lines' messages"
+        );
+        assert!(lines
+            .iter()
+            .all(|l| l.1.len() <= 128 && l.1.windows(2).all(|w| w[0].0 <= w[1].0)));
+        let top = lines.iter().flat_map(|l| l.1.iter().map(|p| p.1)).max().unwrap();
+        assert!(
+            top.abs_diff(max) <= max / 500 + 1,
+            "{name}: slowest {top}, the logs' max {max}"
+        );
     }
     let f = figure(&summary, "s15");
     assert_eq!(
@@ -344,6 +376,16 @@ fn a_forwarder_s_stamp_gives_hop_and_end_to_end_and_own_figures_record() {
     assert!(
         close(hop_max, fwd.max(plain)),
         "the hop does not: {hop_max}, {fwd}, {plain}"
+    );
+    // The slowest messages' file has each one exactly, at its receive time; the recorder's
+    // value at the time it was recorded.
+    let pairs = |figure: &str| -> Vec<(i64, u64)> { slowest(&dir, figure).into_iter().flat_map(|l| l.1).collect() };
+    assert_eq!(pairs("hop"), [(received[0], fwd), (received[2], plain)]);
+    assert_eq!(pairs("e2e"), [(received[0], fwd + 5_000_000), (received[2], plain)]);
+    let inside = pairs("inside");
+    assert!(
+        inside.len() == 1 && inside[0].1 == 1_500 && inside[0].0 > received[2],
+        "{inside:?}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -45,6 +45,8 @@ pub(crate) struct Status<'a> {
     /// Asks the polling threads had not answered by the end of an interval, summed so far.
     pub(crate) late_handovers: u64,
     pub(crate) prometheus: Option<&'a str>,
+    /// The slowest messages' file and how many each source keeps per interval.
+    pub(crate) slowest: Option<(&'a str, usize)>,
     pub(crate) figures: &'a [FigureView<'a>],
 }
 
@@ -76,7 +78,7 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
         out,
         "{{\"format\":1,\"pid\":{},\"clock\":{},\"unit\":\"ns\",\"interval_s\":{},\"started_unix_s\":{:.3},\
          \"updated_unix_s\":{:.3},\"writer_tid\":{},\"writer_busy_us\":{{\"last\":{},\"max\":{}}},\
-         \"late_handovers\":{},\"prometheus\":{},\"figures\":[",
+         \"late_handovers\":{},\"prometheus\":{},\"slowest\":{},\"figures\":[",
         std::process::id(),
         json_str(s.clock.name()),
         s.interval.as_secs_f64(),
@@ -87,6 +89,10 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
         s.writer_busy.1.as_micros(),
         s.late_handovers,
         s.prometheus.map_or_else(|| "null".into(), json_str),
+        s.slowest.map_or_else(
+            || "null".into(),
+            |(file, n)| format!("{{\"file\":{},\"per_interval\":{n}}}", json_str(file))
+        ),
     );
     for (i, f) in s.figures.iter().enumerate() {
         let files: Vec<String> = f

@@ -20,6 +20,7 @@ use hdrhistogram::Histogram;
 
 use super::handover::{Handover, Slots};
 use super::phaser::Phaser;
+use super::slowest::Slow;
 use super::stamp::{Latency, Stamp};
 use super::tally::Tally;
 use super::writer::{Shared, Tap};
@@ -41,6 +42,8 @@ pub(crate) struct Counts {
     pub(crate) unstamped: u64,
     /// The sum of the recorded latencies, nanoseconds (Prometheus's `_sum`).
     pub(crate) sum_ns: u64,
+    /// The interval's slowest values with their times (one source's; not added by [`add`](Self::add)).
+    pub(crate) slowest: Vec<Slow>,
 }
 
 impl Counts {
@@ -51,6 +54,7 @@ impl Counts {
             saturated: 0,
             unstamped: 0,
             sum_ns: 0,
+            slowest: Vec::new(),
         }
     }
 
@@ -92,6 +96,7 @@ impl Counts {
         self.saturated = 0;
         self.unstamped = 0;
         self.sum_ns = 0;
+        self.slowest.clear();
     }
 }
 
@@ -119,8 +124,13 @@ pub(crate) struct Source {
 impl Source {
     /// A source whose intervals the writer takes through `handover`, or in writer sections
     /// when it has none.
-    pub(crate) fn new(figure: usize, tag: String, highest_ns: u64, handover: Option<Arc<Handover>>) -> Source {
-        let (a, b) = (Tally::new(highest_ns), Tally::new(highest_ns));
+    pub(crate) fn new(
+        figure: usize,
+        tag: String,
+        (highest_ns, slowest): (u64, usize),
+        handover: Option<Arc<Handover>>,
+    ) -> Source {
+        let (a, b) = (Tally::new(highest_ns, slowest), Tally::new(highest_ns, slowest));
         Source {
             figure,
             tag,
@@ -347,11 +357,12 @@ impl SubscriberTap {
         match latency {
             None => hop.unstamped += 1,
             Some(l) => {
-                hop.record(l.hop_ns);
+                let now = self.now;
+                hop.record(l.hop_ns, || now);
                 // SAFETY: as above; null when the subscription records no end to end.
                 if let Some(e2e) = unsafe { s.end_to_end_now.as_mut() } {
                     let counted = e2e.saturated + e2e.negative;
-                    e2e.record(l.end_to_end_ns);
+                    e2e.record(l.end_to_end_ns, || now);
                     // A saturated age makes the value a lower bound: saturated, once.
                     if l.age_saturated && e2e.saturated + e2e.negative == counted {
                         e2e.saturated += 1;
@@ -420,6 +431,7 @@ fn polling_tid() -> i32 {
 /// records whenever the service has a value, so the writer cannot wait for it to hand over).
 pub struct FigureRecorder {
     source: Arc<Source>,
+    clock: StampClock,
     _shared: Arc<Shared>,
 }
 
@@ -443,19 +455,23 @@ impl FigureRecorder {
         let source = shared.source(name, None, format!("recorder-{n}"), None);
         Ok(FigureRecorder {
             source,
+            clock: shared.clock,
             _shared: shared,
         })
     }
 
-    /// Records one latency, nanoseconds (a negative one is counted, not recorded).
+    /// Records one latency, nanoseconds (a negative one is counted, not recorded). A value
+    /// among the interval's slowest so far is kept with the time it was recorded (one clock
+    /// read, for those only).
     #[inline]
     pub fn record(&mut self, ns: i64) {
         self.source.note_thread();
+        let clock = self.clock;
         match &self.source.intervals {
             // SAFETY: `&mut self` makes the thread that holds this recorder the source's only
             // writer (the recorder is not `Clone`; sharing `&FigureRecorder` does not allow
             // recording).
-            Intervals::Phased(p) => unsafe { p.enter(|t| t.record(ns)) },
+            Intervals::Phased(p) => unsafe { p.enter(|t| t.record(ns, || clock.now_ns())) },
             Intervals::HandedOver(..) => unreachable!("a recorder's source is phased"),
         }
     }

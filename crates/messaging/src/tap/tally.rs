@@ -11,6 +11,7 @@
 //! recording each value would have given (the tests check it, extremes included).
 
 use super::record::Counts;
+use super::slowest::Slowest;
 
 /// 2^10: half the sub-buckets of 3 significant digits (2048 sub-buckets).
 const HALF_COUNT_MAGNITUDE: u32 = 10;
@@ -72,11 +73,14 @@ pub(crate) struct Tally {
     pub(crate) unstamped: u64,
     /// The sum of the recorded values (clamped), ns.
     sum_ns: u64,
+    /// The slowest values of the interval, with their times.
+    slowest: Slowest,
 }
 
 impl Tally {
-    /// An empty tally for latencies up to `highest_ns`, sized as HdrHistogram sizes its array.
-    pub(crate) fn new(highest_ns: u64) -> Tally {
+    /// An empty tally for latencies up to `highest_ns`, sized as HdrHistogram sizes its array,
+    /// keeping the `slowest` slowest values of each interval.
+    pub(crate) fn new(highest_ns: u64, slowest: usize) -> Tally {
         let high = highest_ns.max(2);
         let len = len_for(high);
         debug_assert!(index(high) < len, "the array holds the highest value");
@@ -88,12 +92,15 @@ impl Tally {
             saturated: 0,
             unstamped: 0,
             sum_ns: 0,
+            slowest: Slowest::new(slowest),
         }
     }
 
-    /// Records one latency, ns: no allocation, no branch beyond the sign and the clamp.
+    /// Records one latency, ns: no allocation; beyond the sign and the clamp, one compare with
+    /// the fastest of the interval's slowest (`at`, the time the value is tied to, is asked
+    /// only when it enters them).
     #[inline(always)]
-    pub(crate) fn record(&mut self, ns: i64) {
+    pub(crate) fn record(&mut self, ns: i64, at: impl FnOnce() -> i64) {
         if ns < 0 {
             self.negative += 1;
             return;
@@ -106,6 +113,7 @@ impl Tally {
         self.counts[index(v)] += 1;
         self.recorded += 1;
         self.sum_ns = self.sum_ns.saturating_add(v);
+        self.slowest.offer(v, at);
     }
 
     /// Nothing counted since the last drain.
@@ -126,6 +134,7 @@ impl Tally {
         to.saturated += self.saturated;
         to.unstamped += self.unstamped;
         to.sum_ns = to.sum_ns.saturating_add(self.sum_ns);
+        self.slowest.drain_into(&mut to.slowest);
         (
             self.recorded,
             self.negative,
@@ -176,7 +185,7 @@ mod tests {
     fn a_drained_tally_equals_recording_each_value() {
         let high = 10_000_000_000;
         let mut direct = Counts::new(high);
-        let mut tally = Tally::new(high);
+        let mut tally = Tally::new(high, 16);
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut values: Vec<i64> = vec![
             0,
@@ -199,7 +208,7 @@ mod tests {
         }
         for &v in &values {
             direct.record(v);
-            tally.record(v);
+            tally.record(v, || 0);
         }
         let mut drained = Counts::new(high);
         tally.drain_into(&mut drained);
@@ -209,6 +218,15 @@ mod tests {
         assert_eq!(drained.histogram.max(), direct.histogram.max());
         assert_eq!(drained.histogram.min(), direct.histogram.min());
         assert_eq!(drained.histogram.mean(), direct.histogram.mean());
+        let mut top: Vec<u64> = values
+            .iter()
+            .filter(|v| **v >= 0)
+            .map(|v| (*v as u64).min(high))
+            .collect();
+        top.sort_unstable();
+        let mut kept: Vec<u64> = drained.slowest.iter().map(|s| s.latency_ns).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, top[top.len() - 16..], "the 16 slowest, clamped");
         assert_eq!(
             (drained.negative, drained.saturated, drained.sum_ns),
             (direct.negative, direct.saturated, direct.sum_ns)

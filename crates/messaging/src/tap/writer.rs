@@ -17,6 +17,7 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use super::export::{self, FigureView};
 use super::handover::Handover;
 use super::record::{Counts, FigureRecorder, Source};
+use super::slowest::{SlowestFile, SLOWEST_DEFAULT, SLOWEST_FILE, SLOWEST_MAX};
 use super::summary::{FigureSummary, TapSummary};
 use super::StampClock;
 use crate::error::TapError;
@@ -39,6 +40,7 @@ pub struct TapBuilder {
     highest: Duration,
     writer_core: Option<usize>,
     prometheus: bool,
+    slowest: usize,
 }
 
 impl TapBuilder {
@@ -86,6 +88,16 @@ impl TapBuilder {
         self
     }
 
+    /// How many of each interval's slowest messages each source keeps, with their receive
+    /// times, for [`SLOWEST_FILE`] (default [`SLOWEST_DEFAULT`], at most [`SLOWEST_MAX`]; 0:
+    /// none and no file). Cover the band you want explained: the p99 band needs more than 1%
+    /// of an interval's messages (at 10,000 a second and 1 s intervals, 100).
+    #[must_use]
+    pub fn slowest(mut self, n: usize) -> Self {
+        self.slowest = n.min(SLOWEST_MAX);
+        self
+    }
+
     /// Whether to write the Prometheus textfile [`PROMETHEUS_FILE`] (default yes).
     #[must_use]
     pub fn prometheus(mut self, on: bool) -> Self {
@@ -109,7 +121,7 @@ impl TapBuilder {
             .map_err(dir_err)?
             .filter_map(Result::ok)
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .find(|n| n.ends_with(".hlog") || n == STATUS_FILE || n == PROMETHEUS_FILE);
+            .find(|n| n.ends_with(".hlog") || [STATUS_FILE, PROMETHEUS_FILE, SLOWEST_FILE].contains(&n.as_str()));
         if let Some(file) = earlier {
             return Err(TapError::NotEmpty { dir: self.dir, file });
         }
@@ -118,6 +130,7 @@ impl TapBuilder {
             clock: self.clock,
             dir: self.dir.clone(),
             highest_ns,
+            slowest: self.slowest,
             registry: Mutex::default(),
             stop: AtomicBool::new(false),
             recorders: AtomicU64::new(0),
@@ -172,6 +185,7 @@ impl Tap {
             highest: Duration::from_secs(10),
             writer_core: None,
             prometheus: true,
+            slowest: SLOWEST_DEFAULT,
         }
     }
 
@@ -257,6 +271,7 @@ pub(crate) struct Shared {
     pub(crate) clock: StampClock,
     dir: PathBuf,
     highest_ns: u64,
+    slowest: usize,
     registry: Mutex<Registry>,
     stop: AtomicBool,
     recorders: AtomicU64,
@@ -313,7 +328,7 @@ impl Shared {
         } else {
             tag
         };
-        let source = Arc::new(Source::new(figure, tag, self.highest_ns, handover));
+        let source = Arc::new(Source::new(figure, tag, (self.highest_ns, self.slowest), handover));
         r.sources.push(source.clone());
         source
     }
@@ -370,6 +385,7 @@ struct Writer {
     logs: Vec<Option<LogFile>>,
     interval_sum: Counts,
     serializer: V2DeflateSerializer,
+    slowest: SlowestFile,
 }
 
 impl Writer {
@@ -395,6 +411,7 @@ impl Writer {
             files: Vec::new(),
             logs: Vec::new(),
             serializer: V2DeflateSerializer::new(),
+            slowest: SlowestFile::new(&b.dir),
         }
     }
 
@@ -461,6 +478,9 @@ impl Writer {
         self.late += got.unanswered;
         self.waited = got.waited;
         let mut first_error = None;
+        if let Err(e) = self.write_slowest(&got.sources, &mut got.counts) {
+            first_error.get_or_insert(e);
+        }
         for f in 0..figures {
             std::thread::yield_now(); // between chunks of work
             if let Err(e) = self.write_figure(f, &got.sources, &mut got.counts, to) {
@@ -480,6 +500,17 @@ impl Writer {
             r.sources.retain(|s| !gone.iter().any(|d| Arc::ptr_eq(s, d)));
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Each source's slowest messages of the interval, one line each in [`SLOWEST_FILE`].
+    fn write_slowest(&mut self, sources: &[Arc<Source>], counts: &mut [Option<Counts>]) -> Result<(), TapError> {
+        let names: Vec<String> = {
+            let r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
+            r.figures.iter().map(|f| f.name.clone()).collect()
+        };
+        let end_ns = self.shared.clock.now_ns();
+        self.slowest
+            .append_interval(&names, sources, counts, self.shared.slowest, end_ns)
     }
 
     /// Figure `f`'s interval, ending at `to`: the counts taken from its sources, its lines
@@ -632,6 +663,7 @@ impl Writer {
             writer_busy: (self.busy_last, self.busy_max),
             late_handovers: self.late,
             prometheus: self.prometheus.then_some(PROMETHEUS_FILE),
+            slowest: (self.shared.slowest > 0).then_some((SLOWEST_FILE, self.shared.slowest)),
             figures: &views,
         });
         let dir = &self.shared.dir;
