@@ -32,6 +32,12 @@
 //!   (`<figure>.hlog`), beside `tap.json` and `tap.prom`; the end tick carries no stamp, so
 //!   each figure's count is the ticks that went through. `--stall-us N --stall-every M` plants
 //!   a busy stall of N µs in the gateway's handler every M ticks, to see it move the figures.
+//!   `--tap-slowest N` keeps each interval's N slowest messages per figure (`slowest.jsonl`)
+//!   for `latency-probe attach`;
+//! - **a channel hand-off** (`--handoff`): the gateway's handler sends each tick through a
+//!   crossbeam channel to a second thread, `gateway-send`, which blocks in `recv` until one comes
+//!   and publishes the order: the shape of a service that hands work to another thread, whose
+//!   every message then waits for a futex wake-up (inside-gateway records it, on `gateway-send`).
 //!
 //! Timing model: without `--tap`, none (the example counts messages). With `--tap`, every
 //! figure is `CLOCK_MONOTONIC` nanoseconds on this host: a hop is the receiving poll's clock
@@ -46,7 +52,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use messaging::tap::{FigureRecorder, RecordLatency, Tap};
+use messaging::tap::{FigureRecorder, RecordLatency, Stamp, Tap};
 use messaging::{
     Client, ConcurrentPublication, ControlledAction, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError,
     StampClock, Subscriber, ThreadBuilder,
@@ -77,6 +83,9 @@ flags:
   --tap-interval-ms N     the tap's interval (default 1000)
   --stall-us N            plant a busy stall of N µs in the gateway's handler ...
   --stall-every M         ... every M ticks (default 50)
+  --tap-slowest N         the slowest messages kept per figure and interval (default 128)
+  --handoff               hand each tick through a channel to a second thread that publishes
+                          the order (a futex wake-up per order)
   --idle NAME             the gateway's and the exchange's idle strategy (default yield)
   --no-pin                leave the threads unpinned (default: the gateway on the second-to-last
                           core this process may use, the exchange and the feed on the last)";
@@ -93,6 +102,8 @@ struct Args {
     stall_every: u64,
     idle: String,
     pin: bool,
+    handoff: bool,
+    tap_slowest: usize,
 }
 
 fn parse_args() -> Args {
@@ -102,7 +113,8 @@ fn parse_args() -> Args {
         std::process::exit(0);
     }
     let pin = !raw.iter().any(|a| a == "--no-pin");
-    raw.retain(|a| a != "--no-pin");
+    let handoff = raw.iter().any(|a| a == "--handoff");
+    raw.retain(|a| a != "--no-pin" && a != "--handoff");
     let mut a = Args {
         ticks: 100_000,
         rate: None,
@@ -114,6 +126,8 @@ fn parse_args() -> Args {
         stall_every: 50,
         idle: "yield".into(),
         pin,
+        handoff,
+        tap_slowest: messaging::tap::SLOWEST_DEFAULT,
     };
     let rate_given = raw.iter().any(|a| a == "--rate");
     let mut it = raw.into_iter();
@@ -135,6 +149,7 @@ fn parse_args() -> Args {
             "--tap-interval-ms" => a.tap_interval_ms = number().max(1),
             "--stall-us" => a.stall_us = number(),
             "--stall-every" => a.stall_every = number().max(1),
+            "--tap-slowest" => a.tap_slowest = usize::try_from(number()).unwrap_or(usize::MAX),
             "--idle" => {
                 let _: IdleStrategy = text.parse().unwrap_or_else(|e| die(&format!("--idle: {e}")));
                 a.idle = text;
@@ -293,10 +308,82 @@ fn forward(
     }
 }
 
+/// One tick handed to `gateway-send`: its bytes and, when it was stamped, the tap's receive
+/// time and the tick's age then.
+type Handed = ([u8; 8], Option<(i64, i64)>);
+
+/// Where the gateway's handler puts an order: straight into the publication, or through the
+/// channel to `gateway-send` (`--handoff`).
+enum Out {
+    Direct(ConcurrentPublication),
+    Channel(crossbeam_channel::Sender<Handed>),
+}
+
+/// Hands one tick to `gateway-send`; a full channel refuses it (`Abort`: it comes again).
+fn hand_off(
+    tx: &crossbeam_channel::Sender<Handed>,
+    tick: &[u8],
+    h: &MessageHeader<'_>,
+    refused: &AtomicU64,
+) -> ControlledAction {
+    let stamp = h.received_ns().and_then(|r| {
+        let age = Stamp::from_reserved(h.reserved_value()).latency(r)?.end_to_end_ns;
+        Some((r, age))
+    });
+    match tx.try_send((tick.try_into().unwrap_or([0; 8]), stamp)) {
+        Ok(()) => ControlledAction::Continue,
+        Err(_) => {
+            refused.fetch_add(1, Ordering::Relaxed);
+            ControlledAction::Abort
+        }
+    }
+}
+
+/// `gateway-send` (`--handoff`): blocks in `recv` until a tick comes, publishes it as an order
+/// with a forwarded stamp, and records the time the tick spent inside the gateway (channel and
+/// wake-up included). Ends when the channel closes or the driver goes; gives the recorder back.
+fn gateway_send(
+    mut orders: ConcurrentPublication,
+    rx: crossbeam_channel::Receiver<Handed>,
+    mut inside: Option<FigureRecorder>,
+    s: Arc<Shared>,
+) -> Option<FigureRecorder> {
+    while !orders.is_connected() && !s.finished.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    s.ready.store(true, Ordering::Release);
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    while let Ok((tick, stamp)) = rx.recv() {
+        loop {
+            let now = StampClock::Monotonic.now_ns();
+            let sent = match stamp {
+                Some((received, age)) => {
+                    orders.offer_with_reserved_value(&tick, Stamp::forwarded(now, age + (now - received)).to_reserved())
+                }
+                None => orders.offer(&tick),
+            };
+            match sent {
+                Ok(_) => {
+                    if let (Some(r), Some((received, _))) = (inside.as_mut(), stamp) {
+                        r.record(now - received);
+                    }
+                    break;
+                }
+                Err(e) if e.is_retryable() => {
+                    s.refused.fetch_add(1, Ordering::Relaxed);
+                    idle.idle_once();
+                }
+                Err(_) => return inside, // the driver went
+            }
+        }
+    }
+    inside
+}
+
 /// The gateway: one order per tick (end ticks too), until the exchange is done. A
-/// back-pressured order publication refuses the tick (`Abort`), so it comes again on the next
-/// poll.
-fn gateway(s: Arc<Shared>, idle: &str, stall: Stall) {
+/// back-pressured order publication (or a full hand-off channel) refuses the tick (`Abort`),
+/// so it comes again on the next poll.
+fn gateway(s: Arc<Shared>, idle: &str, stall: Stall, handoff: Option<Option<usize>>) {
     let mut idle: IdleStrategy = idle.parse().unwrap();
     let mut inside = s
         .tap
@@ -312,12 +399,23 @@ fn gateway(s: Arc<Shared>, idle: &str, stall: Stall) {
                 .record_latency(tap, RecordLatency::hop(FIGURES[0]))
                 .unwrap_or_else(|e| die(&e.to_string()));
         }
-        let mut orders: ConcurrentPublication = client
+        let orders: ConcurrentPublication = client
             .publication("aeron:ipc", ORDERS)
             .unwrap_or_else(|e| die(&e.to_string()));
+        let (mut out, sender) = match handoff {
+            None => (Out::Direct(orders), None),
+            Some(core) => {
+                let (tx, rx) = crossbeam_channel::bounded(1024);
+                let (s, recorder) = (s.clone(), inside.take());
+                let sender = spawn("gateway-send", core, move || gateway_send(orders, rx, recorder, s));
+                (Out::Channel(tx), Some(sender))
+            }
+        };
         loop {
-            if !s.ready.load(Ordering::Relaxed) && orders.is_connected() {
-                s.ready.store(true, Ordering::Release);
+            if let Out::Direct(orders) = &out {
+                if !s.ready.load(Ordering::Relaxed) && orders.is_connected() {
+                    s.ready.store(true, Ordering::Release);
+                }
             }
             let polled = ticks.controlled_poll(
                 &mut |tick: &[u8], h: &MessageHeader<'_>| {
@@ -330,7 +428,10 @@ fn gateway(s: Arc<Shared>, idle: &str, stall: Stall) {
                             }
                         }
                     }
-                    forward(&mut orders, tick, h, inside.as_mut(), &s.refused)
+                    match &mut out {
+                        Out::Direct(orders) => forward(orders, tick, h, inside.as_mut(), &s.refused),
+                        Out::Channel(tx) => hand_off(tx, tick, h, &s.refused),
+                    }
                 },
                 16,
             );
@@ -339,6 +440,10 @@ fn gateway(s: Arc<Shared>, idle: &str, stall: Stall) {
                 Ok(n) => idle.idle(n),
                 Err(_) => break, // the driver went: a new client, the same loop
             }
+        }
+        drop(out); // closes the channel: gateway-send ends
+        if let Some(sender) = sender {
+            inside = sender.join().expect("gateway-send");
         }
     }
 }
@@ -466,6 +571,7 @@ fn main() {
     let tap = a.tap.as_ref().map(|d| {
         Tap::builder(d)
             .interval(Duration::from_millis(a.tap_interval_ms))
+            .slowest(a.tap_slowest)
             .start()
             .unwrap_or_else(|e| die(&e.to_string()))
     });
@@ -495,9 +601,11 @@ fn main() {
         let (s, idle) = (shared.clone(), a.idle.clone());
         move || exchange(s, &idle, delay)
     });
+    // gateway-send blocks between orders: it shares the exchange's core, off the gateway's.
+    let handoff = a.handoff.then_some(exchange_core);
     let gateway = spawn("gateway", gateway_core, {
         let (s, idle) = (shared.clone(), a.idle.clone());
-        move || gateway(s, &idle, stall)
+        move || gateway(s, &idle, stall, handoff)
     });
     let feed = spawn("feed", exchange_core, {
         let (s, n, rate) = (shared.clone(), a.ticks, a.rate);
