@@ -123,3 +123,106 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty(), "{args:?}: nothing watched");
     }
 }
+
+/// A service with a tap (this test process: a thread named `svc` records a figure, mostly
+/// 2 µs, every 50th 80 µs): attach finds the tap through the logs the process holds open,
+/// watches the figure's recording thread, and lines the figure's slowest messages up; with
+/// `--tap` and `--hop` it reads the one named; wrong ones are one line and exit 2.
+#[test]
+fn a_service_s_tap_is_found_and_its_figure_explained() {
+    use aeron_latency::messaging::tap::Tap;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    let dir = std::env::temp_dir().join(format!("attach-tap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(100)).start().unwrap();
+    let mut figure = tap.figure("svc-inside").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let svc = std::thread::Builder::new()
+        .name("svc".into())
+        .spawn({
+            let stop = stop.clone();
+            move || {
+                let mut n = 0_u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    figure.record(if n.is_multiple_of(50) { 80_000 } else { 2_000 });
+                    std::thread::sleep(Duration::from_micros(500));
+                }
+            }
+        })
+        .unwrap();
+    while !dir.join("svc-inside.hlog").exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let pid = std::process::id().to_string();
+    let json = json_path("tap");
+    let found = attach(&[
+        "--pid",
+        &pid,
+        "--duration",
+        "1",
+        "--diagnostics",
+        "proc",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let named = attach(&["--pid", &pid, "--tap", dir.to_str().unwrap(), "--hop", "nope"]);
+    let no_dir = attach(&["--pid", &pid, "--tap", "/nonexistent-tap", "--duration", "1"]);
+    stop.store(true, Ordering::Relaxed);
+    svc.join().unwrap();
+    drop(tap);
+    let stdout = String::from_utf8_lossy(&found.stdout);
+    assert!(
+        found.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&found.stderr)
+    );
+    assert!(stdout.contains("figure svc-inside"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    let t = &r["tap"];
+    assert_eq!(t["dir"], dir.to_str().unwrap(), "found through the open logs");
+    assert_eq!(t["figure"], "svc-inside");
+    let watched: Vec<&str> = r["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(watched, ["svc"], "the figure's recording thread is the one watched");
+    let messages = t["messages"].as_u64().unwrap();
+    assert!(t["intervals"].as_u64().unwrap() >= 5 && messages >= 500, "{t}");
+    let kept = t["slowest_kept"].as_u64().unwrap();
+    assert!(kept > 0 && kept <= messages, "{t}");
+    let edges: Vec<u64> = t["edges_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_u64().unwrap())
+        .collect();
+    assert!(
+        edges[0].abs_diff(2_000) <= 2 && edges[4].abs_diff(80_000) <= 80,
+        "{edges:?}"
+    );
+    let bands = r["jitter"]["bands"].as_array().unwrap();
+    assert_eq!(bands.len(), 4);
+    // Every 50th message is 80 µs (p98 up): the band that ends there has them, lined up.
+    let slow = bands
+        .iter()
+        .find(|b| b["samples"].as_u64() > Some(0) && b["to_ns"].as_u64() >= Some(80_000));
+    let slow = slow.unwrap_or_else(|| panic!("a band of the 80 µs messages: {bands:?}"));
+    assert!(slow["analysed"].as_u64().unwrap() >= 1, "{slow}");
+    for (out, says) in [
+        (&named, "--hop nope: the tap has no such figure; it has svc-inside"),
+        (&no_dir, "--tap /nonexistent-tap: no status file tap.json there"),
+    ] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(says), "{stderr}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

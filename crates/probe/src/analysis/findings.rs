@@ -383,6 +383,12 @@ pub(crate) fn tail_only_findings(tail: &Tail, resolvable_all: bool) -> Vec<Findi
              hypervisor steal (the st column of vmstat)",
         ),
         (
+            Cause::Busy,
+            "waited while the service's thread stayed on its CPU without a context switch",
+            "see what the thread runs meanwhile (perf record -t TID, or time its handler: a slow message holds back \
+             those behind it); if not its own work, interrupts on its core (/proc/interrupts, IRQ affinity)",
+        ),
+        (
             Cause::Steal,
             "stalled in a group where the hypervisor took CPU time from this VM (steal in /proc/stat, 10 ms ticks: co-occurrence, not proof)",
             "the host runs other guests or its own work on these vCPUs: ask for dedicated (pinned) vCPUs, or measure \

@@ -331,6 +331,14 @@ impl<'a> Lineup<'a> {
                 Cause::Platform,
                 "on CPU while the hiccup meter saw a gap too".to_owned(),
             )
+        } else if t.role == Role::Service {
+            // A service's gap is one its messages waited through (the tap's stamps), not a gap
+            // in a loop known to do nothing else: its own work is the likeliest cause.
+            (
+                Cause::Busy,
+                "on CPU without a context switch while the message waited (its own work, an interrupt, an SMI)"
+                    .to_owned(),
+            )
         } else {
             (Cause::Stall, "on CPU without a context switch".to_owned())
         }

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use super::Failure;
 use crate::model::Mode;
-use crate::run::attach::{attach as watch, find};
+use crate::run::attach::{attach as watch, find, TapChoice, Watch};
+use crate::run::service_tap::{find_dir, ServiceTap};
 
 /// `latency-probe attach`'s name in its messages.
 pub const ATTACH: &str = "latency-probe attach";
@@ -30,6 +31,17 @@ pub struct AttachArgs {
     /// Counters: auto (perf where permitted, else /proc), perf (or fail), proc
     #[arg(long, default_value = "auto")]
     pub diagnostics: Mode,
+    /// The service's tap directory (its tap.json); default: the directory of the tap logs the
+    /// process holds open, if any. With a tap, the verdict explains the service's own latency
+    #[arg(long)]
+    pub tap: Option<PathBuf>,
+    /// The tap's figure to explain; default: the first one a watched thread records (without
+    /// --threads: the figure's recording threads are the ones watched)
+    #[arg(long)]
+    pub hop: Option<String>,
+    /// The band of the figure the headline explains: p90, p99, p99.9 or max (p99: p90-p99)
+    #[arg(long, default_value = "p99")]
+    pub explain: crate::model::Explain,
     /// Also write the report as JSON to this file
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -54,8 +66,46 @@ pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
             "--diagnostics off: attach has nothing to report without counters; use auto, perf or proc",
         ));
     }
-    let target = find(a.pid, &a.threads).map_err(Failure::setup)?;
-    let report = watch(&target, Duration::from_secs_f64(a.duration), a.diagnostics).map_err(Failure::setup)?;
+    let tap = match a.tap.clone().or_else(|| find_dir(a.pid)) {
+        Some(dir) => Some(ServiceTap::open(&dir, a.pid).map_err(Failure::setup)?),
+        None if a.hop.is_some() => {
+            return Err(Failure::setup(format!(
+                "--hop: process {} holds no tap logs open; give its tap's directory with --tap",
+                a.pid
+            )))
+        }
+        None => None,
+    };
+    let mut target = find(a.pid, &a.threads).map_err(Failure::setup)?;
+    let choice = match &tap {
+        Some(t) => {
+            let tids: Vec<i32> = if a.threads.is_empty() {
+                Vec::new()
+            } else {
+                target.threads.iter().map(|t| t.tid).collect()
+            };
+            let figure = t.figure(a.hop.as_deref(), &tids).map_err(Failure::setup)?.clone();
+            if a.threads.is_empty() {
+                // The threads that handled the figure's messages are the ones to watch.
+                target.threads.retain(|t| figure.recording_tids.contains(&t.tid));
+            }
+            Some(TapChoice { tap: t.clone(), figure })
+        }
+        None => None,
+    };
+    if target.threads.is_empty() {
+        return Err(Failure::setup(format!(
+            "--hop: no thread of process {} records it now; name the threads with --threads",
+            a.pid
+        )));
+    }
+    let how = Watch {
+        duration: Duration::from_secs_f64(a.duration),
+        mode: a.diagnostics,
+        tap: choice.as_ref(),
+        explain: a.explain,
+    };
+    let report = watch(&target, how).map_err(Failure::setup)?;
     print!("{}", crate::render::attach::text(&report));
     if let Some(path) = &a.json {
         let json = serde_json::to_string_pretty(&report).map_err(|e| Failure::incomplete(e.to_string()))?;

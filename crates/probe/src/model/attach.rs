@@ -39,4 +39,36 @@ pub struct AttachReport {
     pub jitter: JitterReport,
     /// Per time-ordered group of the period: what the counters did (`None`: not reached).
     pub groups: Vec<Option<GroupJitter>>,
+    /// The service's own latency from its tap, when it runs one (`None`: no tap found).
+    #[serde(default)]
+    pub tap: Option<AttachTap>,
+}
+
+/// One figure of the service's tap over the watched period: the distribution whose bands the
+/// verdict explains, and the samples it lined up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachTap {
+    /// The tap's directory.
+    pub dir: String,
+    /// The figure explained (`--hop`).
+    pub figure: String,
+    /// Every figure of the tap.
+    pub figures: Vec<String>,
+    /// The threads that record it (its samples were handled there).
+    pub recording_tids: Vec<i32>,
+    /// The tap's clock.
+    pub clock: String,
+    /// Its intervals wholly inside the watched period.
+    pub intervals: usize,
+    /// Their messages.
+    pub messages: u64,
+    /// p50, p90, p99, p99.9 and max over them, ns: the bands' edges.
+    pub edges_ns: [u64; 5],
+    /// How many of each interval's slowest messages the tap keeps.
+    pub slowest_per_interval: usize,
+    /// Of them, received inside the period: the samples lined up.
+    pub slowest_kept: usize,
+    /// Every message above this latency is among the samples (the highest N-th slowest of an
+    /// interval that kept N), ns; a band below it is covered by its slowest part only.
+    pub complete_above_ns: u64,
 }

@@ -26,6 +26,10 @@ pub enum Cause {
     Stall,
     /// A stall in a group where the hypervisor took CPU time from this VM.
     Steal,
+    /// An attached service's thread on its CPU without a context switch while a message
+    /// waited (from the tap's slowest messages): its own work (a long handler), an interrupt,
+    /// an SMI; the stamps cannot tell which.
+    Busy,
     /// A stall the hiccup meter saw too: the hypervisor, SMI, interrupts.
     Platform,
     /// The probe's own counter reads at group boundaries.
@@ -63,7 +67,7 @@ impl Owner {
 #[allow(deprecated)] // AeronLock: named and worded for old reports, never produced.
 impl Cause {
     /// Every cause the analysis produces, in the order reports' tables list them.
-    pub const PRODUCED: [Cause; 11] = [
+    pub const PRODUCED: [Cause; 12] = [
         Cause::Futex,
         Cause::Blocked,
         Cause::PreemptedOwn,
@@ -73,6 +77,7 @@ impl Cause {
         Cause::Migrations,
         Cause::Stall,
         Cause::Steal,
+        Cause::Busy,
         Cause::Platform,
         Cause::ProbeReads,
     ];
@@ -90,6 +95,7 @@ impl Cause {
             Cause::Migrations => "migrations",
             Cause::Stall => "stall",
             Cause::Steal => "steal",
+            Cause::Busy => "busy",
             Cause::Platform => "platform",
             Cause::ProbeReads => "probe-reads",
             Cause::AeronLock => "aeron-lock",
@@ -110,6 +116,7 @@ impl Cause {
             Cause::Migrations => "migrations",
             Cause::Stall => "stalls without a context switch",
             Cause::Steal => "hypervisor steal",
+            Cause::Busy => "busy on its CPU (its own work or interrupts)",
             Cause::Platform => "platform jitter",
             Cause::ProbeReads => "the probe's own counter reads",
             Cause::AeronLock => "aeron-rs lock held by its conductor",
@@ -134,6 +141,10 @@ impl Cause {
                 format!("{thread} stalled on its CPU without a context switch (interrupts, SMI, untimed faults)")
             }
             Cause::Steal => format!("{thread} stalled while the hypervisor took CPU time from this VM (steal)"),
+            Cause::Busy => format!(
+                "{thread} on its CPU without a context switch while the message waited (its own work, an interrupt, \
+                 an SMI)"
+            ),
             Cause::Platform => "hiccups the meter saw too (hypervisor, SMI, interrupts)".to_owned(),
             Cause::ProbeReads => "the probe's own counter reads at group boundaries".to_owned(),
             Cause::Unknown => format!("{thread}: a cause this version does not know"),
@@ -160,6 +171,10 @@ impl Cause {
             }
             Cause::Steal => {
                 "the host runs other guests on these vCPUs: ask for dedicated (pinned) vCPUs, or use bare metal"
+            }
+            Cause::Busy => {
+                "see what the thread runs meanwhile (perf record -t TID, or time its handler: a slow message holds \
+                 back those behind it); if not its own work, interrupts on its core (/proc/interrupts, IRQ affinity)"
             }
             Cause::Platform => "isolate cores, move IRQs, or use a quieter host",
             Cause::ProbeReads => "a known cost of diagnostics (21 reads a run); compare with --diagnostics off",

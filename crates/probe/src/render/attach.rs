@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::model::AttachReport;
+use crate::units::{format_ns, thousands};
 
 /// The text form.
 #[must_use]
@@ -21,11 +22,41 @@ pub fn text(r: &AttachReport) -> String {
         r.duration_s / 20.0,
         names.join(", ")
     );
-    let _ = writeln!(
-        out,
-        "(no latency here: the counters and off-CPU episodes of these threads; the process's other threads are \
-         counted as its helpers)"
-    );
+    match &r.tap {
+        Some(t) => {
+            let e = t.edges_ns;
+            let _ = writeln!(
+                out,
+                "its tap {}: figure {} (of {}), {} messages in {} intervals inside the watch; p50 {}, p90 {}, p99 {}, \
+                 p99.9 {}, max {}",
+                t.dir,
+                t.figure,
+                t.figures.join(", "),
+                thousands(t.messages),
+                t.intervals,
+                format_ns(e[0]),
+                format_ns(e[1]),
+                format_ns(e[2]),
+                format_ns(e[3]),
+                format_ns(e[4]),
+            );
+            let _ = writeln!(
+                out,
+                "lined up: its {} slowest messages received in the watch (the tap keeps {} an interval), each \
+                 [sent, received] against the episodes of the watched threads; every message above {} is among them",
+                thousands(t.slowest_kept as u64),
+                t.slowest_per_interval,
+                format_ns(t.complete_above_ns),
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "(no tap found, so no latency here: the counters and off-CPU episodes of these threads; the \
+                 process's other threads are counted as its helpers)"
+            );
+        }
+    }
     out.push_str(&crate::render::jitter::render(&r.jitter, &r.groups));
     if let Some(why) = &r.incomplete_reason {
         let _ = writeln!(out, "INCOMPLETE: {why}; the groups before it are above");

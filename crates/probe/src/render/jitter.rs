@@ -262,6 +262,9 @@ fn band_causes(b: &crate::model::Band, n: usize) -> String {
     if b.samples == 0 {
         return "no message".into();
     }
+    if b.analysed == 0 {
+        return "none lined up (no sample in this band: faster than the slowest kept)".into();
+    }
     let mut parts: Vec<String> = b
         .causes
         .iter()

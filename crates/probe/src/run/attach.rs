@@ -20,8 +20,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::analysis::jitter::{build, Hiccup};
 use crate::analysis::verdict::Context;
-use crate::measure::monitor::{Monitor, MonitorError};
-use crate::model::{AttachReport, AttachedThread, Explain, Mode, Role, GROUPS, SCHEMA_VERSION};
+use crate::measure::monitor::{Monitor, MonitorError, STALL_THRESHOLD_NS};
+use crate::model::{AttachReport, AttachedThread, Explain, Mode, Role, SlowSample, StallLog, GROUPS, SCHEMA_VERSION};
+use crate::run::service_tap::{in_band, read_window, Period, ServiceTap, StatusFigure};
+use crate::sys::clock::now_ns;
 use crate::units::utc_timestamp;
 
 /// The bytes of a thread's name Linux keeps (`TASK_COMM_LEN` is 16 with the NUL).
@@ -177,59 +179,142 @@ fn wait_until(at: Instant, pid: u32) -> bool {
     }
 }
 
-/// Watches `target` for `duration` (20 groups of a twentieth each) with counter source
-/// `mode`, and analyses what the threads did. The process's other threads are watched too,
-/// as its other threads (they are who may take a watched thread's CPU).
+/// The service's tap and the figure whose bands the verdict explains.
+#[derive(Debug, Clone)]
+pub struct TapChoice {
+    /// The tap.
+    pub tap: ServiceTap,
+    /// The figure.
+    pub figure: StatusFigure,
+}
+
+/// What to watch, for how long, and how.
+#[derive(Debug, Clone, Copy)]
+pub struct Watch<'a> {
+    /// The period (20 groups of a twentieth each).
+    pub duration: Duration,
+    /// The counter source.
+    pub mode: Mode,
+    /// The service's tap, when it runs one.
+    pub tap: Option<&'a TapChoice>,
+    /// The band the headline explains (with a tap).
+    pub explain: Explain,
+}
+
+/// Watches `target` as `watch` says and analyses what the threads did; with the service's tap,
+/// lines its figure's slowest messages up with the episodes (bands and verdict for the
+/// service's own latency). The process's other threads are watched too, as its other threads
+/// (they are who may take a watched thread's CPU).
 ///
 /// # Errors
 /// Only when `mode` asks for perf and perf cannot be used.
-pub fn attach(target: &Target, duration: Duration, mode: Mode) -> Result<AttachReport, AttachError> {
+pub fn attach(target: &Target, watch: Watch<'_>) -> Result<AttachReport, AttachError> {
     let pid = target.pid;
-    let mut monitor = Monitor::new(mode).map_err(AttachError::Monitor)?;
+    let mut monitor = Monitor::new(watch.mode).map_err(AttachError::Monitor)?;
     for t in &target.threads {
         monitor.watch(pid, t.tid, Role::Service);
     }
     monitor.watch_process(pid, |tid, _| if tid == pid as i32 { Role::Main } else { Role::Other });
     let started_at = utc_timestamp(SystemTime::now());
+    let (unix_start, mono_start) = (unix_s(SystemTime::now()), now_ns());
     let start = Instant::now();
     let mut ended = None;
     for g in 0..=GROUPS {
-        let at = start + duration.mul_f64(g as f64 / GROUPS as f64);
+        let at = start + watch.duration.mul_f64(g as f64 / GROUPS as f64);
         if !wait_until(at, pid) {
             ended = Some(start.elapsed());
             break;
         }
         monitor.snapshot(g);
     }
+    let period = Period {
+        unix_s: (unix_start, unix_s(SystemTime::now())),
+        mono_ns: (mono_start, now_ns()),
+    };
     let watched = ended.unwrap_or_else(|| start.elapsed());
-    let side = monitor.finish();
+    let mut side = monitor.finish();
+    let mut notes = Vec::new();
+    let window = watch.tap.and_then(|c| {
+        read_window(&c.tap, &c.figure, period)
+            .map_err(|e| notes.push(format!("the tap could not be read: {e}; the counters alone are above")))
+            .ok()
+    });
+    if let (Some(w), Some(c)) = (&window, watch.tap) {
+        for t in side
+            .threads
+            .iter_mut()
+            .filter(|t| c.figure.recording_tids.contains(&t.tid))
+        {
+            t.stalls = Some(stalls_of(&w.slow, w.summary.edges_ns[0]));
+        }
+    }
     let ctx = Context {
         sub_idle: None,
         pub_idle: None,
         delivery_channel: false,
         hot_path_lock: false,
-        // No latency samples: no tail to line up, no bands.
-        tail_threshold_ns: u64::MAX,
+        // Without the tap's samples there is no tail to line up, and no bands.
+        tail_threshold_ns: window.as_ref().map_or(u64::MAX, |w| w.summary.edges_ns[3]),
         cores: aeron_latency::messaging::available_cores().len(),
         fault_cost_ns: 0,
-        explain: Explain::default(),
-        edges: None,
+        explain: watch.explain,
+        edges: window.as_ref().map(|w| w.summary.edges_ns),
     };
     let hiccup = Hiccup::Skipped("attach runs no meter".into());
-    let (jitter, groups) = build(&[&side], &[], &[], &hiccup, &ctx);
+    let (slow, octaves) = window
+        .as_ref()
+        .map_or((&[][..], &[][..]), |w| (&w.slow[..], &w.octaves[..]));
+    let (mut jitter, groups) = build(&[&side], slow, octaves, &hiccup, &ctx);
+    jitter.notes.extend(notes);
+    if let Some(w) = &window {
+        // A band none of whose messages is among the slowest kept still has its messages.
+        for b in jitter.bands.iter_mut().filter(|b| b.analysed == 0) {
+            b.samples = in_band(&w.histogram, b.from_ns, b.to_ns);
+        }
+    }
     Ok(AttachReport {
         schema_version: SCHEMA_VERSION,
         pid,
         process: target.process.clone(),
         threads: target.threads.clone(),
-        duration_s: duration.as_secs_f64(),
+        duration_s: watch.duration.as_secs_f64(),
         watched_s: watched.as_secs_f64(),
         started_at,
         complete: ended.is_none(),
         incomplete_reason: ended.map(|t| format!("process {pid} ended after {:.1} s", t.as_secs_f64())),
         jitter,
         groups,
+        tap: window.map(|w| w.summary),
     })
+}
+
+/// The gaps a recording thread went without handing a message over, from the tap's slowest
+/// messages: each one's excess over p50 (`[sent + p50, received]`) of at least
+/// [`STALL_THRESHOLD_NS`], as the probe logs the gaps of its own loop. The analysis keeps those
+/// that being off CPU does not explain: on CPU without a context switch (the thread's own work,
+/// an interrupt, an SMI, steal; or the sender's delay between its stamp and its commit).
+fn stalls_of(slow: &[SlowSample], p50: u64) -> StallLog {
+    let mut gaps: Vec<(i64, u64)> = slow
+        .iter()
+        .filter(|s| s.latency_ns.saturating_sub(p50) >= STALL_THRESHOLD_NS)
+        .map(|s| (s.sent_ns + p50 as i64, s.latency_ns - p50))
+        .collect();
+    gaps.sort_unstable();
+    StallLog {
+        threshold_ns: STALL_THRESHOLD_NS,
+        count: gaps.len() as u64,
+        total_ns: gaps.iter().map(|g| g.1).sum(),
+        max_ns: gaps.iter().map(|g| g.1).max().unwrap_or(0),
+        stalls: gaps,
+        not_logged: 0,
+        last: 0,
+    }
+}
+
+fn unix_s(t: SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs_f64()
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub mod publication;
 pub mod publisher;
 pub mod receive;
 pub mod send;
+pub mod service_tap;
 pub mod stages;
 pub mod subscriber;
 pub mod sweep;
