@@ -38,7 +38,7 @@ FUZZ_TOOLCHAIN ?= +nightly
 # cannot disagree. `make test` checks the library with it (installed first: a minute, once).
 MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 
-.PHONY: bootstrap build probe jitter-overhead soak test lint bench fuzz fmt clean conformance loom miri calibrate
+.PHONY: bootstrap build probe jitter-overhead attach-check soak test lint bench fuzz fmt clean conformance loom miri calibrate
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -64,6 +64,13 @@ soak: build
 	$(WITH_CMAKE) $(CARGO) run --release -p messaging --features embedded-driver --example soak -- $(MESSAGING_SOAK_ARGS)
 	scripts/soak.py $(SOAK_ARGS)
 
+# latency-probe attach on the order gateway example (docs/probe.md, attach): a hog, a channel
+# hand-off, a stall in its handler and nothing planted, 3 runs each, then attach's cost on the gateway's p50 in
+# alternating rounds. E.g. make attach-check ATTACH_CHECK_ARGS="--runs 1 --cost-rounds 10"
+attach-check: build
+	$(WITH_CMAKE) $(CARGO) build --release --example order_gateway
+	scripts/attach-check.py $(ATTACH_CHECK_ARGS)
+
 # Calibration of `latency-probe ab` (not part of `make test`; docs/ab.md):
 # 20 A/A and 20 A/B experiments (B with a planted +100 ns per message), alternating, each
 # within 2 minutes; prints the false-alarm and detection rates and writes results/calibrate.json.
@@ -80,6 +87,8 @@ test: bootstrap
 	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) \
 		TAP_REQUIRE_HDR_JAVA=$(REQUIRE_HDR_JAVA) TAP_REQUIRE_PROMETHEUS=$(REQUIRE_PROMETHEUS) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
+	# latency-probe attach names the causes planted in that example, 3 runs each of 4 cases (~2 min).
+	LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) scripts/attach-check.py --debug --cost-rounds 0
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
 	# The bench's iceoryx2 rows (feature iceoryx2, run by `make bench`): checked, not run.
 	$(WITH_CMAKE) $(CARGO) clippy -p latency-probe --benches --features iceoryx2 -- -D warnings

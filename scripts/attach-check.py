@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""`latency-probe attach` on the order gateway example against planted causes, and its cost.
+
+Planted (each case --runs times, default 3): the example runs with its tap (10,000 ticks/s,
+each interval's 1,024 slowest kept) and `latency-probe attach --pid` watches it for --watch
+seconds, with perf (the bands need every off-CPU episode):
+- hog: a periodic CPU hog (`hogz`: 300 µs busy every 3 ms) pinned to the gateway thread's core;
+  attach must name it for feed-to-gateway's p99 (the verdict's headline names hogz);
+- handoff: the example's --handoff (each tick through a crossbeam channel to gateway-send);
+  attach must name futex-driven wake-ups for inside-gateway (futex-driven, a futex finding first);
+- stall: the example's --stall-us 200 --stall-every 50 (a busy stall in the gateway's handler:
+  the ticks behind it wait); attach must name the gateway busy on its CPU without a context
+  switch for feed-to-gateway's p99;
+- clean: nothing planted; attach must name no hog and no futex for feed-to-gateway.
+
+Cost (--cost-rounds, default 6): one run of the example; in each round attach watches for 5 s,
+then nothing for 5 s (the order flips every round, ABBA); feed-to-gateway's p50 over each
+window is read from the tap's log with `latency-probe tap --period`, and the ratio on/off of
+each round is printed with their median. Timing model: the tap's (CLOCK_MONOTONIC, the
+gateway's poll minus the feed's send stamp).
+
+Exit 1 when a planted case is not named every time. Needs root (perf), a C compiler (cc) and
+the release builds (`make attach-check` builds them first), or with --debug the debug ones
+(`make test` runs the planted cases so, without the cost).
+
+    scripts/attach-check.py [--runs 3] [--watch 8] [--cost-rounds 6] [--cases hog,handoff,stall,clean] [--debug] [--save DIR]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..")
+PROBE = GATEWAY = None  # set by main: target/release or, with --debug, target/debug
+HOGZ_C = os.path.join(ROOT, "crates", "probe", "tests", "jitter.rs")
+
+
+def build_hogz(tmp):
+    """hogz from the C source the jitter tests hold (one source for both)."""
+    text = open(HOGZ_C).read()
+    src = text.split('const HOGZ_C: &str = r#"', 1)[1].split('"#;', 1)[0]
+    with open(os.path.join(tmp, "hogz.c"), "w") as f:
+        f.write(src)
+    exe = os.path.join(tmp, "hogz")
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-o", exe, os.path.join(tmp, "hogz.c")], check=True)
+    return exe
+
+
+class Gateway:
+    """The example running with its tap in /dev/shm (tmpfs: a disk's writeback never stalls
+    the tap's writer), killed and its tap removed on exit."""
+
+    def __init__(self, tmp, name, seconds, extra=()):
+        self.tap = f"/dev/shm/attach-check-{os.getpid()}-{name}"
+        shutil.rmtree(self.tap, ignore_errors=True)
+        ticks = str(int(seconds * 10_000))
+        self.proc = subprocess.Popen(
+            [GATEWAY, "--tap", self.tap, "--rate", "10000", "--ticks", ticks, "--tap-slowest", "1024", *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while not self.recording():
+            if time.time() > deadline or self.proc.poll() is not None:
+                sys.exit(f"{name}: the order gateway's tap lists no recording thread")
+            time.sleep(0.05)
+
+    def recording(self):
+        """Whether the tap's status file lists a thread for every figure."""
+        try:
+            with open(os.path.join(self.tap, "tap.json")) as f:
+                figures = json.load(f)["figures"]
+        except (OSError, ValueError):
+            return False
+        return len(figures) == 4 and all(f["recording_tids"] for f in figures)
+
+    def tid(self, name):
+        task = f"/proc/{self.proc.pid}/task"
+        for t in os.listdir(task):
+            with open(f"{task}/{t}/comm") as f:
+                if f.read().strip() == name:
+                    return int(t)
+        sys.exit(f"no thread {name} in the order gateway")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.tap, ignore_errors=True)
+
+
+def attach(pid, hop, seconds, json_path, save=None):
+    """Runs attach; with `save`, keeps its text report there (beside the JSON)."""
+    cmd = [PROBE, "attach", "--pid", str(pid), "--hop", hop, "--duration", str(seconds),
+           "--diagnostics", "perf", "--json", json_path]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()}")
+    if save:
+        with open(save, "w") as f:
+            f.write(f"$ latency-probe {' '.join(cmd[1:-2])}\n{done.stdout}")
+    with open(json_path) as f:
+        return json.load(f)
+
+
+def named(case, r):
+    """Whether the report names what `case` planted, and its headline."""
+    v = r["jitter"]["verdict"]
+    headline = v["headline"]
+    futex = v["futex"] == "futex-driven" and bool(v["findings"]) and v["findings"][0]["cause"] == "futex"
+    if case == "hog":
+        return "hogz" in headline.split("Fix:")[0], headline
+    if case == "handoff":
+        return futex, headline
+    if case == "stall":
+        return "while the message waited" in headline.split("Fix:")[0], headline
+    return "hogz" not in headline and not futex, headline
+
+
+def planted(args, tmp, hogz):
+    failed = 0
+    for case in args.cases.split(","):
+        hop = "inside-gateway" if case == "handoff" else "feed-to-gateway"
+        for run in range(args.runs):
+            extra = {"handoff": ["--handoff"], "stall": ["--stall-us", "200", "--stall-every", "50"]}.get(case, [])
+            with Gateway(tmp, f"{case}{run}", args.watch + 8, extra) as g:
+                hog = None
+                if case == "hog":
+                    core = os.sched_getaffinity(g.tid("gateway"))
+                    hog = subprocess.Popen([hogz, str(min(core)), "300", "3000", str(int(args.watch) + 4)])
+                    time.sleep(0.5)
+                out = args.save or tmp
+                save = os.path.join(args.save, f"{case}{run + 1}.txt") if args.save else None
+                r = attach(g.proc.pid, hop, args.watch, os.path.join(out, f"{case}{run + 1}.json"), save)
+                if hog:
+                    hog.kill()
+                    hog.wait()
+            ok, headline = named(case, r)
+            failed += not ok
+            says = ("no planted cause named" if ok else "A PLANTED CAUSE NAMED") if case == "clean" else \
+                ("named" if ok else "NOT NAMED")
+            print(f"{case} run {run + 1}: {says}: {hop}: {headline[:300]}")
+    return failed
+
+
+def percentiles(tap, start_s, a, b):
+    """feed-to-gateway's messages, p50 and p99 (ns) over [a, b] (seconds since the epoch),
+    from its log."""
+    log = os.path.join(tap, "feed-to-gateway.hlog")
+    out = subprocess.run([PROBE, "tap", log, "--period", f"{a - start_s:.3f}:{b - start_s:.3f}", "--by", "none"],
+                         check=True, capture_output=True, text=True).stdout
+    row = next(l for l in out.splitlines() if l.startswith("feed-to-gateway"))
+    messages = int(row.split()[1].replace(",", ""))
+    scale = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
+    values = [float(v) * scale[u] for v, u in re.findall(r"([\d.]+) (ns|µs|ms|s)\b", row)]
+    return messages, values[0], values[2]  # p50, p90, p99, p99.9, p99.99, max
+
+
+def cost(args, tmp):
+    window = 5.0
+    with Gateway(tmp, "cost", args.cost_rounds * 2 * (window + 1) + 4) as g:
+        with open(os.path.join(g.tap, "tap.json")) as f:
+            start_s = json.load(f)["started_unix_s"]
+        p50s, p99s = [], []
+        for r in range(args.cost_rounds):
+            windows = {}
+            for on in ([True, False] if r % 2 == 0 else [False, True]):
+                a = time.time()
+                if on:
+                    attach(g.proc.pid, "feed-to-gateway", window, os.path.join(tmp, "cost.json"))
+                else:
+                    time.sleep(window)
+                windows[on] = (a + 1.0, time.time() - 1.0)  # whole intervals inside the window
+            time.sleep(1.5)  # the last interval written
+            (n_on, p50_on, p99_on), (n_off, p50_off, p99_off) = (
+                percentiles(g.tap, start_s, *windows[k]) for k in (True, False))
+            p50s.append(p50_on / p50_off)
+            p99s.append(p99_on / p99_off)
+            print(f"cost round {r + 1} ({'on first' if r % 2 == 0 else 'off first'}): with attach p50 {p50_on:.0f} ns, "
+                  f"p99 {p99_on:.0f} ns ({n_on} messages); without p50 {p50_off:.0f} ns, p99 {p99_off:.0f} ns "
+                  f"({n_off}); ratios p50 {p50s[-1]:.3f}, p99 {p99s[-1]:.3f}")
+        for name, rs in (("p50", p50s), ("p99", p99s)):
+            print(f"cost: {name} with/without attach, median ratio {statistics.median(rs):.3f} "
+                  f"(range {min(rs):.3f}-{max(rs):.3f}, {len(rs)} rounds)")
+        print(f"load average {os.getloadavg()[0]:.2f}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--watch", type=float, default=8)
+    p.add_argument("--cost-rounds", type=int, default=6)
+    p.add_argument("--cases", default="hog,handoff,stall,clean")
+    p.add_argument("--debug", action="store_true", help="use the debug builds (make test's)")
+    p.add_argument("--save", help="keep each planted run's report (text and JSON) in this directory")
+    args = p.parse_args()
+    global PROBE, GATEWAY
+    profile = os.path.join(ROOT, "target", "debug" if args.debug else "release")
+    PROBE = os.path.join(profile, "latency-probe")
+    GATEWAY = os.path.join(profile, "examples", "order_gateway")
+    for exe in (PROBE, GATEWAY):
+        if not os.path.exists(exe):
+            sys.exit(f"{exe} is missing: run `make attach-check` (it builds both) or, with --debug, "
+                     "`cargo build -p latency-probe --example order_gateway`")
+    if os.geteuid() != 0 and open("/proc/sys/kernel/perf_event_paranoid").read().strip() not in ("-1", "0"):
+        if os.environ.get("LATENCY_PROBE_REQUIRE_PERF") == "1":
+            sys.exit("LATENCY_PROBE_REQUIRE_PERF=1 but perf is not permitted: run as root")
+        print("attach-check: skipped: perf is not permitted (run as root, or perf_event_paranoid 0)")
+        return
+    if args.save:
+        os.makedirs(args.save, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        hogz = build_hogz(tmp)
+        failed = planted(args, tmp, hogz) if args.runs > 0 else 0
+        if args.cost_rounds > 0:
+            cost(args, tmp)
+    print(f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, cores {os.cpu_count()}")
+    if failed:
+        sys.exit(f"{failed} planted run(s) not named")
+
+
+if __name__ == "__main__":
+    main()
