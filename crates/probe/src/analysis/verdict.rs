@@ -204,7 +204,7 @@ fn band_headline(b: &crate::model::Band, explain: crate::model::Explain, finding
         Some(c) if c.share >= BAND_CAUSE_MIN_SHARE => {
             let whose = match c.owner {
                 Owner::Platform => {
-                    "the platform's (another process, the hypervisor or interrupts), not the probe's or Aeron's"
+                    "the platform's (another process, the hypervisor or interrupts), not the measured process's or Aeron's"
                 }
                 Owner::Ours => "ours (the process, its threads or where they run)",
             };

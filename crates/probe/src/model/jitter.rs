@@ -430,12 +430,12 @@ pub struct JitterSide {
 }
 
 /// The name of process `pid` among the watched threads: its hot thread's name (`latency-sub`,
-/// `latency-pub`), else its main thread's, else `pid N`.
+/// `latency-pub`), else (an attached service too) its main thread's, else `pid N`.
 #[must_use]
 pub fn process_name(all: &[&ThreadJitter], pid: u32) -> String {
     if let Some(h) = all
         .iter()
-        .find(|t| t.pid == pid && t.role.is_hot() && t.role != Role::Handoff)
+        .find(|t| t.pid == pid && t.role.is_hot() && !matches!(t.role, Role::Handoff | Role::Service))
     {
         return h.name.clone();
     }
