@@ -61,14 +61,24 @@ class Gateway:
         self.tap = f"/dev/shm/attach-check-{os.getpid()}-{name}"
         shutil.rmtree(self.tap, ignore_errors=True)
         ticks = str(int(seconds * 10_000))
-        self.proc = subprocess.Popen(
-            [GATEWAY, "--tap", self.tap, "--rate", "10000", "--ticks", ticks, "--tap-slowest", "1024", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.log = os.path.join(tmp, f"{name}.log")
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(
+                [GATEWAY, "--tap", self.tap, "--rate", "10000", "--ticks", ticks, "--tap-slowest", "1024", *extra],
+                stdout=log, stderr=subprocess.STDOUT)
         deadline = time.time() + 10
         while not self.recording():
             if time.time() > deadline or self.proc.poll() is not None:
-                sys.exit(f"{name}: the order gateway's tap lists no recording thread")
+                sys.exit(f"{name}: the order gateway's tap lists no recording thread{self.said()}")
             time.sleep(0.05)
+
+    def said(self):
+        """Its exit status and last lines, when it ended."""
+        if self.proc.poll() is None:
+            return ""
+        with open(self.log) as f:
+            tail = f.read().strip().splitlines()[-3:]
+        return f" (it exited {self.proc.returncode}: {' / '.join(tail)})"
 
     def recording(self):
         """Whether the tap's status file lists a thread for every figure."""
@@ -96,13 +106,14 @@ class Gateway:
         shutil.rmtree(self.tap, ignore_errors=True)
 
 
-def attach(pid, hop, seconds, json_path, save=None):
+def attach(pid, hop, seconds, json_path, save=None, gateway=None):
     """Runs attach; with `save`, keeps its text report there (beside the JSON)."""
     cmd = [PROBE, "attach", "--pid", str(pid), "--hop", hop, "--duration", str(seconds),
            "--diagnostics", "perf", "--json", json_path]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()}")
+        said = gateway.said() if gateway else ""
+        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()}{said}")
     if save:
         with open(save, "w") as f:
             f.write(f"$ latency-probe {' '.join(cmd[1:-2])}\n{done.stdout}")
@@ -138,7 +149,7 @@ def planted(args, tmp, hogz):
                     time.sleep(0.5)
                 out = args.save or tmp
                 save = os.path.join(args.save, f"{case}{run + 1}.txt") if args.save else None
-                r = attach(g.proc.pid, hop, args.watch, os.path.join(out, f"{case}{run + 1}.json"), save)
+                r = attach(g.proc.pid, hop, args.watch, os.path.join(out, f"{case}{run + 1}.json"), save, g)
                 if hog:
                     hog.kill()
                     hog.wait()
@@ -174,7 +185,7 @@ def cost(args, tmp):
             for on in ([True, False] if r % 2 == 0 else [False, True]):
                 a = time.time()
                 if on:
-                    attach(g.proc.pid, "feed-to-gateway", window, os.path.join(tmp, "cost.json"))
+                    attach(g.proc.pid, "feed-to-gateway", window, os.path.join(tmp, "cost.json"), gateway=g)
                 else:
                     time.sleep(window)
                 windows[on] = (a + 1.0, time.time() - 1.0)  # whole intervals inside the window
