@@ -239,7 +239,8 @@ pub struct TapWindow {
     pub summary: AttachTap,
     /// The slowest messages received in the period, slowest first.
     pub slow: Vec<SlowSample>,
-    /// The same by band, each with the messages the distribution has in it ([`strata`]).
+    /// The same by band, each with the messages the distribution has in it: one stratum per band
+    /// (its index in [`Octave::octave`]), so each sample stands for its share of its band.
     pub octaves: Vec<Octave>,
     /// The distribution over the period.
     pub histogram: Histogram<u64>,
