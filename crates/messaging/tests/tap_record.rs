@@ -783,6 +783,45 @@ fn a_subscription_moved_to_another_thread_lists_that_thread() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A `FigureRecorder` handed to another thread (a service that moves its work to a helper) is
+/// listed under the thread that records now.
+#[test]
+fn a_recorder_handed_to_another_thread_lists_that_thread() {
+    let dir = tap_dir("recorder-moved");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(5)).start().unwrap();
+    let mut own = tap.figure("own").unwrap();
+    own.record(1_000);
+    let first = messaging::current_tid();
+    let (mut own, helper) = std::thread::spawn(move || {
+        own.record(2_000);
+        (own, messaging::current_tid())
+    })
+    .join()
+    .unwrap();
+    assert_ne!(first, helper);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while recording_tids(&dir) != helper.to_string() {
+        assert!(
+            Instant::now() < deadline,
+            "still [{}], not the helper ({helper})",
+            recording_tids(&dir)
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    own.record(3_000); // back on this thread
+    while recording_tids(&dir) != first.to_string() {
+        assert!(
+            Instant::now() < deadline,
+            "still [{}], not this thread ({first})",
+            recording_tids(&dir)
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(own);
+    assert_eq!(figure(&tap.stop().unwrap(), "own").recorded, 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A recorder that is dropped retires its source: the writer takes its last interval (its counts
 /// stay in the figure) and lets it go (the status file no longer lists its thread).
 #[test]

@@ -427,8 +427,9 @@ fn polling_tid() -> i32 {
 
 /// A figure a service records itself, e.g. the time a message spent inside it (receive to
 /// publish). One per recording thread; [`record`](Self::record) takes no lock, allocates
-/// nothing and makes no syscall (one uncontended atomic add and one store per call: it
-/// records whenever the service has a value, so the writer cannot wait for it to hand over).
+/// nothing and makes no syscall (one uncontended atomic add, one store and a thread-local read
+/// per call: it records whenever the service has a value, so the writer cannot wait for it to
+/// hand over).
 pub struct FigureRecorder {
     source: Arc<Source>,
     clock: StampClock,
@@ -465,7 +466,9 @@ impl FigureRecorder {
     /// read, for those only).
     #[inline]
     pub fn record(&mut self, ns: i64) {
-        self.source.note_thread();
+        // The thread that records now is the source's (a recorder handed to another thread is
+        // listed there): a thread-local read and a compare.
+        self.source.moved_to(polling_tid());
         let clock = self.clock;
         match &self.source.intervals {
             // SAFETY: `&mut self` makes the thread that holds this recorder the source's only
