@@ -22,6 +22,7 @@ use crate::model::TailSummary;
 use crate::model::ThreadJitter;
 use crate::model::ThreadSummary;
 use crate::model::GROUPS;
+use crate::units::thousands;
 
 /// The meter's outcome for a run.
 #[derive(Debug, Clone)]
@@ -165,8 +166,11 @@ fn notes(sides: &[&JitterSide]) -> Vec<String> {
         .filter(|t| t.off_cpu_lost > 0)
     {
         notes.push(format!(
-            "perf dropped {} switch records of {} (ring buffer full): counts are exact, per-sample causes partial",
-            t.off_cpu_lost, t.name
+            "perf dropped {} switch records of {} (its ring buffer full, or past the {} episodes kept per \
+             thread): counts are exact, per-sample causes partial",
+            t.off_cpu_lost,
+            t.name,
+            thousands(crate::model::MAX_EPISODES as u64)
         ));
     }
     for t in sides

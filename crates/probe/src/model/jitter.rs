@@ -307,6 +307,11 @@ pub struct Octave {
     pub samples: Vec<SlowSample>,
 }
 
+/// The most off-CPU episodes kept per watched thread (about 48 MiB of them): a watch of hours
+/// on a thread that switches often stays bounded; the switches beyond are counted as lost
+/// ([`ThreadJitter::off_cpu_lost`]).
+pub const MAX_EPISODES: usize = 1 << 20;
+
 /// One watched thread and what its counters did.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadJitter {
@@ -324,7 +329,8 @@ pub struct ThreadJitter {
     pub groups: Vec<Option<Counts>>,
     /// Off-CPU episodes during the measured period (hot threads, perf only).
     pub off_cpu: Vec<OffCpu>,
-    /// Switch records the kernel dropped (ring buffer full).
+    /// Switch records the kernel dropped (ring buffer full), and those past the episodes kept
+    /// per thread (`MAX_EPISODES`).
     pub off_cpu_lost: u64,
     /// Whether off-CPU episodes were recorded for this thread (perf switch sampler).
     #[serde(default)]

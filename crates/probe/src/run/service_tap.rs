@@ -24,6 +24,10 @@ use serde::Deserialize;
 
 use crate::model::{parse_hlog, AttachTap, Octave, SlowSample};
 
+/// The most samples a watch keeps (about 48 MiB of them), its slowest: memory stays bounded
+/// however long the watch and however many the tap keeps.
+pub const MAX_SAMPLES: usize = 1 << 20;
+
 /// The slowest messages' files, older part first.
 const SLOWEST_FILES: [&str; 2] = [SLOWEST_FILE_OLD, SLOWEST_FILE];
 
@@ -319,10 +323,13 @@ pub fn read_window(tap: &ServiceTap, figure: &StatusFigure, period: Period) -> R
                     received_ns,
                 }
             }));
+            if slow.len() >= 2 * MAX_SAMPLES {
+                keep_slowest(&mut slow, MAX_SAMPLES, &mut floor);
+            }
         }
     }
     slow.retain(|s| s.received_ns >= from && s.received_ns <= to);
-    slow.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    keep_slowest(&mut slow, MAX_SAMPLES, &mut floor);
     let q = |p: f64| {
         if histogram.is_empty() {
             0
@@ -351,6 +358,16 @@ pub fn read_window(tap: &ServiceTap, figure: &StatusFigure, period: Period) -> R
         octaves,
         histogram,
     })
+}
+
+/// Orders `slow` slowest first and keeps at most `max` of them; when some go, `floor` rises to
+/// the slowest one kept last (every message above it is still a sample).
+fn keep_slowest(slow: &mut Vec<SlowSample>, max: usize, floor: &mut u64) {
+    slow.sort_by_key(|s| std::cmp::Reverse(s.latency_ns));
+    if slow.len() > max {
+        slow.truncate(max);
+        *floor = (*floor).max(slow.last().map_or(0, |s| s.latency_ns));
+    }
 }
 
 /// One line of the slowest messages' file.
@@ -432,6 +449,18 @@ mod tests {
         assert_eq!(kept, [1, 2, 0, 1]);
         assert_eq!(in_band(&h, 0, h.max()), 1_000);
         assert_eq!(in_band(&h, 5_000, 5_000), 0);
+    }
+
+    /// A watch keeps its slowest samples, at most the bound, and says from where it is whole.
+    #[test]
+    fn a_long_watch_keeps_its_slowest_samples() {
+        let mut slow: Vec<SlowSample> = [5, 9, 1, 7, 3].map(sample).to_vec();
+        let mut floor = 2;
+        keep_slowest(&mut slow, 3, &mut floor);
+        let kept: Vec<u64> = slow.iter().map(|s| s.latency_ns).collect();
+        assert_eq!((kept, floor), (vec![9, 7, 5], 5));
+        keep_slowest(&mut slow, 3, &mut floor);
+        assert_eq!((slow.len(), floor), (3, 5), "nothing goes: the floor stays");
     }
 
     #[test]

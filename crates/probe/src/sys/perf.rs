@@ -573,6 +573,12 @@ impl std::fmt::Debug for SwitchSampler {
 impl SwitchSampler {
     fn drain(&mut self, out: &mut Vec<OffCpu>) -> u64 {
         while let Some(r) = self.sampler.next_record() {
+            if out.len() >= crate::model::MAX_EPISODES && r.ty() == PERF_RECORD_SAMPLE {
+                // A new episode past the bound: counted, not kept. (A switch-in still closes
+                // the last one kept; later ones find it closed.)
+                self.lost += 1;
+                continue;
+            }
             let b = r.to_contiguous();
             self.lost += apply_record(r.ty(), r.misc(), &b, &self.fmt, out);
         }
