@@ -93,10 +93,10 @@ pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
         }
         None => None,
     };
-    if target.threads.is_empty() {
+    if let (true, Some(c)) = (target.threads.is_empty(), &choice) {
         return Err(Failure::setup(format!(
-            "--hop: no thread of process {} records it now; name the threads with --threads",
-            a.pid
+            "figure {}: no thread of process {} records it now; name the threads with --threads",
+            c.figure.name, a.pid
         )));
     }
     let how = Watch {

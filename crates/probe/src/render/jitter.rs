@@ -181,14 +181,27 @@ fn thread_line(t: &ThreadSummary) -> String {
             format_ns(s.total_ns)
         );
     }
-    if let Some(s) = t.stalls {
-        let _ = write!(
-            line,
-            "; {} stalls >= {} (max {})",
-            s.count,
-            format_ns(s.threshold_ns),
-            format_ns(s.max_ns)
-        );
+    match t.stalls {
+        // An attached service's gaps are its tap's slow messages, not gaps of a loop.
+        Some(s) if t.role == Role::Service => {
+            let _ = write!(
+                line,
+                "; {} of its slowest messages waited >= {} over p50 (longest {})",
+                s.count,
+                format_ns(s.threshold_ns),
+                format_ns(s.max_ns)
+            );
+        }
+        Some(s) => {
+            let _ = write!(
+                line,
+                "; {} stalls >= {} (max {})",
+                s.count,
+                format_ns(s.threshold_ns),
+                format_ns(s.max_ns)
+            );
+        }
+        None => {}
     }
     line
 }
