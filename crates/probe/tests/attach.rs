@@ -226,3 +226,67 @@ fn a_service_s_tap_is_found_and_its_figure_explained() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// As a user without perf rights (root runs the test as `nobody` through `setpriv`): attach
+/// falls back to /proc and the report says why perf is not used and how to get it;
+/// `--diagnostics perf` refuses in one line with the same cause. Skipped when not root or
+/// without `setpriv`.
+#[test]
+fn without_perf_rights_attach_falls_back_to_proc_and_says_why() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let setpriv = ["/usr/bin/setpriv", "/bin/setpriv"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists());
+    let (true, Some(setpriv)) = (root, setpriv) else {
+        eprintln!("skipped: needs root and setpriv to run attach as another user");
+        return;
+    };
+    // A copy of the probe that user may run (target/ may not be reachable for it).
+    let dir = std::env::temp_dir().join(format!("attach-nobody-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let probe = dir.join("latency-probe");
+    std::fs::copy(PROBE, &probe).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let child = spawn("sleep 30");
+    let pid = child.0.id().to_string();
+    let as_nobody = |extra: &[&str]| {
+        Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&probe)
+            .args(["attach", "--pid", &pid, "--duration", "0.2"])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let auto = as_nobody(&[]);
+    let perf = as_nobody(&["--diagnostics", "perf"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stdout = String::from_utf8_lossy(&auto.stdout);
+    assert!(
+        auto.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&auto.stderr)
+    );
+    let source = stdout
+        .lines()
+        .find(|l| l.starts_with("jitter diagnosis"))
+        .unwrap_or_default();
+    assert!(
+        source.contains("counters: proc (not perf:") && source.contains("root"),
+        "{source}"
+    );
+    assert!(
+        !source.contains("not mounted"),
+        "tracefs is there, only not readable: {source}"
+    );
+    let stderr = String::from_utf8_lossy(&perf.stderr);
+    assert_eq!(perf.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("--diagnostics perf") && stderr.contains("root"),
+        "{stderr}"
+    );
+}

@@ -106,6 +106,11 @@ fn parse_switch_format(events: &Path) -> Option<SwitchFormat> {
 pub enum PerfUnavailable {
     /// tracefs is not mounted (and could not be mounted).
     NoTracefs,
+    /// tracefs is there but this user may not read it (it is root's, mode 700, by default).
+    TracefsNotReadable {
+        /// The tracefs directory.
+        dir: PathBuf,
+    },
     /// The kernel has no futex syscall tracepoints.
     NoFutexTracepoint {
         /// Where the tracepoints were looked for.
@@ -121,6 +126,12 @@ impl std::fmt::Display for PerfUnavailable {
             PerfUnavailable::NoTracefs => f.write_str(
                 "tracefs is not mounted, so the futex tracepoint cannot be found (as root: mount -t tracefs nodev \
                  /sys/kernel/tracing)",
+            ),
+            PerfUnavailable::TracefsNotReadable { dir } => write!(
+                f,
+                "{} is not readable by this user, so the futex tracepoint cannot be found: run as root, or \
+                 grant CAP_PERFMON and read access to tracefs",
+                dir.display()
             ),
             PerfUnavailable::NoFutexTracepoint { events } => write!(
                 f,
@@ -141,7 +152,16 @@ impl PerfSetup {
     /// Why perf cannot be used here.
     pub(crate) fn probe() -> Result<PerfSetup, PerfUnavailable> {
         mount_tracefs();
-        let events = tracefs_events().ok_or(PerfUnavailable::NoTracefs)?;
+        let events = tracefs_events().ok_or_else(|| {
+            let denied = TRACEFS
+                .iter()
+                .map(Path::new)
+                .find(|d| std::fs::read_dir(d).is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied));
+            match denied {
+                Some(dir) => PerfUnavailable::TracefsNotReadable { dir: dir.to_path_buf() },
+                None => PerfUnavailable::NoTracefs,
+            }
+        })?;
         let futex_ids: Vec<u64> = FUTEX_TRACEPOINTS.iter().filter_map(|n| read_id(&events, n)).collect();
         if futex_ids.is_empty() {
             return Err(PerfUnavailable::NoFutexTracepoint { events });
