@@ -799,24 +799,21 @@ fn a_recorder_handed_to_another_thread_lists_that_thread() {
     .join()
     .unwrap();
     assert_ne!(first, helper);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while recording_tids(&dir) != helper.to_string() {
-        assert!(
-            Instant::now() < deadline,
-            "still [{}], not the helper ({helper})",
-            recording_tids(&dir)
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    // The status file lists `tid` alone within 10 s.
+    let listed = |tid: i32, who: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while recording_tids(&dir) != tid.to_string() {
+            assert!(
+                Instant::now() < deadline,
+                "still [{}], not {who} ({tid})",
+                recording_tids(&dir)
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    listed(helper, "the helper");
     own.record(3_000); // back on this thread
-    while recording_tids(&dir) != first.to_string() {
-        assert!(
-            Instant::now() < deadline,
-            "still [{}], not this thread ({first})",
-            recording_tids(&dir)
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    listed(first, "this thread");
     drop(own);
     assert_eq!(figure(&tap.stop().unwrap(), "own").recorded, 3);
     std::fs::remove_dir_all(&dir).unwrap();
