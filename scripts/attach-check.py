@@ -143,7 +143,8 @@ def planted(args, tmp, hogz):
         hop = "inside-gateway" if case == "handoff" else "feed-to-gateway"
         for run in range(args.runs):
             extra = {"handoff": ["--handoff"], "stall": ["--stall-us", "200", "--stall-every", "50"]}.get(case, [])
-            with Gateway(tmp, f"{case}{run}", args.watch + 8, extra) as g:
+            # Ticks for well past the watch (it is killed after): its start-up may take seconds.
+            with Gateway(tmp, f"{case}{run}", args.watch + 60, extra) as g:
                 hog = None
                 if case == "hog":
                     core = os.sched_getaffinity(g.tid("gateway"))
