@@ -55,7 +55,7 @@ def build_hogz(tmp):
 
 class Gateway:
     """The example running with its tap in /dev/shm (tmpfs: a disk's writeback never stalls
-    the tap's writer), killed and its tap removed on exit."""
+    the tap's writer), killed and its tap and Aeron directory removed on exit."""
 
     def __init__(self, tmp, name, seconds, extra=()):
         self.tap = f"/dev/shm/attach-check-{os.getpid()}-{name}"
@@ -104,6 +104,8 @@ class Gateway:
         self.proc.kill()
         self.proc.wait()
         shutil.rmtree(self.tap, ignore_errors=True)
+        # Its embedded driver's directory (killed, it cannot remove it; its log buffers hold memory).
+        shutil.rmtree(f"/dev/shm/order-gateway-{self.proc.pid}", ignore_errors=True)
 
 
 def attach(pid, hop, seconds, json_path, save=None, gateway=None):
