@@ -33,8 +33,41 @@ fn attach(args: &[&str]) -> Output {
         .expect("running latency-probe attach")
 }
 
+/// `attach --pid PID --duration 1 --diagnostics proc --json JSON`.
+fn attach_a_second(pid: &str, json: &std::path::Path) -> Output {
+    let json = json.to_str().unwrap();
+    attach(&["--pid", pid, "--duration", "1", "--diagnostics", "proc", "--json", json])
+}
+
 fn json_path(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("attach-{name}-{}.json", std::process::id()))
+}
+
+/// A service with a tap in `dir` (100 ms intervals): thread `svc` records figure `svc-inside`
+/// every 0.5 ms (2 µs, every 50th 80 µs) until `stop`.
+fn tap_service(
+    dir: &std::path::Path,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (aeron_latency::messaging::tap::Tap, std::thread::JoinHandle<()>) {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    let tap = aeron_latency::messaging::tap::Tap::builder(dir)
+        .interval(Duration::from_millis(100))
+        .start()
+        .unwrap();
+    let mut figure = tap.figure("svc-inside").unwrap();
+    let svc = std::thread::Builder::new()
+        .name("svc".into())
+        .spawn(move || {
+            let mut n = 0_u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                figure.record(if n.is_multiple_of(50) { 80_000 } else { 2_000 });
+                std::thread::sleep(Duration::from_micros(500));
+            }
+        })
+        .unwrap();
+    (tap, svc)
 }
 
 /// A shell that wakes every 10 ms: its thread is found, watched over 20 groups, and its
@@ -130,45 +163,20 @@ fn bad_input_is_one_line_and_exit_2() {
 /// `--tap` and `--hop` it reads the one named; wrong ones are one line and exit 2.
 #[test]
 fn a_service_s_tap_is_found_and_its_figure_explained() {
-    use aeron_latency::messaging::tap::Tap;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::Duration;
 
     let dir = std::env::temp_dir().join(format!("attach-tap-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let tap = Tap::builder(&dir).interval(Duration::from_millis(100)).start().unwrap();
-    let mut figure = tap.figure("svc-inside").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let svc = std::thread::Builder::new()
-        .name("svc".into())
-        .spawn({
-            let stop = stop.clone();
-            move || {
-                let mut n = 0_u64;
-                while !stop.load(Ordering::Relaxed) {
-                    n += 1;
-                    figure.record(if n.is_multiple_of(50) { 80_000 } else { 2_000 });
-                    std::thread::sleep(Duration::from_micros(500));
-                }
-            }
-        })
-        .unwrap();
+    let (tap, svc) = tap_service(&dir, stop.clone());
     while !dir.join("svc-inside.hlog").exists() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let pid = std::process::id().to_string();
     let json = json_path("tap");
-    let found = attach(&[
-        "--pid",
-        &pid,
-        "--duration",
-        "1",
-        "--diagnostics",
-        "proc",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let found = attach_a_second(&pid, &json);
     let named = attach(&["--pid", &pid, "--tap", dir.to_str().unwrap(), "--hop", "nope"]);
     let no_dir = attach(&["--pid", &pid, "--tap", "/nonexistent-tap", "--duration", "1"]);
     stop.store(true, Ordering::Relaxed);
@@ -289,4 +297,105 @@ fn without_perf_rights_attach_falls_back_to_proc_and_says_why() {
         stderr.contains("--diagnostics perf") && stderr.contains("root"),
         "{stderr}"
     );
+}
+
+/// The service [`a_service_in_a_container_is_found_from_the_host`] runs inside its namespaces:
+/// this test binary again, with `ATTACH_TEST_TAP` set (without it, nothing).
+#[test]
+#[ignore = "run inside a PID and mount namespace by a_service_in_a_container_is_found_from_the_host"]
+fn service_in_a_container() {
+    let Some(dir) = std::env::var_os("ATTACH_TEST_TAP") else {
+        return;
+    };
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (_tap, _svc) = tap_service(std::path::Path::new(&dir), stop);
+    // Until the test that started it kills its namespace (or at most a minute).
+    std::thread::sleep(std::time::Duration::from_secs(60));
+}
+
+/// A service in a container (its own PID and mount namespaces, as a container runtime makes
+/// them; its tap on a tmpfs only it sees): attach finds the tap through `/proc/PID/root`,
+/// accepts its status file (written as pid 1) by the process's `NSpid`, and watches the
+/// recording thread under the id this host gives it, not the one the service wrote. Skipped
+/// when not root or without `unshare`.
+#[test]
+fn a_service_in_a_container_is_found_from_the_host() {
+    use std::time::{Duration, Instant};
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || Command::new("unshare").arg("--version").output().is_err() {
+        eprintln!("skipped: needs root and unshare to make a container's namespaces");
+        return;
+    }
+    let inside = std::env::temp_dir().join(format!("attach-container-{}", std::process::id()));
+    std::fs::create_dir_all(&inside).unwrap();
+    let tap = inside.join("tap");
+    let me = std::env::current_exe().unwrap();
+    let ns = Reaped(
+        Command::new("unshare")
+            .args(["--pid", "--fork", "--kill-child", "--mount", "--propagation", "private"])
+            .args(["--mount-proc", "sh", "-c"])
+            .arg(r#"mount -t tmpfs none "$1" && exec "$2" --exact service_in_a_container --ignored"#)
+            .arg("sh")
+            .arg(&inside)
+            .arg(&me)
+            .env("ATTACH_TEST_TAP", &tap)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let unshare = ns.0.id();
+    // The service: unshare's child, pid 1 in its namespace; its tap seen through its root.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        let children = std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"));
+        let pid: Option<u32> = children.ok().and_then(|c| c.split_whitespace().next()?.parse().ok());
+        let seen = pid.filter(|p| {
+            let path = format!("/proc/{p}/root{}", tap.join("svc-inside.hlog").display());
+            std::path::Path::new(&path).exists()
+        });
+        if let Some(p) = seen {
+            break p;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the service in its namespaces did not start its tap"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        std::fs::read_dir(&inside).unwrap().next().is_none(),
+        "the tap's tmpfs is the container's own: the host sees an empty directory"
+    );
+    let json = json_path("container");
+    let out = attach_a_second(&pid.to_string(), &json);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    let t = &r["tap"];
+    assert_eq!(t["dir"], format!("/proc/{pid}/root{}", tap.display()), "{t}");
+    let watched = r["threads"].as_array().unwrap();
+    assert_eq!(watched.len(), 1, "{watched:?}");
+    assert_eq!(watched[0]["name"], "svc");
+    let tid = watched[0]["tid"].as_i64().unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status")).unwrap();
+    let nspid: Vec<&str> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("NSpid:"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert!(
+        nspid.len() == 2 && nspid[0] == tid.to_string() && nspid[1] != nspid[0],
+        "the host's id of a thread the container numbers apart: {nspid:?}"
+    );
+    drop(ns);
+    std::fs::remove_dir(&inside).unwrap();
+    assert_eq!(t["recording_tids"], serde_json::json!([tid]));
+    assert!(t["messages"].as_u64().unwrap() > 0, "{t}");
 }

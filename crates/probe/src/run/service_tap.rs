@@ -23,6 +23,7 @@ use hdrhistogram::Histogram;
 use serde::Deserialize;
 
 use crate::model::{parse_hlog, AttachTap, Octave, SlowSample};
+use crate::sys::thread::{id_in_namespace, namespace_tids};
 
 /// The most samples a watch keeps (about 48 MiB of them), its slowest: memory stays bounded
 /// however long the watch and however many the tap keeps.
@@ -171,13 +172,6 @@ fn in_root(pid: u32, path: &Path) -> PathBuf {
     Path::new(&format!("/proc/{pid}/root")).join(path.strip_prefix("/").unwrap_or(path))
 }
 
-/// The pid of process `pid` in its own PID namespace (the last `NSpid` of its status).
-fn pid_in_namespace(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
-    line.split_whitespace().last()?.parse().ok()
-}
-
 impl ServiceTap {
     /// Reads the status file in `dir` (or, for a process in a container, in `dir` under its
     /// root) and checks it is process `pid`'s.
@@ -196,13 +190,20 @@ impl ServiceTap {
             why,
         };
         let text = std::fs::read_to_string(dir.join(STATUS_FILE)).map_err(|e| no_status(e.to_string()))?;
-        let status: Status = serde_json::from_str(&text).map_err(|e| no_status(e.to_string()))?;
-        if status.pid != pid && Some(status.pid) != pid_in_namespace(pid) {
-            return Err(TapReadError::OtherProcess {
-                dir: dir.to_path_buf(),
-                pid,
-                writer: status.pid,
-            });
+        let mut status: Status = serde_json::from_str(&text).map_err(|e| no_status(e.to_string()))?;
+        if status.pid != pid {
+            if id_in_namespace(&pid.to_string()) != i32::try_from(status.pid).ok() {
+                return Err(TapReadError::OtherProcess {
+                    dir: dir.to_path_buf(),
+                    pid,
+                    writer: status.pid,
+                });
+            }
+            // In a container: the service wrote its threads' ids as its PID namespace sees them.
+            let tids = namespace_tids(pid).unwrap_or_default();
+            for f in &mut status.figures {
+                f.recording_tids = to_host(&f.recording_tids, &tids);
+            }
         }
         if status.slowest.as_ref().is_none_or(|s| s.per_interval == 0) {
             return Err(TapReadError::NoSlowest { dir: dir.to_path_buf() });
@@ -234,6 +235,15 @@ impl ServiceTap {
             present: figures.iter().map(|f| f.name.clone()).collect(),
         })
     }
+}
+
+/// `ns_tids` (thread ids in a process's PID namespace) as this host numbers them, by the
+/// `(host, namespace)` pairs of its threads; a thread that has ended is left out.
+fn to_host(ns_tids: &[i32], pairs: &[(i32, i32)]) -> Vec<i32> {
+    ns_tids
+        .iter()
+        .filter_map(|t| pairs.iter().find(|(_, ns)| ns == t).map(|(host, _)| *host))
+        .collect()
 }
 
 /// A figure over the watched period: its distribution and its slowest messages as samples.
@@ -420,6 +430,14 @@ pub fn in_band(histogram: &Histogram<u64>, lo: u64, hi: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_container_s_thread_ids_are_found_on_the_host() {
+        // (host, namespace): a service in a container sees its threads as 1, 7 and 8.
+        let pairs = [(28343, 1), (28348, 7), (28349, 8)];
+        assert_eq!(to_host(&[8, 7], &pairs), [28349, 28348]);
+        assert_eq!(to_host(&[9], &pairs), Vec::<i32>::new(), "an ended thread is left out");
+    }
 
     fn sample(latency_ns: u64) -> SlowSample {
         SlowSample {

@@ -26,6 +26,28 @@ pub fn threads_of(pid: u32) -> std::io::Result<Vec<(i32, String)>> {
         .collect())
 }
 
+/// The id of process or thread `task` (a `/proc` path: `PID` or `PID/task/TID`) in its own PID
+/// namespace: the last field of its status's `NSpid` line (the same as the host's outside a
+/// container).
+#[must_use]
+pub fn id_in_namespace(task: &str) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{task}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+    line.split_whitespace().last()?.parse().ok()
+}
+
+/// The threads of process `pid` as `(id on this host, id in the process's PID namespace)`: how
+/// a thread id a containerised service reports of itself (`gettid`) is found on the host.
+///
+/// # Errors
+/// The process's task directory cannot be read.
+pub fn namespace_tids(pid: u32) -> std::io::Result<Vec<(i32, i32)>> {
+    Ok(threads_of(pid)?
+        .into_iter()
+        .filter_map(|(tid, _)| Some((tid, id_in_namespace(&format!("{pid}/task/{tid}"))?)))
+        .collect())
+}
+
 /// Minor + major page faults of the calling thread so far (`getrusage(RUSAGE_THREAD)`: one
 /// syscall; the probe reads it at the start and the end of the measured phase only).
 #[allow(unsafe_code)]
@@ -96,5 +118,15 @@ mod tests {
     fn a_page_fault_is_measured() {
         let c = super::fault_cost_ns().expect("an anonymous mapping");
         assert!(c > 0, "{c} ns");
+    }
+
+    #[test]
+    fn outside_a_container_a_thread_s_namespace_id_is_its_own() {
+        let me = std::process::id();
+        let tid = super::current_tid();
+        assert_eq!(super::id_in_namespace(&me.to_string()), Some(me as i32));
+        let tids = super::namespace_tids(me).unwrap();
+        assert!(tids.contains(&(tid, tid)), "{tids:?}");
+        assert!(tids.iter().all(|(host, ns)| host == ns), "{tids:?}");
     }
 }
