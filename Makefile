@@ -87,8 +87,8 @@ test: bootstrap
 	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) \
 		TAP_REQUIRE_HDR_JAVA=$(REQUIRE_HDR_JAVA) TAP_REQUIRE_PROMETHEUS=$(REQUIRE_PROMETHEUS) $(CARGO) test --workspace
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
-	# latency-probe attach names the causes planted in that example, 3 runs each of 4 cases,
-	# each named in 2 of them at least on these debug builds (~2.5 min; make attach-check: 3 of 3).
+	# latency-probe attach names the causes planted in that example, 3 runs each of 5 cases,
+	# each named in 2 of them at least on these debug builds (~3 min; make attach-check: 3 of 3).
 	LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) scripts/attach-check.py --debug --cost-rounds 0 --need 2
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
 	# The bench's iceoryx2 rows (feature iceoryx2, run by `make bench`): checked, not run.

@@ -12,6 +12,9 @@ seconds, with perf (the bands need every off-CPU episode):
   the ticks behind it wait); attach must name the gateway busy on its CPU without a context
   switch for feed-to-gateway's p99;
 - clean: nothing planted; attach must name no hog and no futex for feed-to-gateway.
+- container: the hog again, with the example in a container (its own PID and mount namespaces,
+  made with `unshare`; its tap and Aeron directory on tmpfs mounts the host does not see):
+  attach is given its pid on the host and must find the tap and its threads and name the hog.
 
 Cost (--cost-rounds, default 6): one run of the example; in each round attach watches for 5 s,
 then nothing for 5 s (the order flips every round, ABBA); feed-to-gateway's p50 over each
@@ -23,7 +26,7 @@ Exit 1 when a planted case is not named in every run (--need N: in N of them). N
 the release builds (`make attach-check` builds them first), or with --debug the debug ones
 (`make test` runs the planted cases so, without the cost).
 
-    scripts/attach-check.py [--runs 3] [--need N] [--watch 8] [--cost-rounds 6] [--cases hog,handoff,stall,clean] [--debug] [--save DIR]
+    scripts/attach-check.py [--runs 3] [--need N] [--watch 8] [--cost-rounds 6] [--cases hog,handoff,stall,clean,container] [--debug] [--save DIR]
 """
 import argparse
 import json
@@ -55,22 +58,43 @@ def build_hogz(tmp):
 
 class Gateway:
     """The example running with its tap in /dev/shm (tmpfs: a disk's writeback never stalls
-    the tap's writer), killed and its tap and Aeron directory removed on exit."""
+    the tap's writer), killed and its tap and Aeron directory removed on exit. In a container (`container`): its
+    own PID and mount namespaces (`unshare`), its tap and Aeron directory on tmpfs mounts only
+    it sees; `pid` is its pid on this host, `tap` its tap as this host reaches it
+    (`/proc/PID/root/...`)."""
 
-    def __init__(self, tmp, name, seconds, extra=()):
-        self.tap = f"/dev/shm/attach-check-{os.getpid()}-{name}"
-        shutil.rmtree(self.tap, ignore_errors=True)
+    def __init__(self, tmp, name, seconds, extra=(), container=False):
+        self.inside = None
+        tap = f"/dev/shm/attach-check-{os.getpid()}-{name}"
+        shutil.rmtree(tap, ignore_errors=True)
         ticks = str(int(seconds * 10_000))
         self.log = os.path.join(tmp, f"{name}.log")
+        cmd = [GATEWAY, "--tap", tap, "--rate", "10000", "--ticks", ticks, "--tap-slowest", "1024", *extra]
+        if container:
+            self.inside = tempfile.mkdtemp(prefix=f"attach-check-{name}-")
+            tap = os.path.join(self.inside, "tap")
+            cmd[2] = tap
+            cmd = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--propagation", "private",
+                   "--mount-proc", "sh", "-c",
+                   'mount -t tmpfs none "$0" && mount -t tmpfs none /dev/shm && exec "$@"', self.inside, *cmd]
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(
-                [GATEWAY, "--tap", self.tap, "--rate", "10000", "--ticks", ticks, "--tap-slowest", "1024", *extra],
-                stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        self.pid, self.tap = self.proc.pid, tap
         deadline = time.time() + 10
         while not self.recording():
             if time.time() > deadline or self.proc.poll() is not None:
                 sys.exit(f"{name}: the order gateway's tap lists no recording thread{self.said()}")
             time.sleep(0.05)
+
+    def find_in_container(self):
+        """unshare's child (pid 1 in its namespace) and its tap as this host reaches it."""
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                self.pid = int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            return False
+        self.tap = f"/proc/{self.pid}/root{os.path.join(self.inside, 'tap')}"
+        return True
 
     def said(self):
         """Its exit status and last lines, when it ended."""
@@ -82,6 +106,8 @@ class Gateway:
 
     def recording(self):
         """Whether the tap's status file lists a thread for every figure."""
+        if self.inside and not self.find_in_container():
+            return False
         try:
             with open(os.path.join(self.tap, "tap.json")) as f:
                 figures = json.load(f)["figures"]
@@ -90,7 +116,7 @@ class Gateway:
         return len(figures) == 4 and all(f["recording_tids"] for f in figures)
 
     def tid(self, name):
-        task = f"/proc/{self.proc.pid}/task"
+        task = f"/proc/{self.pid}/task"
         for t in os.listdir(task):
             with open(f"{task}/{t}/comm") as f:
                 if f.read().strip() == name:
@@ -103,9 +129,12 @@ class Gateway:
     def __exit__(self, *exc):
         self.proc.kill()
         self.proc.wait()
-        shutil.rmtree(self.tap, ignore_errors=True)
-        # Its embedded driver's directory (killed, it cannot remove it; its log buffers hold memory).
-        shutil.rmtree(f"/dev/shm/order-gateway-{self.proc.pid}", ignore_errors=True)
+        if self.inside:
+            os.rmdir(self.inside)  # empty here: its tmpfs went with the container
+        else:
+            shutil.rmtree(self.tap, ignore_errors=True)
+            # Its embedded driver's directory (killed, it cannot remove it; its log buffers hold memory).
+            shutil.rmtree(f"/dev/shm/order-gateway-{self.pid}", ignore_errors=True)
 
 
 def attach(pid, hop, seconds, json_path, save=None, gateway=None):
@@ -128,7 +157,7 @@ def named(case, r):
     v = r["jitter"]["verdict"]
     headline = v["headline"]
     futex = v["futex"] == "futex-driven" and bool(v["findings"]) and v["findings"][0]["cause"] == "futex"
-    if case == "hog":
+    if case in ("hog", "container"):
         return "hogz" in headline.split("Fix:")[0], headline
     if case == "handoff":
         return futex, headline
@@ -141,20 +170,23 @@ def planted(args, tmp, hogz):
     """The planted runs; the cases named in fewer than --need of their runs."""
     failed = 0
     for case in args.cases.split(","):
+        if case == "container" and (os.geteuid() != 0 or not shutil.which("unshare")):
+            print("container: skipped: making namespaces needs root and unshare (util-linux)")
+            continue
         named_in = 0
         hop = "inside-gateway" if case == "handoff" else "feed-to-gateway"
         for run in range(args.runs):
             extra = {"handoff": ["--handoff"], "stall": ["--stall-us", "200", "--stall-every", "50"]}.get(case, [])
             # Ticks for well past the watch (it is killed after): its start-up may take seconds.
-            with Gateway(tmp, f"{case}{run}", args.watch + 60, extra) as g:
+            with Gateway(tmp, f"{case}{run}", args.watch + 60, extra, container=case == "container") as g:
                 hog = None
-                if case == "hog":
+                if case in ("hog", "container"):
                     core = os.sched_getaffinity(g.tid("gateway"))
                     hog = subprocess.Popen([hogz, str(min(core)), "300", "3000", str(int(args.watch) + 4)])
                     time.sleep(0.5)
                 out = args.save or tmp
                 save = os.path.join(args.save, f"{case}{run + 1}.txt") if args.save else None
-                r = attach(g.proc.pid, hop, args.watch, os.path.join(out, f"{case}{run + 1}.json"), save, g)
+                r = attach(g.pid, hop, args.watch, os.path.join(out, f"{case}{run + 1}.json"), save, g)
                 if hog:
                     hog.kill()
                     hog.wait()
@@ -192,7 +224,7 @@ def cost(args, tmp):
             for on in ([True, False] if r % 2 == 0 else [False, True]):
                 a = time.time()
                 if on:
-                    attach(g.proc.pid, "feed-to-gateway", window, os.path.join(tmp, "cost.json"), gateway=g)
+                    attach(g.pid, "feed-to-gateway", window, os.path.join(tmp, "cost.json"), gateway=g)
                 else:
                     time.sleep(window)
                 windows[on] = (a + 1.0, time.time() - 1.0)  # whole intervals inside the window
@@ -216,7 +248,7 @@ def main():
     p.add_argument("--need", type=int, help="runs of each case that must name it (default: every run)")
     p.add_argument("--watch", type=float, default=8)
     p.add_argument("--cost-rounds", type=int, default=6)
-    p.add_argument("--cases", default="hog,handoff,stall,clean")
+    p.add_argument("--cases", default="hog,handoff,stall,clean,container")
     p.add_argument("--debug", action="store_true", help="use the debug builds (make test's)")
     p.add_argument("--save", help="keep each planted run's report (text and JSON) in this directory")
     args = p.parse_args()
