@@ -101,6 +101,7 @@ impl std::error::Error for MonitorError {}
 pub struct Monitor {
     source: SourceInfo,
     perf: Option<crate::sys::perf::PerfSetup>,
+    check: Option<crate::sys::perf::PerfCheck>,
     threads: Vec<Watched>,
     /// `snaps[slot * threads + i]`; slots `0..=GROUPS`.
     snaps: Vec<Option<Counts>>,
@@ -153,9 +154,11 @@ impl Monitor {
                 ),
             },
         };
+        let (perf, check) = perf.unzip();
         Ok(Monitor {
             source,
             perf,
+            check,
             threads: Vec::new(),
             snaps: Vec::new(),
             times: [None; GROUPS + 1],
@@ -213,7 +216,11 @@ impl Monitor {
             self.notes.push(format!("could not list the threads of process {pid}"));
             return;
         };
+        let me = std::process::id();
         for (tid, name) in threads {
+            if pid == me && name == crate::sys::perf::CLOSING_THREAD {
+                continue; // an earlier monitor's events being closed
+            }
             let r = role(tid, &name);
             self.watch(pid, tid, r);
         }
@@ -312,6 +319,7 @@ impl Monitor {
             .zip(last)
             .map(|(a, b)| (self.times[a].unwrap_or(0), self.times[b].unwrap_or(0)));
         let mut threads = Vec::with_capacity(n);
+        let mut readers = Vec::with_capacity(n);
         for (i, mut w) in self.threads.drain(..).enumerate() {
             let at = |s: usize| self.snaps[s * n + i];
             let total = match (first, last) {
@@ -354,7 +362,9 @@ impl Monitor {
                 stalls,
                 // messaging reads and writes the logs without aeron-rs's locks now.
             });
+            readers.push(w.reader);
         }
+        crate::sys::perf::close_later((readers, self.check.take()));
         let steal_ns = (0..GROUPS)
             .map(|g| {
                 let a = self.steal[g]?;
@@ -531,6 +541,26 @@ mod tests {
         assert!(t.groups[4..]
             .iter()
             .all(|c| c.is_some_and(|c| c.voluntary == Some(0)) || c.is_none()));
+    }
+
+    #[test]
+    fn a_thread_closing_an_earlier_monitor_s_events_is_not_watched() {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let closing = std::thread::Builder::new()
+            .name(crate::sys::perf::CLOSING_THREAD.into())
+            .spawn(move || rx.recv())
+            .unwrap();
+        let mut m = Monitor::new(Mode::Proc).unwrap();
+        m.watch_process(std::process::id(), |_, _| Role::Other);
+        let side = m.finish();
+        tx.send(()).unwrap();
+        closing.join().unwrap().unwrap();
+        assert!(!side.threads.is_empty());
+        assert!(
+            side.threads.iter().all(|t| t.name != crate::sys::perf::CLOSING_THREAD),
+            "{:?}",
+            side.threads.iter().map(|t| &t.name).collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -43,6 +43,25 @@ pub(crate) struct PerfSetup {
     switch: Option<SwitchFormat>,
 }
 
+/// The events [`PerfSetup::probe`] opened to check perf: held until the threads' own are open
+/// (closing a tracepoint's last event waits for the kernel's RCU grace period), then closed
+/// with them through [`close_later`].
+#[derive(Debug)]
+pub(crate) struct PerfCheck(#[allow(dead_code)] PerfGroup);
+
+/// The name of [`close_later`]'s threads (not the measured process's: never watched).
+pub(crate) const CLOSING_THREAD: &str = "perf-close";
+
+/// Closes `events` on a thread of their own: closing a tracepoint's last perf event waits for
+/// an RCU tasks-trace grace period (`perf_trace_event_unreg`), seen to take 2-4 s on a 2-core
+/// host with both cores busy, and the report need not wait for it (an exiting process still
+/// does). Closed here when no thread can be started.
+pub(crate) fn close_later<T: Send + 'static>(events: T) {
+    let _ = std::thread::Builder::new()
+        .name(CLOSING_THREAD.into())
+        .spawn(move || drop(events));
+}
+
 /// Offsets of the `sched:sched_switch` fields we read, from its tracefs `format` file.
 #[derive(Debug, Clone, Copy)]
 struct SwitchFormat {
@@ -150,7 +169,7 @@ impl PerfSetup {
     ///
     /// # Errors
     /// Why perf cannot be used here.
-    pub(crate) fn probe() -> Result<PerfSetup, PerfUnavailable> {
+    pub(crate) fn probe() -> Result<(PerfSetup, PerfCheck), PerfUnavailable> {
         mount_tracefs();
         let events = tracefs_events().ok_or_else(|| {
             let denied = TRACEFS
@@ -171,10 +190,10 @@ impl PerfSetup {
             switch: parse_switch_format(&events),
         };
         // Try the real thing on this thread.
-        setup
+        let check = setup
             .open_group(crate::sys::thread::current_tid())
-            .map(|_| setup)
-            .map_err(PerfUnavailable::Open)
+            .map_err(PerfUnavailable::Open)?;
+        Ok((setup, PerfCheck(check)))
     }
 
     /// Opens the counting group for `tid`: the futex tracepoints, migrations, minor and major
