@@ -42,6 +42,23 @@ pub struct AttachReport {
     /// The service's own latency from its tap, when it runs one (`None`: no tap found).
     #[serde(default)]
     pub tap: Option<AttachTap>,
+    /// What attach itself used, start to report (`None`: not measured).
+    #[serde(default)]
+    pub own_cost: Option<AttachCost>,
+}
+
+/// What `latency-probe attach` used itself (`getrusage(RUSAGE_SELF)` at the end, every thread
+/// of it from its start: finding the process, watching, reading the tap, the analysis).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AttachCost {
+    /// CPU time, user and system, seconds.
+    pub cpu_s: f64,
+    /// Of it, in the kernel (perf's records read, `/proc` files), seconds.
+    pub system_s: f64,
+    /// Wall time from its start, seconds.
+    pub wall_s: f64,
+    /// The most memory it held at once (its peak resident set), KiB.
+    pub max_rss_kib: u64,
 }
 
 /// One figure of the service's tap over the watched period: the distribution whose bands the

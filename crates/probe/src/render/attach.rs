@@ -58,6 +58,18 @@ pub fn text(r: &AttachReport) -> String {
         }
     }
     out.push_str(&crate::render::jitter::render(&r.jitter, &r.groups));
+    if let Some(c) = &r.own_cost {
+        let _ = writeln!(
+            out,
+            "attach's own cost: {} of CPU ({} of it in the kernel) in {:.1} s, {:.2}% of one core; at most {:.1} MiB \
+             of memory",
+            format_ns((c.cpu_s * 1e9) as u64),
+            format_ns((c.system_s * 1e9) as u64),
+            c.wall_s,
+            100.0 * c.cpu_s / c.wall_s.max(1e-3),
+            c.max_rss_kib as f64 / 1024.0,
+        );
+    }
     if let Some(why) = &r.incomplete_reason {
         let _ = writeln!(out, "INCOMPLETE: {why}; the groups before it are above");
     }

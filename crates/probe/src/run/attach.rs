@@ -11,7 +11,7 @@
 //! - Its own cost on the service: one wake-up a second and one per group boundary, each a read
 //!   of the watched threads' counters (the report's "probe cost"); on a host with no spare
 //!   core such a wake-up can preempt a watched thread, and is then named among who took its
-//!   CPU.
+//!   CPU. What attach used itself, CPU time and peak memory, is in the report (`own_cost`).
 //! - Timing model: group boundaries are `CLOCK_MONOTONIC` readings of this process, a
 //!   twentieth of `--duration` apart; perf records use the same clock.
 
@@ -21,7 +21,9 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::analysis::jitter::{build, Hiccup};
 use crate::analysis::verdict::Context;
 use crate::measure::monitor::{Monitor, MonitorError, STALL_THRESHOLD_NS};
-use crate::model::{AttachReport, AttachedThread, Explain, Mode, Role, SlowSample, StallLog, GROUPS, SCHEMA_VERSION};
+use crate::model::{
+    AttachCost, AttachReport, AttachedThread, Explain, Mode, Role, SlowSample, StallLog, GROUPS, SCHEMA_VERSION,
+};
 use crate::run::service_tap::{in_band, read_window, Period, ServiceTap, StatusFigure};
 use crate::sys::clock::now_ns;
 use crate::units::utc_timestamp;
@@ -285,6 +287,19 @@ pub fn attach(target: &Target, watch: Watch<'_>) -> Result<AttachReport, AttachE
         jitter,
         groups,
         tap: window.map(|w| w.summary),
+        own_cost: own_cost(),
+    })
+}
+
+/// What this process used from its start (attach runs one watch a process).
+fn own_cost() -> Option<AttachCost> {
+    let (cpu_s, system_s, max_rss_kib) = crate::sys::thread::process_usage()?;
+    let wall_s = crate::sys::thread::process_age()?.as_secs_f64();
+    Some(AttachCost {
+        cpu_s,
+        system_s,
+        wall_s,
+        max_rss_kib,
     })
 }
 

@@ -64,6 +64,43 @@ pub fn thread_faults() -> Option<u64> {
     Some((ru.ru_minflt + ru.ru_majflt).max(0) as u64)
 }
 
+/// What this process used so far, every thread of it: `(cpu_s, system_s, max_rss_kib)`, CPU time
+/// user and system, of it system, and its peak resident set (`getrusage(RUSAGE_SELF)`).
+#[allow(unsafe_code)]
+#[must_use]
+pub fn process_usage() -> Option<(f64, f64, u64)> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `ru` is a valid, writable rusage for the whole call; getrusage only writes into it.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: getrusage returned 0, so it filled `ru` (and it was zeroed before).
+    let ru = unsafe { ru.assume_init() };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let system = secs(ru.ru_stime);
+    Some((secs(ru.ru_utime) + system, system, ru.ru_maxrss.max(0) as u64))
+}
+
+/// How long this process has run (`/proc/self/stat`'s start time against `/proc/uptime`: to a
+/// clock tick, 10 ms).
+#[allow(unsafe_code)]
+#[must_use]
+pub fn process_age() -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Field 22, counting from the pid; the name (field 2) may hold spaces: count after its ')'.
+    let start_ticks: f64 = stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()?;
+    let uptime: f64 = std::fs::read_to_string("/proc/uptime")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf only reads a system setting.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| std::time::Duration::from_secs_f64((uptime - start_ticks / hz as f64).max(0.0)))
+}
+
 /// Pages [`fault_cost_ns`] touches.
 const FAULT_PAGES: usize = 256;
 
@@ -128,5 +165,24 @@ mod tests {
         let tids = super::namespace_tids(me).unwrap();
         assert!(tids.contains(&(tid, tid)), "{tids:?}");
         assert!(tids.iter().all(|(host, ns)| host == ns), "{tids:?}");
+    }
+
+    #[test]
+    fn this_process_s_usage_grows_with_its_work() {
+        let (cpu, system, rss) = super::process_usage().unwrap();
+        let mut x = 0_u64;
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let (later, _, _) = super::process_usage().unwrap();
+        assert!(later > cpu && system <= cpu && rss > 0, "{cpu} {later} {system} {rss}");
+        let age = super::process_age().unwrap();
+        // To a clock tick each (10 ms): the start and the uptime.
+        let ticks = std::time::Duration::from_millis(20);
+        assert!(
+            age + ticks >= start.elapsed() && age < std::time::Duration::from_secs(3600),
+            "{age:?}"
+        );
     }
 }
