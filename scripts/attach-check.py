@@ -166,6 +166,15 @@ def named(case, r):
     return "hogz" not in headline and not futex, headline
 
 
+def own(r):
+    """What attach used itself, from its report."""
+    c = r.get("own_cost")
+    if not c:
+        return "not reported"
+    return (f"{c['cpu_s'] * 1e3:.0f} ms of CPU ({c['system_s'] * 1e3:.0f} ms in the kernel) in {c['wall_s']:.1f} s, "
+            f"{100 * c['cpu_s'] / c['wall_s']:.2f}% of one core; peak memory {c['max_rss_kib'] / 1024:.1f} MiB")
+
+
 def planted(args, tmp, hogz):
     """The planted runs; the cases named in fewer than --need of their runs."""
     failed = 0
@@ -195,6 +204,7 @@ def planted(args, tmp, hogz):
             says = ("no planted cause named" if ok else "A PLANTED CAUSE NAMED") if case == "clean" else \
                 ("named" if ok else "NOT NAMED")
             print(f"{case} run {run + 1}: {says}: {hop}: {headline[:300]}")
+            print(f"  attach itself: {own(r)}")
         if named_in < min(args.need or args.runs, args.runs):
             failed += 1
     return failed
@@ -224,7 +234,8 @@ def cost(args, tmp):
             for on in ([True, False] if r % 2 == 0 else [False, True]):
                 a = time.time()
                 if on:
-                    attach(g.pid, "feed-to-gateway", window, os.path.join(tmp, "cost.json"), gateway=g)
+                    report = attach(g.pid, "feed-to-gateway", window, os.path.join(tmp, "cost.json"), gateway=g)
+                    print(f"  attach itself: {own(report)}")
                 else:
                     time.sleep(window)
                 windows[on] = (a + 1.0, time.time() - 1.0)  # whole intervals inside the window
