@@ -214,8 +214,11 @@ def percentiles(tap, start_s, a, b):
     """feed-to-gateway's messages, p50 and p99 (ns) over [a, b] (seconds since the epoch),
     from its log."""
     log = os.path.join(tap, "feed-to-gateway.hlog")
-    out = subprocess.run([PROBE, "tap", log, "--period", f"{a - start_s:.3f}:{b - start_s:.3f}", "--by", "none"],
-                         check=True, capture_output=True, text=True).stdout
+    cmd = [PROBE, "tap", log, "--period", f"{a - start_s:.3f}:{b - start_s:.3f}", "--by", "none"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: exit {done.returncode}: {done.stderr.strip()}")
+    out = done.stdout
     row = next(l for l in out.splitlines() if l.startswith("feed-to-gateway"))
     messages = int(row.split()[1].replace(",", ""))
     scale = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
