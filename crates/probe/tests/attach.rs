@@ -189,7 +189,19 @@ fn a_service_s_tap_is_found_and_its_figure_explained() {
         String::from_utf8_lossy(&found.stderr)
     );
     assert!(stdout.contains("figure svc-inside"), "{stdout}");
+    assert!(
+        stdout.contains("slowest messages (the tap's latency, from the send stamp") && !stdout.contains("  seq "),
+        "the tap's messages have no sequence number: {stdout}"
+    );
+    assert!(stdout.contains("attach's own cost: "), "{stdout}");
     let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cost = &r["own_cost"];
+    assert!(
+        cost["cpu_s"].as_f64() > Some(0.0)
+            && cost["wall_s"].as_f64() >= Some(1.0)
+            && cost["max_rss_kib"].as_u64() > Some(0),
+        "{cost}"
+    );
     std::fs::remove_file(&json).unwrap();
     let t = &r["tap"];
     assert_eq!(t["dir"], dir.to_str().unwrap(), "found through the open logs");

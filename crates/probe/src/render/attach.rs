@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::model::AttachReport;
+use crate::render::jitter::Samples;
 use crate::units::{format_ns, thousands};
 
 /// The text form.
@@ -57,7 +58,7 @@ pub fn text(r: &AttachReport) -> String {
             );
         }
     }
-    out.push_str(&crate::render::jitter::render(&r.jitter, &r.groups));
+    out.push_str(&crate::render::jitter::render_of(&r.jitter, &r.groups, Samples::Tap));
     if let Some(c) = &r.own_cost {
         let _ = writeln!(
             out,

@@ -9,9 +9,25 @@ use crate::units::count_or_dash;
 use crate::units::format_ns;
 use std::fmt::Write as _;
 
+/// What the samples of a jitter section are, for the slowest samples' heading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Samples {
+    /// The probe's: numbered, latency from the intended send time.
+    Probe,
+    /// A service's tap's slowest messages (`attach`): no sequence number, latency from the
+    /// send stamp.
+    Tap,
+}
+
 /// The text form: per-group counters, threads, slowest samples, the verdict last.
 #[must_use]
 pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
+    render_of(j, rows, Samples::Probe)
+}
+
+/// [`render`], its slowest samples headed as `samples` says.
+#[must_use]
+pub fn render_of(j: &JitterReport, rows: &[Option<GroupJitter>], samples: Samples) -> String {
     let mut out = String::new();
     let o = &mut out;
     let source = match &j.source.reason {
@@ -26,7 +42,7 @@ pub fn render(j: &JitterReport, rows: &[Option<GroupJitter>]) -> String {
     for t in &j.threads {
         let _ = writeln!(o, "{}", thread_line(t));
     }
-    outliers(o, j);
+    outliers(o, j, samples);
     bands(o, j);
     let _ = writeln!(o, "hiccup meter: {}", j.hiccup.status);
     if let (Some(n), Some(g)) = (j.hiccup.iterations, j.hiccup.gaps) {
@@ -207,22 +223,29 @@ fn thread_line(t: &ThreadSummary) -> String {
 }
 
 /// The ten slowest samples with what overlapped them, then the tail by first cause.
-fn outliers(o: &mut String, j: &JitterReport) {
+fn outliers(o: &mut String, j: &JitterReport, samples: Samples) {
     if !j.outliers.is_empty() {
-        let _ = writeln!(o, "slowest samples (latency from intended send; what overlapped them):");
+        let _ = writeln!(
+            o,
+            "{}",
+            match samples {
+                Samples::Probe => "slowest samples (latency from intended send; what overlapped them):",
+                Samples::Tap =>
+                    "slowest messages (the tap's latency, from the send stamp; at: into the watch; what overlapped them):",
+            }
+        );
         for s in j.outliers.iter().take(10) {
             let causes = if s.causes.is_empty() {
                 "nothing on the watched threads".to_owned()
             } else {
                 s.causes.join("; ")
             };
-            let _ = writeln!(
-                o,
-                "  seq {:>10} at {:>9.1} ms {:>10}  {causes}",
-                s.seq,
-                s.at_ms,
-                format_ns(s.latency_ns)
-            );
+            let seq = match samples {
+                Samples::Probe => format!("seq {:>10} ", s.seq),
+                Samples::Tap => String::new(),
+            };
+            let (at, latency) = (s.at_ms, format_ns(s.latency_ns));
+            let _ = writeln!(o, "  {seq}at {at:>9.1} ms {latency:>10}  {causes}");
         }
     }
     if j.tail.threshold_ns == u64::MAX {
