@@ -179,6 +179,7 @@ fn a_service_s_tap_is_found_and_its_figure_explained() {
     let found = attach_a_second(&pid, &json);
     let named = attach(&["--pid", &pid, "--tap", dir.to_str().unwrap(), "--hop", "nope"]);
     let no_dir = attach(&["--pid", &pid, "--tap", "/nonexistent-tap", "--duration", "1"]);
+    let no_stream = attach(&["--pid", &pid, "--stream", "99"]);
     stop.store(true, Ordering::Relaxed);
     svc.join().unwrap();
     drop(tap);
@@ -238,6 +239,10 @@ fn a_service_s_tap_is_found_and_its_figure_explained() {
     for (out, says) in [
         (&named, "--hop nope: the tap has no such figure; it has svc-inside"),
         (&no_dir, "--tap /nonexistent-tap: no status file tap.json there"),
+        (
+            &no_stream,
+            "--stream 99: no figure of the tap reads that stream; its figures: svc-inside (the service's own)",
+        ),
     ] {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{stderr}");

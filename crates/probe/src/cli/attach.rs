@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::Failure;
 use crate::model::Mode;
 use crate::run::attach::{attach as watch, find, TapChoice, Watch};
-use crate::run::service_tap::{find_dir, ServiceTap};
+use crate::run::service_tap::{find_dir, Pick, ServiceTap};
 
 /// `latency-probe attach`'s name in its messages.
 pub const ATTACH: &str = "latency-probe attach";
@@ -37,8 +37,12 @@ pub struct AttachArgs {
     pub tap: Option<PathBuf>,
     /// The tap's figure to explain; default: the first one a watched thread records (without
     /// --threads: the figure's recording threads are the ones watched)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "stream")]
     pub hop: Option<String>,
+    /// The tap's figure to explain by the stream its subscriptions read (a hop), instead of
+    /// --hop
+    #[arg(long)]
+    pub stream: Option<i32>,
     /// The band of the figure the headline explains: p90, p99, p99.9 or max (p99: p90-p99)
     #[arg(long, default_value = "p99")]
     pub explain: crate::model::Explain,
@@ -68,9 +72,10 @@ pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
     }
     let tap = match a.tap.clone().or_else(|| find_dir(a.pid)) {
         Some(dir) => Some(ServiceTap::open(&dir, a.pid).map_err(Failure::setup)?),
-        None if a.hop.is_some() => {
+        None if a.hop.is_some() || a.stream.is_some() => {
             return Err(Failure::setup(format!(
-                "--hop: process {} holds no tap logs open; give its tap's directory with --tap",
+                "--{}: process {} holds no tap logs open; give its tap's directory with --tap",
+                if a.hop.is_some() { "hop" } else { "stream" },
                 a.pid
             )))
         }
@@ -84,7 +89,12 @@ pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
             } else {
                 target.threads.iter().map(|t| t.tid).collect()
             };
-            let figure = t.figure(a.hop.as_deref(), &tids).map_err(Failure::setup)?.clone();
+            let pick = match (&a.hop, a.stream) {
+                (Some(name), _) => Pick::Named(name),
+                (None, Some(stream)) => Pick::Stream(stream),
+                (None, None) => Pick::RecordedBy(&tids),
+            };
+            let figure = t.figure(pick).map_err(Failure::setup)?.clone();
             if a.threads.is_empty() {
                 // The threads that handled the figure's messages are the ones to watch.
                 target.threads.retain(|t| figure.recording_tids.contains(&t.tid));

@@ -106,6 +106,13 @@ pub enum TapReadError {
         /// The figures the tap has.
         present: Vec<String>,
     },
+    /// `--stream` names a stream no figure's subscriptions read.
+    NoStream {
+        /// The stream asked for.
+        stream: i32,
+        /// The figures the tap has, with their streams.
+        present: Vec<String>,
+    },
     /// The tap records no slowest messages (an older `messaging`, or `slowest(0)`).
     NoSlowest {
         /// The directory.
@@ -129,11 +136,12 @@ impl std::fmt::Display for TapReadError {
             TapReadError::NoFigure { name, present } => write!(
                 f,
                 "--hop {name}: the tap has no such figure; it has {}",
-                if present.is_empty() {
-                    "none yet".into()
-                } else {
-                    present.join(", ")
-                }
+                listed(present)
+            ),
+            TapReadError::NoStream { stream, present } => write!(
+                f,
+                "--stream {stream}: no figure of the tap reads that stream; its figures: {}",
+                listed(present)
             ),
             TapReadError::NoSlowest { dir } => write!(
                 f,
@@ -146,6 +154,15 @@ impl std::fmt::Display for TapReadError {
 }
 
 impl std::error::Error for TapReadError {}
+
+/// The tap's figures for a message, comma-separated.
+fn listed(present: &[String]) -> String {
+    if present.is_empty() {
+        "none yet".into()
+    } else {
+        present.join(", ")
+    }
+}
 
 /// The directory of the tap process `pid` writes, from the files it holds open (its logs), if
 /// it has one and its open files can be read.
@@ -214,24 +231,40 @@ impl ServiceTap {
         })
     }
 
-    /// The figure `name`, or else the first one a thread of `tids` records (any thread when
-    /// `tids` is empty), a hop (a figure a subscription records) before a figure the service
-    /// records itself.
+    /// The figure `pick` asks for.
     ///
     /// # Errors
-    /// `name` is not a figure of the tap.
-    pub fn figure(&self, name: Option<&str>, tids: &[i32]) -> Result<&StatusFigure, TapReadError> {
+    /// No such figure (by name or stream), or none yet.
+    pub fn figure(&self, pick: Pick<'_>) -> Result<&StatusFigure, TapReadError> {
         let figures = &self.status.figures;
-        let found = match name {
-            Some(n) => figures.iter().find(|f| f.name == n),
-            None => {
+        let found = match pick {
+            Pick::Named(n) => figures.iter().find(|f| f.name == n),
+            Pick::Stream(stream) => {
+                return figures
+                    .iter()
+                    .find(|f| f.stream_id == Some(stream))
+                    .ok_or_else(|| TapReadError::NoStream {
+                        stream,
+                        present: figures
+                            .iter()
+                            .map(|f| match f.stream_id {
+                                Some(s) => format!("{} (stream {s})", f.name),
+                                None => format!("{} (the service's own)", f.name),
+                            })
+                            .collect(),
+                    })
+            }
+            Pick::RecordedBy(tids) => {
                 let ours = |f: &&StatusFigure| tids.is_empty() || f.recording_tids.iter().any(|t| tids.contains(t));
                 let hop = figures.iter().filter(ours).find(|f| f.stream_id.is_some());
                 hop.or_else(|| figures.iter().find(ours))
             }
         };
         found.ok_or_else(|| TapReadError::NoFigure {
-            name: name.unwrap_or("(a figure a watched thread records)").to_owned(),
+            name: match pick {
+                Pick::Named(n) => n.to_owned(),
+                _ => "(a figure a watched thread records)".to_owned(),
+            },
             present: figures.iter().map(|f| f.name.clone()).collect(),
         })
     }
@@ -244,6 +277,18 @@ fn to_host(ns_tids: &[i32], pairs: &[(i32, i32)]) -> Vec<i32> {
         .iter()
         .filter_map(|t| pairs.iter().find(|(_, ns)| ns == t).map(|(host, _)| *host))
         .collect()
+}
+
+/// Which figure to explain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick<'a> {
+    /// The one named (`--hop`).
+    Named(&'a str),
+    /// The one whose subscriptions read this stream (`--stream`).
+    Stream(i32),
+    /// The first one a thread of these records (any thread when empty), a hop before a figure
+    /// the service records itself.
+    RecordedBy(&'a [i32]),
 }
 
 /// A figure over the watched period: its distribution and its slowest messages as samples.
@@ -482,7 +527,7 @@ mod tests {
     }
 
     #[test]
-    fn the_default_figure_is_a_hop_a_watched_thread_records() {
+    fn a_figure_is_picked_by_name_stream_or_recording_thread() {
         let fig = |name: &str, stream_id: Option<i32>, tids: &[i32]| StatusFigure {
             name: name.into(),
             stream_id,
@@ -503,10 +548,17 @@ mod tests {
                 ],
             },
         };
-        assert_eq!(tap.figure(None, &[]).unwrap().name, "in");
-        assert_eq!(tap.figure(None, &[8]).unwrap().name, "out");
-        assert_eq!(tap.figure(Some("inside"), &[8]).unwrap().name, "inside");
-        let e = tap.figure(Some("x"), &[]).unwrap_err().to_string();
+        assert_eq!(tap.figure(Pick::RecordedBy(&[])).unwrap().name, "in");
+        assert_eq!(tap.figure(Pick::RecordedBy(&[8])).unwrap().name, "out");
+        assert_eq!(tap.figure(Pick::Named("inside")).unwrap().name, "inside");
+        assert_eq!(tap.figure(Pick::Stream(20)).unwrap().name, "out");
+        let e = tap.figure(Pick::Named("x")).unwrap_err().to_string();
         assert_eq!(e, "--hop x: the tap has no such figure; it has inside, in, out");
+        let e = tap.figure(Pick::Stream(30)).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--stream 30: no figure of the tap reads that stream; its figures: inside (the service's own), \
+             in (stream 10), out (stream 20)"
+        );
     }
 }
