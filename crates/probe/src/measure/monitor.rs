@@ -171,6 +171,18 @@ impl Monitor {
         })
     }
 
+    /// Whether thread `tid` is watched (its counters could be opened).
+    #[must_use]
+    pub fn watches(&self, tid: i32) -> bool {
+        self.threads.iter().any(|w| w.tid == tid)
+    }
+
+    /// What could not be watched so far, and why.
+    #[must_use]
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// Whether the monitor reads anything.
     #[must_use]
     pub fn is_on(&self) -> bool {

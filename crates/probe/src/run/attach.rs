@@ -68,6 +68,13 @@ pub enum AttachError {
         /// The names the process's threads have.
         present: Vec<String>,
     },
+    /// None of the threads to watch could be opened (each one gone or not readable).
+    NoneWatchable {
+        /// The pid asked for.
+        pid: u32,
+        /// Why, thread by thread.
+        why: String,
+    },
     /// The counter source asked for cannot be used.
     Monitor(MonitorError),
 }
@@ -89,6 +96,11 @@ impl fmt::Display for AttachError {
                 "--threads: no thread named {}; its threads are named {} (Linux keeps 15 bytes of a name)",
                 missing.join(", "),
                 present.join(", ")
+            ),
+            AttachError::NoneWatchable { pid, why } => write!(
+                f,
+                "cannot watch any of the threads asked for in process {pid} ({why}): run as its user or as \
+                 root, and name threads that still run"
             ),
             AttachError::Monitor(e) => write!(f, "{e}"),
         }
@@ -215,6 +227,12 @@ pub fn attach(target: &Target, watch: Watch<'_>) -> Result<AttachReport, AttachE
     let mut monitor = Monitor::new(watch.mode).map_err(AttachError::Monitor)?;
     for t in &target.threads {
         monitor.watch(pid, t.tid, Role::Service);
+    }
+    if !target.threads.iter().any(|t| monitor.watches(t.tid)) {
+        return Err(AttachError::NoneWatchable {
+            pid,
+            why: monitor.notes().join("; "),
+        });
     }
     monitor.watch_process(pid, |tid, _| if tid == pid as i32 { Role::Main } else { Role::Other });
     let started_at = utc_timestamp(SystemTime::now());
@@ -355,6 +373,34 @@ mod tests {
         let e = find(me, &["no-such-thread".into()]).unwrap_err().to_string();
         assert!(e.contains("no thread named no-such-thread") && e.contains(&name), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn a_target_none_of_whose_threads_can_be_watched_is_refused_in_one_line() {
+        let me = std::process::id();
+        let target = Target {
+            pid: me,
+            process: "p".into(),
+            // A thread id no thread of this process has (an ended thread's).
+            threads: vec![AttachedThread {
+                tid: i32::MAX,
+                name: "gone".into(),
+            }],
+        };
+        let watch = Watch {
+            duration: Duration::from_millis(100),
+            mode: Mode::Proc,
+            tap: None,
+            explain: Explain::default(),
+        };
+        let e = attach(&target, watch).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!(
+                "cannot watch any of the threads asked for in process {me} (could not watch"
+            )) && e.ends_with("name threads that still run")
+                && !e.contains('\n'),
+            "{e}"
+        );
     }
 
     #[test]
