@@ -48,35 +48,30 @@ pub fn namespace_tids(pid: u32) -> std::io::Result<Vec<(i32, i32)>> {
         .collect())
 }
 
+/// `getrusage(who)`: one syscall.
+#[allow(unsafe_code)]
+fn rusage(who: libc::c_int) -> Option<libc::rusage> {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `ru` is a valid, writable rusage for the whole call; getrusage only writes into
+    // it (RUSAGE_THREAD is supported since Linux 2.6.26).
+    let rc = unsafe { libc::getrusage(who, ru.as_mut_ptr()) };
+    // SAFETY: getrusage returned 0, so it filled `ru` (and it was zeroed before).
+    (rc == 0).then(|| unsafe { ru.assume_init() })
+}
+
 /// Minor + major page faults of the calling thread so far (`getrusage(RUSAGE_THREAD)`: one
 /// syscall; the probe reads it at the start and the end of the measured phase only).
-#[allow(unsafe_code)]
+#[must_use]
 pub fn thread_faults() -> Option<u64> {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `ru` is a valid, writable rusage for the whole call; RUSAGE_THREAD is supported
-    // since Linux 2.6.26 and only writes into it.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, ru.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: getrusage returned 0, so it filled `ru` (and it was zeroed before).
-    let ru = unsafe { ru.assume_init() };
+    let ru = rusage(libc::RUSAGE_THREAD)?;
     Some((ru.ru_minflt + ru.ru_majflt).max(0) as u64)
 }
 
 /// What this process used so far, every thread of it: `(cpu_s, system_s, max_rss_kib)`, CPU time
 /// user and system, of it system, and its peak resident set (`getrusage(RUSAGE_SELF)`).
-#[allow(unsafe_code)]
 #[must_use]
 pub fn process_usage() -> Option<(f64, f64, u64)> {
-    let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: `ru` is a valid, writable rusage for the whole call; getrusage only writes into it.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: getrusage returned 0, so it filled `ru` (and it was zeroed before).
-    let ru = unsafe { ru.assume_init() };
+    let ru = rusage(libc::RUSAGE_SELF)?;
     let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let system = secs(ru.ru_stime);
     Some((secs(ru.ru_utime) + system, system, ru.ru_maxrss.max(0) as u64))
