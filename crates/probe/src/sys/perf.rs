@@ -53,7 +53,7 @@ pub(crate) struct PerfCheck(#[allow(dead_code)] PerfGroup);
 pub(crate) const CLOSING_THREAD: &str = "perf-close";
 
 /// Closes `events` on a thread of their own: closing a tracepoint's last perf event waits for
-/// an RCU tasks-trace grace period (`perf_trace_event_unreg`), seen to take 2-4 s on a 2-core
+/// an RCU tasks-trace grace period (`perf_trace_event_unreg`), seen to take 2-8 s on a 2-core
 /// host with both cores busy, and the report need not wait for it (an exiting process still
 /// does). Closed here when no thread can be started.
 pub(crate) fn close_later<T: Send + 'static>(events: T) {
