@@ -14,6 +14,7 @@
 //! | `roundtrip/c_client_64` | the `c_client` round trip with 64-byte messages (streams 2202 / 2203), next to `messaging_exclusive_64` |
 //! | `roundtrip/iceoryx2`, `roundtrip/iceoryx2_64` | (cargo feature `iceoryx2`) the round trip over iceoryx2 0.10's publish-subscribe on shared memory, 32 and 64 bytes: the ping loans a `[u8; N]` sample, writes it in place and sends it; the pinned pong receives it, loans one of its own, copies and sends it; one node per side, history 0, subscriber buffer 1 (`iceoryx.rs`) |
 //! | `java_ping`, `java_ping_64` (summary rows, not criterion cases) | Aeron's own Java Ping and Pong samples (aeron-all 1.51.0, exclusive publications, `aeron:ipc` through this bench's driver), two JVMs pinned with `taskset` to the bench's two cores, 32 and 64 bytes; Ping's own histogram, read from its output (`java.rs`; `BENCH_JAVA=skip` leaves them out) |
+//! | one way after a wait (summary rows, not criterion cases) | the bench thread stamps a message with the clock right before it sends it, 10 µs or 100 µs after the last (the probe's pacing at 100,000 and 10,000 msg/s); the pinned receiver reads the clock when it sees it: the raw cache line (both directions) and `messaging`'s exclusive publication at 32 B, each against half the same transport's back-to-back round trip in the same round (`oneway.rs`) |
 //! | `throughput/try_claim`, `throughput/offer`, `throughput/exclusive_try_claim`, `throughput/c_try_claim`, `throughput/iceoryx2` (feature `iceoryx2`) | one 32-byte message from the bench thread (publisher) to a pinned subscriber thread that polls 256 fragments at a time, 64 MiB term; criterion's elements/s is messages/s |
 //!
 //! After the criterion cases the binary prints a summary:
@@ -45,6 +46,9 @@
 //!   the same way, each messaging publication's ns per message against its C peer (`paired.rs`).
 //! - the tap's cost (`tap.rs`): the send stamp and the latency recording of messaging's feature
 //!   `tap`, each against the same path without it, in interleaved rounds on one thread.
+//! - one way after a wait (`oneway.rs`): in 8 rounds, the raw line's and `messaging`'s one-way
+//!   p50 after 10 µs and 100 µs, each as a ratio to half its own back-to-back round trip of the
+//!   same round: the like-for-like figure for `latency-probe`'s one-way mode.
 //!
 //! # Timing model
 //!
@@ -80,13 +84,13 @@
 //! the driver's settings (an embedded driver's, read back from it) and `doctor`'s findings.
 //!
 //! Run: `cargo bench -p latency-probe --bench roundtrip` (about 40 s once built;
-//! `BENCH_TAP_ONLY=1` runs the tap's cost alone);
+//! `BENCH_TAP_ONLY=1` runs the tap's cost alone, `BENCH_ONEWAY_ONLY=1` one way after a wait alone);
 //! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
 //!
 //! Files: `raw` (`raw`, `crossbeam`), `iceoryx` (iceoryx2's round trip, flow and split row),
 //! `java` (Aeron's Java Ping/Pong), `messaging` (`messaging`, `offer_poll`, its throughput
 //! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
-//! the timing itself), `paired` (the interleaved rounds), `common` (what they share, and the
+//! the timing itself), `oneway` (one way after a wait), `paired` (the interleaved rounds), `common` (what they share, and the
 //! harness that runs a case with the floor around it), `summary` (the summary printed after the
 //! cases); this file: the run, in order.
 
@@ -96,6 +100,7 @@ mod common;
 mod iceoryx;
 mod java;
 mod messaging;
+mod oneway;
 mod paired;
 mod raw;
 mod split;
@@ -142,15 +147,14 @@ fn main() {
         return;
     }
 
+    // One section alone, for re-running after a change to what it measures.
     if std::env::var_os("BENCH_TAP_ONLY").is_some() {
-        // The tap's cost alone (tap.rs), for re-running after a change to the tap.
-        let driver = BenchDriver::start(&at);
-        println!("load average before: {}", load_average());
-        let cost = tap::tap_cost(&at, driver.dir.as_path(), &plan);
-        tap::print(&cost);
-        println!("load average after: {}", load_average());
-        driver.stop();
-        return;
+        // The tap's cost (tap.rs).
+        return alone(&at, |dir| tap::print(&tap::tap_cost(&at, dir, &plan)));
+    }
+    if std::env::var_os("BENCH_ONEWAY_ONLY").is_some() {
+        // One way after a wait against half a round trip (oneway.rs).
+        return alone(&at, |dir| oneway::print(&oneway::run(&at, dir, &plan)));
     }
 
     let load_before = load_average();
@@ -174,6 +178,7 @@ fn main() {
     let mutex_ns = mutex_cost(plan.split_messages * 50);
     let clock_ns = clock_pair_cost(plan.split_messages * 5);
     let tap_cost = tap::tap_cost(&at, dir, &plan);
+    let one_way = oneway::run(&at, dir, &plan);
 
     let floor_after = global_floor(&at, &plan);
     let load_after = load_average();
@@ -198,9 +203,19 @@ fn main() {
         doctor,
     });
     tap::print(&tap_cost);
+    oneway::print(&one_way);
     if let Some(p) = &paired {
         paired::print(p);
     }
+}
+
+/// Runs `section` against the bench's driver, with the load average before and after.
+fn alone(at: &Placement, section: impl FnOnce(&Path)) {
+    let driver = BenchDriver::start(at);
+    println!("load average before: {}", load_average());
+    section(driver.dir.as_path());
+    println!("load average after: {}", load_average());
+    driver.stop();
 }
 
 /// `--list`: registers every case's id without starting anything.

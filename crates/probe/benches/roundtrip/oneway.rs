@@ -1,0 +1,417 @@
+//! One way after a wait: what `latency-probe`'s one-way mode measures, for the transport alone.
+//!
+//! The bench thread sends a message after spinning on the clock for a gap (10 µs and 100 µs:
+//! the probe's pacing at 100,000 and 10,000 msg/s), stamping it with `now_ns` right before it
+//! stores or claims; the pinned receiver reads `now_ns` right after it sees the message and
+//! records the difference. Two transports: the raw cache line of the floor (one store, one
+//! spinning load) and `messaging`'s exclusive publication (32 B, `try_claim` + commit; `poll`).
+//! In the same round, the same transport's back-to-back round trip (the floor; the
+//! `messaging_exclusive` ping-pong), so each one-way p50 is set against half a round trip
+//! taken seconds apart: users compare a one-way figure with half of Aeron's Ping/Pong, and on
+//! this VM a message sent after a wait costs more than half a back-to-back round trip even on
+//! the raw line.
+//!
+//! Timing model: one `CLOCK_MONOTONIC` reading on each core (the sender's before, the
+//! receiver's after), so a one-way figure holds one clock reading's cost and any offset between
+//! the two cores' clocks (the printed reverse direction, receiver and sender swapped, bounds
+//! it); half a round trip holds half of its two readings on one core. Rounds alternate the
+//! cases; each ratio is within one round.
+
+use std::collections::BTreeMap;
+use std::hint::spin_loop;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use aeron_latency::messaging::{Client, Exclusive, MessageHeader, PinnedThread, Publication, Subscriber};
+use crossbeam_channel::{Receiver, Sender};
+use hdrhistogram::Histogram;
+use latency_probe::measure::floor;
+use latency_probe::measure::histogram::{new_latency_histogram, record_saturating};
+use latency_probe::sys::clock::now_ns;
+
+use crate::common::{
+    connect, percentiles_of, spawn_pinned, spin_until, wait_for, Control, Pausable, Placement, Plan, CHANNEL, MSG_LEN,
+    RT_FRAGMENT_LIMIT, STUCK,
+};
+use crate::messaging::{publish, Ping, Pub};
+
+/// The gaps before each message, ns: the probe's pacing at 100,000 and 10,000 msg/s.
+const GAPS_NS: [i64; 2] = [10_000, 100_000];
+/// The one-way stream (the round trip uses 1602 / 1603).
+const ONE_WAY_STREAM: i32 = 1610;
+const RTT_OFFSET: i32 = 600;
+
+/// A one-way message's kind, in its second 8 bytes.
+const WARM_UP: u64 = 0;
+const MEASURED: u64 = 1;
+const END: u64 = 2;
+
+/// How many of each, per round.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Counts {
+    pub(crate) rounds: usize,
+    /// Warm-up and measured messages at each gap, in the order of [`GAPS_NS`].
+    pub(crate) one_way: [(u64, u64); 2],
+    /// Warm-up and measured back-to-back round trips.
+    pub(crate) round_trips: (u64, u64),
+    pub(crate) floor: std::time::Duration,
+}
+
+impl Counts {
+    pub(crate) fn for_plan(plan: &Plan) -> Self {
+        if plan.measured_ops >= 100_000 {
+            Counts {
+                rounds: 8,
+                one_way: [(2_000, 20_000), (500, 5_000)],
+                round_trips: (2_000, 20_000),
+                floor: std::time::Duration::from_millis(100),
+            }
+        } else {
+            Counts {
+                rounds: 1,
+                one_way: [(10, 100), (10, 50)],
+                round_trips: (10, 100),
+                floor: std::time::Duration::from_millis(10),
+            }
+        }
+    }
+}
+
+/// One round's p50s, ns.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Round {
+    /// The floor's round trip (raw line, back to back).
+    pub(crate) raw_rtt: u64,
+    /// The raw line one way at each gap, sender on the bench core; then the reverse direction.
+    pub(crate) raw: [u64; 2],
+    pub(crate) raw_reverse: [u64; 2],
+    /// `messaging_exclusive`'s 32 B round trip, back to back.
+    pub(crate) messaging_rtt: u64,
+    /// `messaging` one way at each gap.
+    pub(crate) messaging: [u64; 2],
+}
+
+/// Every round, and for each raw case the stores its receiver saw of those sent, over all rounds
+/// (it misses a store made while it is off its core; `messaging`'s log keeps every message).
+#[derive(Debug, Default)]
+pub(crate) struct OneWay {
+    pub(crate) rounds: Vec<Round>,
+    pub(crate) counts: Option<Counts>,
+    pub(crate) seen: BTreeMap<String, (u64, u64)>,
+}
+
+/// The rounds: in each, the floor, the raw line one way (both directions), `messaging`'s round
+/// trip, then `messaging` one way, at each gap.
+pub(crate) fn run(at: &Placement, dir: &Path, plan: &Plan) -> OneWay {
+    let counts = Counts::for_plan(plan);
+    let mut out = OneWay {
+        counts: Some(counts),
+        ..OneWay::default()
+    };
+    let mut rtt = at.unpinned(|| Ping::<Exclusive>::start(dir, at.responder, RTT_OFFSET, MSG_LEN));
+    let mut receiver = at.unpinned(|| Receiver1::start(dir, at.responder));
+    rtt.pause();
+    receiver.pause();
+    at.hot();
+    for _ in 0..counts.rounds {
+        let mut r = Round {
+            raw_rtt: at
+                .unpinned(|| floor::measure(at.initiator, at.responder, counts.floor))
+                .expect("measuring the floor")
+                .value_at_quantile(0.5),
+            ..Round::default()
+        };
+        for (g, &gap) in GAPS_NS.iter().enumerate() {
+            r.raw[g] = raw_one_way(at, gap, counts.one_way[g], false, &mut out.seen);
+            r.raw_reverse[g] = raw_one_way(at, gap, counts.one_way[g], true, &mut out.seen);
+        }
+        rtt.resume();
+        let (w, m) = counts.round_trips;
+        r.messaging_rtt = percentiles_of(&mut rtt, w, m).value_at_quantile(0.5);
+        rtt.pause();
+        receiver.resume();
+        for (g, &gap) in GAPS_NS.iter().enumerate() {
+            r.messaging[g] = receiver.one_way(gap, counts.one_way[g]).value_at_quantile(0.5);
+        }
+        receiver.pause();
+        out.rounds.push(r);
+    }
+    rtt.resume();
+    rtt.finish();
+    receiver.finish();
+    out
+}
+
+/// Spins on the clock until `*next`, then sets it `gap` after now: every message follows a wait
+/// of at least `gap`, also after the sender was preempted (no burst to catch up).
+#[inline]
+fn pace(next: &mut i64, gap: i64) {
+    let mut now = now_ns();
+    while now < *next {
+        spin_loop();
+        now = now_ns();
+    }
+    *next = now + gap;
+}
+
+/// The raw line one way: a pinned thread spins on a line the bench thread stores stamps into,
+/// `gap` apart. `reverse`: the bench thread receives and the pinned thread sends.
+fn raw_one_way(
+    at: &Placement,
+    gap: i64,
+    (warm_up, measured): (u64, u64),
+    reverse: bool,
+    seen_of: &mut BTreeMap<String, (u64, u64)>,
+) -> u64 {
+    let line = Arc::new(floor::Line::default());
+    let ready = Arc::new(AtomicBool::new(false));
+    let total = warm_up + measured;
+    let (l2, r2) = (line.clone(), ready.clone());
+    let (h, seen) = if reverse {
+        let sender = at.unpinned(|| {
+            spawn_pinned("oneway-raw-send", at.responder, move || {
+                spin_until("oneway: the receiver starting", || r2.load(Ordering::Acquire));
+                send_stamps(&l2, gap, total);
+            })
+        });
+        let got = receive_stamps(&line, &ready, warm_up);
+        sender.join().expect("the raw one-way sender panicked");
+        got
+    } else {
+        let receiver = at.unpinned(|| {
+            spawn_pinned("oneway-raw-recv", at.responder, move || {
+                receive_stamps(&l2, &r2, warm_up)
+            })
+        });
+        spin_until("oneway: the receiver starting", || ready.load(Ordering::Acquire));
+        send_stamps(&line, gap, total);
+        receiver.join().expect("the raw one-way receiver panicked")
+    };
+    let name = format!("{} µs{}", gap / 1_000, if reverse { " reversed" } else { "" });
+    let e = seen_of.entry(name).or_default();
+    (e.0, e.1) = (e.0 + seen, e.1 + total);
+    h.value_at_quantile(0.5)
+}
+
+/// Stores `total` stamps `gap` apart, then [`floor::STOP`].
+fn send_stamps(line: &floor::Line, gap: i64, total: u64) {
+    let mut next = now_ns() + gap;
+    for _ in 0..total {
+        pace(&mut next, gap);
+        line.0.store(now_ns() as u64, Ordering::Release);
+    }
+    // A gap before the stop too, so the receiver sees the last stamp.
+    pace(&mut next, gap);
+    line.0.store(floor::STOP, Ordering::Release);
+}
+
+/// Spins on the line until [`floor::STOP`], timing each new stamp after the first `warm_up`;
+/// returns them and how many stamps it saw.
+fn receive_stamps(line: &floor::Line, ready: &AtomicBool, warm_up: u64) -> (Histogram<u64>, u64) {
+    let mut h = new_latency_histogram();
+    let (mut last, mut seen) = (0_u64, 0_u64);
+    ready.store(true, Ordering::Release);
+    loop {
+        let v = line.0.load(Ordering::Acquire);
+        if v == last {
+            spin_loop();
+            continue;
+        }
+        let now = now_ns();
+        if v == floor::STOP {
+            return (h, seen);
+        }
+        seen += 1;
+        if seen > warm_up {
+            record_saturating(&mut h, (now - v as i64).max(0) as u64);
+        }
+        last = v;
+    }
+}
+
+/// `messaging` one way: an exclusive publication the bench thread sends on, and a pinned thread
+/// polling its subscription that records each message's latency from its stamp and hands the
+/// histogram over at the end marker.
+struct Receiver1 {
+    publ: Publication<Exclusive>,
+    ctl: Arc<Control>,
+    done: Receiver<Histogram<u64>>,
+    thread: Option<PinnedThread<()>>,
+    _client: Client,
+}
+
+impl Receiver1 {
+    fn start(dir: &Path, core: Option<usize>) -> Self {
+        let client = connect(dir);
+        let receiving = connect(dir);
+        let publ = Exclusive::add(&client, CHANNEL, ONE_WAY_STREAM);
+        let sub = receiving
+            .subscription(CHANNEL, ONE_WAY_STREAM)
+            .expect("one-way subscription");
+        wait_for("the one-way stream", || publ.is_connected() && sub.is_connected());
+        let ctl = Arc::new(Control::default());
+        let (tx, done) = crossbeam_channel::bounded(1);
+        let c2 = ctl.clone();
+        let thread = spawn_pinned("oneway-recv", core, move || {
+            poll_stamps(sub, &c2, &tx);
+            drop(receiving);
+        });
+        Receiver1 {
+            publ,
+            ctl,
+            done,
+            thread: Some(thread),
+            _client: client,
+        }
+    }
+
+    /// Sends `warm_up` then `measured` stamped messages `gap` apart, then the end marker; returns
+    /// the receiver's histogram of the measured ones.
+    fn one_way(&mut self, gap: i64, (warm_up, measured): (u64, u64)) -> Histogram<u64> {
+        let mut msg = [0_u8; MSG_LEN];
+        let mut next = now_ns() + gap;
+        for i in 0..warm_up + measured {
+            pace(&mut next, gap);
+            let kind = if i < warm_up { WARM_UP } else { MEASURED };
+            msg[8..16].copy_from_slice(&kind.to_le_bytes());
+            let t = now_ns();
+            msg[..8].copy_from_slice(&t.to_le_bytes());
+            publish(&mut self.publ, &msg, false);
+        }
+        msg[8..16].copy_from_slice(&END.to_le_bytes());
+        publish(&mut self.publ, &msg, false);
+        let h = self
+            .done
+            .recv_timeout(STUCK)
+            .unwrap_or_else(|e| panic!("oneway: no histogram from the receiver in {} s: {e}", STUCK.as_secs()));
+        assert_eq!(h.len(), measured, "oneway: messages lost on the way");
+        h
+    }
+
+    fn finish(mut self) {
+        self.ctl.stop();
+        if let Some(t) = self.thread.take() {
+            t.join().expect("the one-way receiver panicked");
+        }
+    }
+}
+
+impl Pausable for Receiver1 {
+    fn pause(&mut self) {
+        self.ctl.pause();
+    }
+    fn resume(&mut self) {
+        self.ctl.resume();
+    }
+}
+
+/// The receiver's loop: the clock read first in the handler, then the stamp.
+fn poll_stamps(mut sub: Subscriber, ctl: &Control, tx: &Sender<Histogram<u64>>) {
+    let mut h = new_latency_histogram();
+    while ctl.running() {
+        let n = sub
+            .poll(
+                &mut |msg: &[u8], _: &MessageHeader<'_>| {
+                    let now = now_ns();
+                    let stamp = i64::from_le_bytes(msg[..8].try_into().expect("8 bytes"));
+                    match u64::from_le_bytes(msg[8..16].try_into().expect("8 bytes")) {
+                        MEASURED => {
+                            record_saturating(&mut h, (now - stamp).max(0) as u64);
+                        }
+                        END => {
+                            // Once per case: the only allocation, after its last measured message.
+                            let _ = tx.send(std::mem::replace(&mut h, new_latency_histogram()));
+                        }
+                        _ => {}
+                    }
+                },
+                RT_FRAGMENT_LIMIT,
+            )
+            .unwrap_or(0);
+        if n == 0 {
+            spin_loop();
+        }
+    }
+}
+
+/// Prints the rounds: each case's p50 (median over rounds, range) and its ratio to half the same
+/// transport's round trip in the same round.
+pub(crate) fn print(o: &OneWay) {
+    let Some(counts) = o.counts else { return };
+    println!();
+    println!(
+        "== one way after a wait ({} round{}; p50 ns, median [min-max] over rounds; ratio to half the same transport's \
+         back-to-back round trip in the same round) ==",
+        o.rounds.len(),
+        if o.rounds.len() == 1 { "" } else { "s" }
+    );
+    println!(
+        "sender stamps now_ns right before its store / try_claim; the receiver reads now_ns right after it sees the \
+         message (one reading on each core); per round at each gap: {:?} (warm-up, measured) messages; {:?} round trips",
+        counts.one_way, counts.round_trips
+    );
+    let col = |f: &dyn Fn(&Round) -> u64| -> Vec<f64> { o.rounds.iter().map(|r| f(r) as f64).collect() };
+    let ratio = |a: &dyn Fn(&Round) -> u64, b: &dyn Fn(&Round) -> u64| -> Vec<f64> {
+        o.rounds
+            .iter()
+            .map(|r| a(r) as f64 / (b(r) as f64 / 2.0).max(1.0))
+            .collect()
+    };
+    println!("{:<44} {:>18} {:>22}", "case", "p50", "p50 / (rtt / 2)");
+    let row = |name: &str, v: Vec<f64>, r: Option<Vec<f64>>| {
+        let ratio = r.map_or_else(|| "-".to_owned(), |r| spread(&r, 2));
+        println!("{name:<44} {:>18} {ratio:>22}", spread(&v, 0));
+    };
+    row("raw line, round trip back to back", col(&|r| r.raw_rtt), None);
+    row("messaging_exclusive 32 B, round trip", col(&|r| r.messaging_rtt), None);
+    for (g, gap) in GAPS_NS.iter().enumerate() {
+        let us = gap / 1_000;
+        row(
+            &format!("raw line, one way after {us} µs"),
+            col(&|r| r.raw[g]),
+            Some(ratio(&|r| r.raw[g], &|r| r.raw_rtt)),
+        );
+        row(
+            &format!("raw line, one way after {us} µs, reversed"),
+            col(&|r| r.raw_reverse[g]),
+            Some(ratio(&|r| r.raw_reverse[g], &|r| r.raw_rtt)),
+        );
+        row(
+            &format!("messaging_exclusive 32 B, one way after {us} µs"),
+            col(&|r| r.messaging[g]),
+            Some(ratio(&|r| r.messaging[g], &|r| r.messaging_rtt)),
+        );
+    }
+    let seen: Vec<String> = o
+        .seen
+        .iter()
+        .filter(|(_, (seen, total))| seen < total)
+        .map(|(name, (seen, total))| format!("{name} {seen} of {total}"))
+        .collect();
+    if !seen.is_empty() {
+        println!(
+            "raw line stores seen (a store made while the receiver is off its core is overwritten): {}",
+            seen.join(", ")
+        );
+    }
+}
+
+/// "median [min-max]" of `v` with `decimals`.
+fn spread(v: &[f64], decimals: usize) -> String {
+    if v.is_empty() {
+        return "-".to_owned();
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let median = if s.len() % 2 == 1 {
+        s[s.len() / 2]
+    } else {
+        (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
+    };
+    format!(
+        "{median:.decimals$} [{:.decimals$}-{:.decimals$}]",
+        s[0],
+        s[s.len() - 1]
+    )
+}
