@@ -4,7 +4,9 @@
 //! the probe's pacing at 100,000 and 10,000 msg/s), stamping it with `now_ns` right before it
 //! stores or claims; the pinned receiver reads `now_ns` right after it sees the message and
 //! records the difference. Two transports: the raw cache line of the floor (one store, one
-//! spinning load) and `messaging`'s exclusive publication (32 B, `try_claim` + commit; `poll`).
+//! spinning load) and `messaging`'s exclusive publication (32 B, `try_claim` + commit; `poll`),
+//! the latter also carrying `latency-probe`'s own compact sample (encoded in the claim, the stamp
+//! in the reserved value, decoded before the receiver's clock reading, as the probe does).
 //! In the same round, the same transport's back-to-back round trip (the floor; the
 //! `messaging_exclusive` ping-pong), so each one-way p50 is set against half a round trip
 //! taken seconds apart: users compare a one-way figure with half of Aeron's Ping/Pong, and on
@@ -23,7 +25,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use aeron_latency::messaging::tap::Stamp;
 use aeron_latency::messaging::{Client, Exclusive, MessageHeader, PinnedThread, Publication, Subscriber};
+use aeron_latency::wire;
 use crossbeam_channel::{Receiver, Sender};
 use hdrhistogram::Histogram;
 use latency_probe::measure::floor;
@@ -38,7 +42,7 @@ use crate::messaging::{publish, Ping, Pub};
 
 /// The gaps before each message, ns: the probe's pacing at 100,000 and 10,000 msg/s.
 const GAPS_NS: [i64; 2] = [10_000, 100_000];
-/// The one-way stream (the round trip uses 1602 / 1603).
+/// The one-way streams, plus [`Format`] (the round trip uses 1602 / 1603).
 const ONE_WAY_STREAM: i32 = 1610;
 const RTT_OFFSET: i32 = 600;
 
@@ -90,6 +94,8 @@ pub(crate) struct Round {
     pub(crate) messaging_rtt: u64,
     /// `messaging` one way at each gap.
     pub(crate) messaging: [u64; 2],
+    /// The same with latency-probe's compact sample (encoded, stamp in the reserved value, decoded).
+    pub(crate) probe_path: [u64; 2],
 }
 
 /// Every round, and for each raw case the stores its receiver saw of those sent, over all rounds
@@ -102,7 +108,7 @@ pub(crate) struct OneWay {
 }
 
 /// The rounds: in each, the floor, the raw line one way (both directions), `messaging`'s round
-/// trip, then `messaging` one way, at each gap.
+/// trip, then `messaging` one way, then with the probe's sample, at each gap.
 pub(crate) fn run(at: &Placement, dir: &Path, plan: &Plan) -> OneWay {
     let counts = Counts::for_plan(plan);
     let mut out = OneWay {
@@ -110,9 +116,11 @@ pub(crate) fn run(at: &Placement, dir: &Path, plan: &Plan) -> OneWay {
         ..OneWay::default()
     };
     let mut rtt = at.unpinned(|| Ping::<Exclusive>::start(dir, at.responder, RTT_OFFSET, MSG_LEN));
-    let mut receiver = at.unpinned(|| Receiver1::start(dir, at.responder));
+    let mut receiver = at.unpinned(|| Receiver1::start(dir, at.responder, Format::Stamp));
+    let mut probe_path = at.unpinned(|| Receiver1::start(dir, at.responder, Format::ProbeSample));
     rtt.pause();
     receiver.pause();
+    probe_path.pause();
     at.hot();
     for _ in 0..counts.rounds {
         let mut r = Round {
@@ -135,11 +143,17 @@ pub(crate) fn run(at: &Placement, dir: &Path, plan: &Plan) -> OneWay {
             r.messaging[g] = receiver.one_way(gap, counts.one_way[g]).value_at_quantile(0.5);
         }
         receiver.pause();
+        probe_path.resume();
+        for (g, &gap) in GAPS_NS.iter().enumerate() {
+            r.probe_path[g] = probe_path.one_way(gap, counts.one_way[g]).value_at_quantile(0.5);
+        }
+        probe_path.pause();
         out.rounds.push(r);
     }
     rtt.resume();
     rtt.finish();
     receiver.finish();
+    probe_path.finish();
     out
 }
 
@@ -235,6 +249,7 @@ fn receive_stamps(line: &floor::Line, ready: &AtomicBool, warm_up: u64) -> (Hist
 /// histogram over at the end marker.
 struct Receiver1 {
     publ: Publication<Exclusive>,
+    format: Format,
     ctl: Arc<Control>,
     done: Receiver<Histogram<u64>>,
     thread: Option<PinnedThread<()>>,
@@ -242,23 +257,23 @@ struct Receiver1 {
 }
 
 impl Receiver1 {
-    fn start(dir: &Path, core: Option<usize>) -> Self {
+    fn start(dir: &Path, core: Option<usize>, format: Format) -> Self {
         let client = connect(dir);
         let receiving = connect(dir);
-        let publ = Exclusive::add(&client, CHANNEL, ONE_WAY_STREAM);
-        let sub = receiving
-            .subscription(CHANNEL, ONE_WAY_STREAM)
-            .expect("one-way subscription");
+        let stream = ONE_WAY_STREAM + format as i32;
+        let publ = Exclusive::add(&client, CHANNEL, stream);
+        let sub = receiving.subscription(CHANNEL, stream).expect("one-way subscription");
         wait_for("the one-way stream", || publ.is_connected() && sub.is_connected());
         let ctl = Arc::new(Control::default());
         let (tx, done) = crossbeam_channel::bounded(1);
         let c2 = ctl.clone();
         let thread = spawn_pinned("oneway-recv", core, move || {
-            poll_stamps(sub, &c2, &tx);
+            poll_stamps(sub, format, &c2, &tx);
             drop(receiving);
         });
         Receiver1 {
             publ,
+            format,
             ctl,
             done,
             thread: Some(thread),
@@ -269,24 +284,52 @@ impl Receiver1 {
     /// Sends `warm_up` then `measured` stamped messages `gap` apart, then the end marker; returns
     /// the receiver's histogram of the measured ones.
     fn one_way(&mut self, gap: i64, (warm_up, measured): (u64, u64)) -> Histogram<u64> {
-        let mut msg = [0_u8; MSG_LEN];
         let mut next = now_ns() + gap;
         for i in 0..warm_up + measured {
             pace(&mut next, gap);
-            let kind = if i < warm_up { WARM_UP } else { MEASURED };
-            msg[8..16].copy_from_slice(&kind.to_le_bytes());
-            let t = now_ns();
-            msg[..8].copy_from_slice(&t.to_le_bytes());
-            publish(&mut self.publ, &msg, false);
+            self.send(if i < warm_up { WARM_UP } else { MEASURED });
         }
-        msg[8..16].copy_from_slice(&END.to_le_bytes());
-        publish(&mut self.publ, &msg, false);
+        self.send(END);
         let h = self
             .done
             .recv_timeout(STUCK)
             .unwrap_or_else(|e| panic!("oneway: no histogram from the receiver in {} s: {e}", STUCK.as_secs()));
         assert_eq!(h.len(), measured, "oneway: messages lost on the way");
         h
+    }
+
+    /// One message of `kind`, stamped right before its claim.
+    #[inline]
+    fn send(&mut self, kind: u64) {
+        let t = now_ns();
+        match self.format {
+            Format::Stamp => {
+                let mut msg = [0_u8; MSG_LEN];
+                msg[..8].copy_from_slice(&t.to_le_bytes());
+                msg[8..16].copy_from_slice(&kind.to_le_bytes());
+                publish(&mut self.publ, &msg, false);
+            }
+            Format::ProbeSample => {
+                // As latency-probe's publisher: the stamp into the reserved value, a compact
+                // sample encoded in place (the kind where the probe has the sequence number).
+                let publ = &mut self.publ;
+                spin_until("oneway: claiming", || match publ.try_claim(wire::COMPACT_LEN) {
+                    Ok(mut claim) => {
+                        claim.set_reserved_value(Stamp::Sent(t).to_reserved());
+                        let c = wire::Compact {
+                            seq: kind,
+                            intended_ns: t,
+                        };
+                        let encoded = wire::encode_compact_into(claim.buffer_mut(), &c, None);
+                        assert_eq!(encoded, Ok(wire::COMPACT_LEN), "oneway: encoding");
+                        claim.commit();
+                        true
+                    }
+                    Err(e) if e.is_retryable() => false,
+                    Err(e) => panic!("oneway: try_claim: {e}"),
+                });
+            }
+        }
     }
 
     fn finish(mut self) {
@@ -306,16 +349,43 @@ impl Pausable for Receiver1 {
     }
 }
 
-/// The receiver's loop: the clock read first in the handler, then the stamp.
-fn poll_stamps(mut sub: Subscriber, ctl: &Control, tx: &Sender<Histogram<u64>>) {
+/// What the one-way messages carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// The stamp and the kind in the first 16 of 32 bytes; the receiver reads the clock first
+    /// in its handler.
+    Stamp = 0,
+    /// latency-probe's own: a compact sample (`wire::encode_compact_into`, 32 B) with the stamp
+    /// in the frame's reserved value; the receiver decodes it (`wire::decode_message`) and
+    /// takes the stamp before it reads the clock, as `latency-probe`'s subscriber does.
+    ProbeSample = 1,
+}
+
+/// The receiver's loop: each measured message's latency from its stamp, the histogram handed
+/// over at the end marker.
+fn poll_stamps(mut sub: Subscriber, format: Format, ctl: &Control, tx: &Sender<Histogram<u64>>) {
     let mut h = new_latency_histogram();
     while ctl.running() {
         let n = sub
             .poll(
-                &mut |msg: &[u8], _: &MessageHeader<'_>| {
-                    let now = now_ns();
-                    let stamp = i64::from_le_bytes(msg[..8].try_into().expect("8 bytes"));
-                    match u64::from_le_bytes(msg[8..16].try_into().expect("8 bytes")) {
+                &mut |msg: &[u8], header: &MessageHeader<'_>| {
+                    let (stamp, kind, now) = match format {
+                        Format::Stamp => {
+                            let now = now_ns();
+                            let word = |at: usize| msg[at..at + 8].try_into().map(u64::from_le_bytes);
+                            (word(0).expect("8 bytes") as i64, word(8).expect("8 bytes"), now)
+                        }
+                        Format::ProbeSample => {
+                            let Ok(wire::Message::Compact(c)) = wire::decode_message(msg) else {
+                                panic!("oneway: not a compact sample");
+                            };
+                            let Stamp::Sent(stamp) = Stamp::from_reserved(header.reserved_value()) else {
+                                panic!("oneway: no send stamp");
+                            };
+                            (stamp, c.seq, now_ns())
+                        }
+                    };
+                    match kind {
                         MEASURED => {
                             record_saturating(&mut h, (now - stamp).max(0) as u64);
                         }
@@ -381,6 +451,11 @@ pub(crate) fn print(o: &OneWay) {
             &format!("messaging_exclusive 32 B, one way after {us} µs"),
             col(&|r| r.messaging[g]),
             Some(ratio(&|r| r.messaging[g], &|r| r.messaging_rtt)),
+        );
+        row(
+            &format!("  the probe's 32 B sample, after {us} µs"),
+            col(&|r| r.probe_path[g]),
+            Some(ratio(&|r| r.probe_path[g], &|r| r.messaging_rtt)),
         );
     }
     let seen: Vec<String> = o
