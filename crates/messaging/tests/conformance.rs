@@ -2,7 +2,8 @@
 //! did not, against real drivers and the C client as the other side:
 //! - log files on pages above 4 KiB (`aeron.file.page.size`), whose metadata is not right after
 //!   the three terms, with a C driver and a Java driver, both publications, IPC and UDP, read by
-//!   our subscriber and the C client's at once;
+//!   our subscriber and the C client's at once, each message with its reserved value (set in a
+//!   claim, as the tap's send stamp is, or given to `offer`) through about two dozen term rotations;
 //! - one frame longer than an eighth of the term (an MTU above term/8);
 //! - reassembly after a loss on an unreliable stream: a deterministic gap (the C driver's
 //!   multi-gap loss interceptor) and random loss, nothing spliced from two messages;
@@ -21,8 +22,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use messaging::{
-    Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, Publication, PublicationKind,
-    Subscriber,
+    Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, OfferError, Publication,
+    PublicationKind, Subscriber,
 };
 
 /// The bytes every payload starts with: sequence (8), length (4), checksum of the rest (4).
@@ -83,8 +84,32 @@ type Received = Vec<Result<u64, String>>;
 /// What a C client subscription's fragment assembler handed its handler.
 type CGot = Arc<Mutex<Received>>;
 
+/// As [`Received`], each sequence with its header's reserved value.
+type Stamped = Vec<Result<(u64, i64), String>>;
+
+/// The reserved value message `seq` carries (never zero: zero is "none").
+fn reserved_of(seq: u64) -> i64 {
+    (seq as i64 + 1) * 1_000_003
+}
+
+/// Publishes message `seq` with its reserved value: through a claim (a frame's reserved value
+/// set in place, as the tap's send stamp is) every other time it fits one frame, else `offer`
+/// with the value (every fragment of the message carries it).
+fn send_one<K: PublicationKind>(publ: &mut Publication<K>, seq: u64, len: usize) -> Result<(), OfferError> {
+    let m = payload(seq, len);
+    if seq.is_multiple_of(2) && len <= publ.max_payload_length() {
+        let mut claim = publ.try_claim(len)?;
+        claim.buffer_mut().copy_from_slice(&m);
+        claim.set_reserved_value(reserved_of(seq));
+        claim.commit();
+        return Ok(());
+    }
+    publ.offer_with_reserved_value(&m, reserved_of(seq)).map(drop)
+}
+
 /// Sends a [`payload`] of each of `sizes` on `publ` (a few in flight at a time) while our `sub`
-/// and the C client's `c_sub` read them; both must get every one, once, in order, intact.
+/// and the C client's `c_sub` read them; both must get every one, once, in order, intact, with
+/// its reserved value, through as many term rotations as the sizes fill.
 fn exchange<K: PublicationKind>(
     publ: &mut Publication<K>,
     sub: &mut Subscriber,
@@ -98,14 +123,15 @@ fn exchange<K: PublicationKind>(
         std::thread::sleep(Duration::from_millis(1));
     }
     let n = sizes.len() as u64;
-    let c_got = CGot::default();
+    let c_got = Arc::new(Mutex::new(Stamped::new()));
     let sink = c_got.clone();
     let (assembler, _delegate) =
-        rusteron_client::Handler::with_fragment_assembler(move |m: &[u8], _h: rusteron_client::AeronHeader| {
-            sink.lock().unwrap().push(verify(m));
+        rusteron_client::Handler::with_fragment_assembler(move |m: &[u8], h: rusteron_client::AeronHeader| {
+            let reserved = h.get_values().expect("header values").frame().reserved_value();
+            sink.lock().unwrap().push(verify(m).map(|seq| (seq, reserved)));
         })
         .expect("C fragment assembler");
-    let mut ours: Vec<Result<u64, String>> = Vec::new();
+    let mut ours: Stamped = Vec::new();
     let mut sent = 0usize;
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -120,20 +146,30 @@ fn exchange<K: PublicationKind>(
             ours.len()
         );
         if sent < sizes.len() && sent < ours.len().min(theirs) + 4 {
-            match publ.offer(&payload(sent as u64, sizes[sent])) {
-                Ok(_) => sent += 1,
-                Err(e) => assert!(e.is_retryable(), "{what}: offer {sent}: {e}"),
+            match send_one(publ, sent as u64, sizes[sent]) {
+                Ok(()) => sent += 1,
+                Err(e) => assert!(e.is_retryable(), "{what}: publishing {sent}: {e}"),
             }
         }
         let k = sub
-            .poll(&mut |m: &[u8], _h: &MessageHeader<'_>| ours.push(verify(m)), 16)
+            .poll(
+                &mut |m: &[u8], h: &MessageHeader<'_>| ours.push(verify(m).map(|seq| (seq, h.reserved_value()))),
+                16,
+            )
             .expect("our poll");
         let c = c_sub.poll(Some(&assembler), 16).expect("C poll");
         idle.idle(k + c.max(0) as usize);
     }
-    let expected: Vec<Result<u64, String>> = (0..n).map(Ok).collect();
-    assert_eq!(ours, expected, "{what}: what our subscriber received");
-    assert_eq!(*c_got.lock().unwrap(), expected, "{what}: what the C client received");
+    let expected: Stamped = (0..n).map(|seq| Ok((seq, reserved_of(seq)))).collect();
+    assert_eq!(
+        ours, expected,
+        "{what}: what our subscriber received (sequence, reserved value)"
+    );
+    assert_eq!(
+        *c_got.lock().unwrap(),
+        expected,
+        "{what}: what the C client received (sequence, reserved value)"
+    );
 }
 
 /// Both publications, over IPC and over UDP (on `port`), on the driver in `dir`: each read by
