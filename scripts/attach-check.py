@@ -228,7 +228,10 @@ def percentiles(tap, start_s, a, b):
 
 def cost(args, tmp):
     window = 5.0
-    with Gateway(tmp, "cost", args.cost_rounds * 2 * (window + 1) + 4) as g:
+    # Ticks for far longer than the rounds take (it is killed after them): an attach can take
+    # 30 s more to exit while the kernel closes its tracepoint events (an RCU tasks-trace grace
+    # period), and a service that ran out of ticks mid-round failed the round.
+    with Gateway(tmp, "cost", args.cost_rounds * (2 * window + 45) + 10) as g:
         with open(os.path.join(g.tap, "tap.json")) as f:
             start_s = json.load(f)["started_unix_s"]
         p50s, p99s = [], []
