@@ -49,8 +49,9 @@ struct Id {
 #[must_use]
 pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) -> Vec<Band> {
     let p50 = edges[0];
-    // With `--delivery channel` the hand-off is one cause: the hand-off thread's sleeps between
-    // polls and the consumer's futex wait until it is woken are both its cost.
+    // With `--delivery channel` the hand-off is one cause: the hand-off thread's yields and sleeps
+    // between polls (its backoff idle strategy) and the consumer's yields and futex wait in the
+    // channel's receive until it is woken are all its cost.
     let consumer = lineup
         .hot
         .iter()
@@ -65,8 +66,10 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
         let mut n = 0.0_f64;
         let mut analysed = 0_u64;
         let mut excess_total = 0.0_f64;
-        let mut by: BTreeMap<Id, (f64, f64)> = BTreeMap::new();
-        let mut per: Vec<(Id, u64)> = Vec::new();
+        // Per cause: the excess it covered, the messages it covered materially, and how much of
+        // the first was yields (words a cause mostly of yields as such).
+        let mut by: BTreeMap<Id, (f64, f64, f64)> = BTreeMap::new();
+        let mut per: Vec<(Id, u64, u64)> = Vec::new();
         for oct in sampled.iter().filter(|o| !o.samples.is_empty()) {
             let weight = oct.seen as f64 / oct.samples.len() as f64;
             for s in oct.samples.iter().filter(|s| s.latency_ns > lo && s.latency_ns <= hi) {
@@ -90,7 +93,10 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
                         }
                     };
                     let id = match consumer {
-                        Some(c) if matches!(h.key, Cause::Futex | Cause::Blocked) && (h.tid == c || handoff(h.tid)) => {
+                        Some(c)
+                            if (h.yielded || matches!(h.key, Cause::Futex | Cause::Blocked))
+                                && (h.tid == c || handoff(h.tid)) =>
+                        {
                             Id {
                                 key: Cause::Futex,
                                 tid: c,
@@ -103,20 +109,23 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
                             who,
                         },
                     };
-                    match per.iter_mut().find(|(k, _)| *k == id) {
-                        Some((_, o)) => *o += h.overlap,
-                        None => per.push((id, h.overlap)),
+                    let yielded = if h.yielded { h.overlap } else { 0 };
+                    match per.iter_mut().find(|(k, _, _)| *k == id) {
+                        Some((_, o, y)) => (*o, *y) = (*o + h.overlap, *y + yielded),
+                        None => per.push((id, h.overlap, yielded)),
                     }
                 }
-                let covered: u64 = per.iter().map(|(_, o)| (*o).min(excess)).sum();
+                let covered: u64 = per.iter().map(|(_, o, _)| (*o).min(excess)).sum();
                 let scale = if covered > excess {
                     excess as f64 / covered as f64
                 } else {
                     1.0
                 };
-                for (id, o) in &per {
+                for (id, o, y) in &per {
                     let e = by.entry(*id).or_default();
-                    e.0 += weight * (*o).min(excess) as f64 * scale;
+                    let part = weight * (*o).min(excess) as f64 * scale;
+                    e.0 += part;
+                    e.2 += part * (*y).min(*o) as f64 / (*o).max(1) as f64;
                     if o.saturating_mul(MATERIAL) >= excess {
                         e.1 += weight;
                     }
@@ -125,13 +134,22 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
         }
         let mut causes: Vec<BandCause> = by
             .into_iter()
-            .filter(|(_, (ns, _))| *ns > 0.0)
-            .map(|(id, (ns, messages))| {
+            .filter(|(_, (ns, _, _))| *ns > 0.0)
+            .map(|(id, (ns, messages, yielded))| {
                 let mut c = cause(lineup, id, ns / excess_total.max(1.0), messages, &first_pid);
+                if yielded * 2.0 > ns && c.by.is_some() {
+                    // Mostly yields: the thread gave its CPU away (a channel's receive, a yielding
+                    // idle strategy); keyed by who ran, whose the core was either way.
+                    c.words = format!(
+                        "{} gave its CPU to {} in sched_yield",
+                        c.thread,
+                        c.by.as_deref().unwrap_or("")
+                    );
+                }
                 if Some(id.tid) == consumer && id.key == Cause::Futex {
                     c.words = format!(
-                        "the channel hand-off ({} blocked on a futex until aeron-handoff woke it, and aeron-handoff's \
-                         sleeps between polls)",
+                        "the channel hand-off ({} yielding, then blocked on a futex until aeron-handoff woke it, and \
+                         aeron-handoff's yields and sleeps between polls)",
                         c.thread
                     );
                 }

@@ -175,13 +175,16 @@ pub(crate) fn preemption_findings(lineup: &Lineup<'_>, perf: bool, tail: &Tail) 
 /// A hot thread's preemptions from perf's episodes: one finding for our own threads, one for
 /// other processes, each naming the four that took the CPU most often.
 fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<Finding> {
-    let mut by: BTreeMap<(bool, String), (u64, u64)> = BTreeMap::new();
-    for o in t.off_cpu.iter().filter(|o| o.kind == OffCpuKind::Preempted) {
+    // Per (ours, who): switches, time off CPU, and how many of the switches were the thread
+    // yielding (sched_yield) to that task rather than being preempted by it.
+    let mut by: BTreeMap<(bool, String), (u64, u64, u64)> = BTreeMap::new();
+    for o in t.off_cpu.iter().filter(|o| o.kind != OffCpuKind::Blocked) {
         let (who, ours) = lineup.name_of(o.next_pid, &o.next_name());
         let (a, b) = o.span(lineup.run_end);
         let e = by.entry((ours, who)).or_default();
         e.0 += 1;
         e.1 += (b - a).max(0) as u64;
+        e.2 += u64::from(o.kind == OffCpuKind::Yielded);
     }
     // The side that took more CPU time first: where the tail cannot rank them (no latency
     // samples, as with attach), the verdict's order keeps this one.
@@ -193,7 +196,7 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
     };
     let mut findings = Vec::new();
     for ours in order {
-        let mut list: Vec<(&String, &(u64, u64))> = by
+        let mut list: Vec<(&String, &(u64, u64, u64))> = by
             .iter()
             .filter(|((o, _), _)| *o == ours)
             .map(|((_, w), v)| (w, v))
@@ -204,6 +207,21 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
         list.sort_by_key(|x| std::cmp::Reverse(x.1 .0));
         let n: u64 = list.iter().map(|(_, v)| v.0).sum();
         let total: u64 = list.iter().map(|(_, v)| v.1).sum();
+        let yields: u64 = list.iter().map(|(_, v)| v.2).sum();
+        // A thread that yielded was not preempted: it lost its CPU, by its own call.
+        let (lost, yielding) = if yields > 0 {
+            (
+                "lost its CPU",
+                format!(
+                    ", {} of them yielding it in sched_yield (a yielding wait: a channel's receive, a backoff \
+                     idle strategy)",
+                    thousands(yields)
+                ),
+            )
+        } else {
+            ("was preempted", String::new())
+        };
+        let to = if yields > 0 { "to" } else { "by" };
         let who = list
             .iter()
             .take(4)
@@ -238,7 +256,7 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
             cause,
             thread: label(t),
             evidence: format!(
-                "{} was preempted {} ({} off CPU) by {who}; {} runnable on a run queue{}",
+                "{} {lost} {} ({} off CPU) {to} {who}{yielding}; {} runnable on a run queue{}",
                 t.name,
                 times(n),
                 format_ns(total),

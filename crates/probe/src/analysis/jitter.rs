@@ -119,6 +119,7 @@ fn off_cpu(t: &ThreadJitter, run_end: i64) -> OffCpuSummary {
     for e in &t.off_cpu {
         match e.kind {
             OffCpuKind::Preempted => o.preempted += 1,
+            OffCpuKind::Yielded => o.yielded += 1,
             OffCpuKind::Blocked => o.blocked += 1,
         }
         let (x, y) = e.span(run_end);

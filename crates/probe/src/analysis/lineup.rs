@@ -60,6 +60,9 @@ pub(crate) struct Hit {
     pub(crate) overlap: u64,
     /// For a preemption: who took the CPU (pid and command name).
     pub(crate) who: Option<(i32, [u8; 16])>,
+    /// The thread gave its CPU away in `sched_yield` rather than being preempted (keyed, like
+    /// a preemption, by who ran: that task on the hot core is the cause either way).
+    pub(crate) yielded: bool,
 }
 
 impl Hit {
@@ -72,6 +75,7 @@ impl Hit {
             tid,
             overlap,
             who: None,
+            yielded: false,
         }
     }
 }
@@ -168,6 +172,7 @@ impl<'a> Lineup<'a> {
                     tid: 0,
                     overlap: max.min(s.latency_ns),
                     who: None,
+                    yielded: false,
                 });
             }
         }
@@ -202,14 +207,19 @@ impl<'a> Lineup<'a> {
                     };
                     (key, format!("{} {how} for {len}", t.name))
                 }
-                OffCpuKind::Preempted => {
+                OffCpuKind::Preempted | OffCpuKind::Yielded => {
                     let (who, ours) = self.name_of(o.next_pid, &o.next_name());
                     let key = if ours {
                         Cause::PreemptedOwn
                     } else {
                         Cause::PreemptedForeign
                     };
-                    (key, format!("{} preempted for {len} ({who} took the CPU)", t.name))
+                    let words = if o.kind == OffCpuKind::Yielded {
+                        format!("{} gave its CPU to {who} in sched_yield for {len}", t.name)
+                    } else {
+                        format!("{} preempted for {len} ({who} took the CPU)", t.name)
+                    };
+                    (key, words)
                 }
             };
             hits.push(Hit {
@@ -217,7 +227,8 @@ impl<'a> Lineup<'a> {
                 words: if detail { words } else { String::new() },
                 tid: t.tid,
                 overlap,
-                who: (o.kind == OffCpuKind::Preempted).then_some((o.next_pid, o.next_comm)),
+                who: (o.kind != OffCpuKind::Blocked).then_some((o.next_pid, o.next_comm)),
+                yielded: o.kind == OffCpuKind::Yielded,
             });
         }
     }

@@ -270,6 +270,35 @@ mod tests {
         }
     }
 
+    /// The analysis's finding of `cause` (there must be one).
+    fn finding(a: &Analysis, cause: Cause) -> &Finding {
+        a.verdict
+            .findings
+            .iter()
+            .find(|f| f.cause == cause)
+            .unwrap_or_else(|| panic!("no {cause} finding: {:?}", a.verdict.findings))
+    }
+
+    /// latency-sub, switched out `involuntary` times.
+    fn switched_subscriber(involuntary: u64) -> ThreadJitter {
+        thread(
+            "latency-sub",
+            1,
+            Role::Subscriber,
+            Counts {
+                involuntary: Some(involuntary),
+                ..quiet()
+            },
+        )
+    }
+
+    /// A command name as sched_switch gives it.
+    fn comm_of(name: &[u8]) -> [u8; 16] {
+        let mut comm = [0_u8; 16];
+        comm[..name.len()].copy_from_slice(name);
+        comm
+    }
+
     fn episode(out_ns: i64, in_ns: Option<i64>, kind: OffCpuKind, next_pid: i32, next_comm: [u8; 16]) -> OffCpu {
         OffCpu {
             out_ns,
@@ -401,24 +430,14 @@ mod tests {
         let s = side(Source::Perf, vec![sub, conductor]);
         let a = analyse(&[&s], &[sample(20_000, 90)], &[], None, &ctx("spin"));
         assert_eq!(a.verdict.futex, "clean");
-        let own = a
-            .verdict
-            .findings
-            .iter()
-            .find(|f| f.cause == Cause::PreemptedOwn)
-            .unwrap();
+        let own = finding(&a, Cause::PreemptedOwn);
         assert!(
             own.evidence.contains("aeron-conductor") && own.evidence.contains("2x"),
             "{}",
             own.evidence
         );
         assert_eq!(own.tail_share, Some(1.0));
-        let foreign = a
-            .verdict
-            .findings
-            .iter()
-            .find(|f| f.cause == Cause::PreemptedForeign)
-            .unwrap();
+        let foreign = finding(&a, Cause::PreemptedForeign);
         assert!(
             foreign.evidence.contains("kworker (pid 999, not ours) 1x"),
             "{}",
@@ -430,6 +449,38 @@ mod tests {
             a.verdict.headline
         );
         assert_eq!(a.outliers[0].causes[0], "latency-sub preempted for 5000 ns (latency-sub/aeron-conductor (aeron-rs conductor (ours, wakes every 4 ms)) took the CPU)");
+    }
+
+    #[test]
+    fn a_yield_is_the_cause_of_whoever_ran_and_is_worded_as_a_yield() {
+        let mut sub = switched_subscriber(3);
+        let comm = comm_of(b"hogz");
+        // Two yields to the hog, one preemption by it.
+        for (t, kind) in [
+            (100, OffCpuKind::Yielded),
+            (10_000, OffCpuKind::Yielded),
+            (700_000, OffCpuKind::Preempted),
+        ] {
+            sub.off_cpu.push(episode(t, Some(t + 5_000), kind, 999, comm));
+        }
+        let s = side(Source::Perf, vec![sub]);
+        let a = analyse(&[&s], &[sample(20_000, 90)], &[], None, &ctx("backoff"));
+        let foreign = finding(&a, Cause::PreemptedForeign);
+        assert!(
+            foreign.evidence.contains("hogz (pid 999, not ours) 3x")
+                && foreign.evidence.contains("latency-sub lost its CPU 3 times")
+                && foreign.evidence.contains("2 of them yielding it in sched_yield"),
+            "{}",
+            foreign.evidence
+        );
+        assert!(
+            a.outliers[0]
+                .causes
+                .iter()
+                .any(|c| c == "latency-sub gave its CPU to hogz (pid 999, not ours) in sched_yield for 5000 ns"),
+            "{:?}",
+            a.outliers[0].causes
+        );
     }
 
     #[test]
@@ -519,17 +570,8 @@ mod tests {
     /// 1,000 messages 10 µs apart: 900 take 1 µs; 90 (the p90-p99 band) are each delayed 50 µs
     /// by a preemption of latency-sub by `hogz`; 10 (above p99) by 400 µs on-CPU stalls.
     fn planted_run() -> (JitterSide, Vec<crate::model::Octave>, [u64; 5]) {
-        let mut sub = thread(
-            "latency-sub",
-            1,
-            Role::Subscriber,
-            Counts {
-                involuntary: Some(90),
-                ..quiet()
-            },
-        );
-        let mut comm = [0_u8; 16];
-        comm[..4].copy_from_slice(b"hogz");
+        let mut sub = switched_subscriber(90);
+        let comm = comm_of(b"hogz");
         let mut stalls = StallLog::new(5_000, 100);
         let mut samples = Vec::new();
         for i in 0..1_000_i64 {

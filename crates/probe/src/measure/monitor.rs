@@ -155,6 +155,14 @@ impl Monitor {
             },
         };
         let (perf, check) = perf.unzip();
+        let mut notes = Vec::new();
+        if perf.is_some() && !crate::sys::perf::yields_known() {
+            notes.push(
+                "a yield (sched_yield) cannot be told from a preemption here: the kernel hides its symbols' \
+                 addresses from this process (kernel.kptr_restrict; run as root), so yields count as preemptions"
+                    .to_owned(),
+            );
+        }
         Ok(Monitor {
             source,
             perf,
@@ -167,7 +175,7 @@ impl Monitor {
             cost: ReadCost::default(),
             reads: Vec::with_capacity(GROUPS + 1),
             stalls: Vec::new(),
-            notes: Vec::new(),
+            notes,
         })
     }
 
@@ -632,5 +640,50 @@ mod tests {
             t.off_cpu
         );
         assert!(t.off_cpu.iter().all(|o| o.in_ns.is_none_or(|i| i >= o.out_ns)));
+    }
+
+    #[test]
+    fn perf_tells_a_yield_from_a_preemption_where_permitted() {
+        let mut m = match Monitor::new(Mode::Perf) {
+            Ok(m) => m,
+            Err(why) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+        };
+        if !crate::sys::perf::yields_known() {
+            eprintln!("skipped: the kernel hides its symbols' addresses from this process");
+            return;
+        }
+        // This thread and another on one core, both yielding: each yield of this one runs the
+        // other (runnable), so it leaves its CPU in sched_yield, not preempted.
+        let core = core_affinity::get_core_ids().and_then(|c| c.last().copied()).unwrap();
+        assert!(core_affinity::set_for_current(core));
+        m.watch(std::process::id(), current_tid(), Role::Consumer);
+        m.snapshot(0);
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let s2 = stop.clone();
+        let other = std::thread::spawn(move || {
+            core_affinity::set_for_current(core);
+            while !s2.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+        });
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(20);
+        while std::time::Instant::now() < until {
+            std::thread::yield_now();
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        m.snapshot(GROUPS);
+        other.join().unwrap();
+        let side = m.finish();
+        let t = &side.threads[0];
+        let count = |k: OffCpuKind| t.off_cpu.iter().filter(|o| o.kind == k).count();
+        assert!(count(OffCpuKind::Yielded) >= 10, "{:?}", t.off_cpu);
+        assert!(
+            count(OffCpuKind::Yielded) > 4 * count(OffCpuKind::Preempted),
+            "yields told from preemptions: {:?}",
+            t.off_cpu
+        );
     }
 }

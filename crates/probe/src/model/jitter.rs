@@ -191,9 +191,12 @@ impl Counts {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OffCpuKind {
-    /// Switched out while runnable: preempted (another task took the CPU) or, with
-    /// `--idle yield`, gave it away in `sched_yield`.
+    /// Switched out while runnable: preempted (another task took the CPU). Where the kernel
+    /// hides its symbols' addresses (not root, `kernel.kptr_restrict`), yields count here too.
     Preempted,
+    /// Gave the CPU away in `sched_yield` while another task was runnable (a yielding idle
+    /// strategy, a channel's receive that yields before it parks).
+    Yielded,
     /// Blocked: sleeping in the kernel (futex, nanosleep, I/O).
     Blocked,
 }

@@ -190,9 +190,14 @@ fn thread_line(t: &ThreadSummary) -> String {
     if let Some(s) = t.off_cpu {
         let _ = write!(
             line,
-            "; off CPU {} times ({} preempted, {} blocked), {} in all",
-            s.preempted + s.blocked,
+            "; off CPU {} times ({} preempted, {}{} blocked), {} in all",
+            s.preempted + s.yielded + s.blocked,
             s.preempted,
+            if s.yielded > 0 {
+                format!("{} yielded, ", s.yielded)
+            } else {
+                String::new()
+            },
             s.blocked,
             format_ns(s.total_ns)
         );

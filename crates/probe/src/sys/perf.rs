@@ -4,9 +4,10 @@
 //! boundary: one `read` of the perf group and one or two `pread`s of `/proc` files into a stack
 //! buffer. No allocation, no lock.
 
+mod switch;
+
 use crate::model::Counts;
 use crate::model::OffCpu;
-use crate::model::OffCpuKind;
 use perf_event::events::{Software, Tracepoint};
 use perf_event::{Builder, Clock, Counter, Group, ReadFormat, SampleFlag, Sampler};
 use std::fs::File;
@@ -14,6 +15,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use switch::{SwitchFormat, SwitchSampler, PERF_RECORD_LOST, PERF_RECORD_SAMPLE};
 
 /// Futex syscalls counted per thread: the classic one and the futex2 calls (Linux 5.16+).
 const FUTEX_TRACEPOINTS: [&str; 5] = [
@@ -26,11 +28,6 @@ const FUTEX_TRACEPOINTS: [&str; 5] = [
 
 /// Where tracefs may be mounted.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
-
-/// Ring buffer for the switch records of one hot thread (bytes, a power of two), largest
-/// first. About 170 bytes per off-CPU episode: 32 MiB holds ~190,000 episodes (a thread that
-/// blocks per message at 10,000 msg/s for 19 s).
-const RING_BYTES: [usize; 4] = [32 << 20, 8 << 20, 1 << 20, 256 << 10];
 
 /// Ring buffer for the page-fault samples of one hot thread, largest first: 32 bytes a fault,
 /// so 4 MiB holds ~130,000 faults (a run that never pre-faults takes one per page it touches).
@@ -62,15 +59,6 @@ pub(crate) fn close_later<T: Send + 'static>(events: T) {
         .spawn(move || drop(events));
 }
 
-/// Offsets of the `sched:sched_switch` fields we read, from its tracefs `format` file.
-#[derive(Debug, Clone, Copy)]
-struct SwitchFormat {
-    id: u64,
-    prev_state: (usize, usize),
-    next_comm: (usize, usize),
-    next_pid: (usize, usize),
-}
-
 fn tracefs_events() -> Option<PathBuf> {
     TRACEFS
         .iter()
@@ -95,29 +83,6 @@ fn read_id(events: &Path, name: &str) -> Option<u64> {
         .trim()
         .parse()
         .ok()
-}
-
-fn parse_switch_format(events: &Path) -> Option<SwitchFormat> {
-    let id = read_id(events, "sched/sched_switch")?;
-    let text = std::fs::read_to_string(events.join("sched/sched_switch/format")).ok()?;
-    let field = |name: &str| -> Option<(usize, usize)> {
-        let line = text.lines().find(|l| {
-            l.split(';')
-                .next()
-                .is_some_and(|decl| decl.trim_end().ends_with(name) || decl.contains(&format!(" {name}[")))
-        })?;
-        let num = |key: &str| -> Option<usize> {
-            let at = line.find(key)? + key.len();
-            line[at..].split(';').next()?.trim().parse().ok()
-        };
-        Some((num("offset:")?, num("size:")?))
-    };
-    Some(SwitchFormat {
-        id,
-        prev_state: field("prev_state")?,
-        next_comm: field("next_comm")?,
-        next_pid: field("next_pid")?,
-    })
 }
 
 /// Why perf events cannot be used for the diagnostics; `Display` says it with the fix.
@@ -187,7 +152,7 @@ impl PerfSetup {
         }
         let setup = PerfSetup {
             futex_ids,
-            switch: parse_switch_format(&events),
+            switch: switch::parse_switch_format(&events),
         };
         // Try the real thing on this thread.
         let check = setup
@@ -234,32 +199,7 @@ impl PerfSetup {
 
     /// Opens the switch sampler of a hot thread, if the sched_switch format was understood.
     fn open_sampler(&self, tid: i32) -> io::Result<Option<SwitchSampler>> {
-        let Some(fmt) = self.switch else { return Ok(None) };
-        let mut b = Builder::new(Tracepoint::with_id(fmt.id));
-        b.observe_pid(tid)
-            .any_cpu()
-            .include_kernel()
-            .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW)
-            .sample_period(1)
-            .sample_id_all(true)
-            .context_switch(true)
-            .clockid(Clock::MONOTONIC);
-        let mut last = None;
-        for bytes in RING_BYTES {
-            let counter = b.build()?;
-            match counter.sampled(bytes) {
-                Ok(mut s) => {
-                    s.enable()?;
-                    return Ok(Some(SwitchSampler {
-                        sampler: s,
-                        fmt,
-                        lost: 0,
-                    }));
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("no ring size worked")))
+        self.switch.map(|fmt| switch::open(fmt, tid)).transpose()
     }
 
     /// Opens the page-fault sampler of a hot thread: one sample (its CLOCK_MONOTONIC time) per
@@ -286,6 +226,12 @@ impl PerfSetup {
         }
         Err(last.unwrap_or_else(|| io::Error::other("no ring size worked")))
     }
+}
+
+/// Whether a switch-out in `sched_yield` can be told from a preemption here (the kernel shows
+/// its symbols' addresses to this process).
+pub(crate) fn yields_known() -> bool {
+    switch::yields_known()
 }
 
 /// Turns a perf_event_open error into the reason perf cannot be used, with the fix.
@@ -461,7 +407,7 @@ impl ThreadReader {
     /// Stops recording switches (at the end of the measured period), so draining ends.
     pub(crate) fn stop_sampling(&mut self) {
         if let Some(s) = &mut self.sampler {
-            let _ = s.sampler.disable();
+            s.disable();
         }
         if let Some(s) = &mut self.faults {
             let _ = s.sampler.disable();
@@ -544,13 +490,6 @@ fn parse_stat_faults(s: &[u8]) -> (u64, u64) {
     (minflt, majflt)
 }
 
-/// The sched_switch sampler of one thread.
-struct SwitchSampler {
-    sampler: Sampler,
-    fmt: SwitchFormat,
-    lost: u64,
-}
-
 /// The page-fault sampler of one hot thread.
 struct FaultSampler {
     sampler: Sampler,
@@ -592,114 +531,9 @@ fn apply_fault_record(ty: u32, b: &[u8], out: &mut Vec<i64>) -> u64 {
     }
 }
 
-const PERF_RECORD_LOST: u32 = 2;
-
-const PERF_RECORD_SAMPLE: u32 = 9;
-
-const PERF_RECORD_SWITCH: u32 = 14;
-
-const PERF_RECORD_MISC_SWITCH_OUT: u16 = 0x2000;
-
-/// `TASK_REPORT_MAX` in sched_switch's prev_state: the task was preempted while runnable.
-const STATE_PREEMPTED: i64 = 0x100;
-
-impl std::fmt::Debug for SwitchSampler {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SwitchSampler").field("lost", &self.lost).finish()
-    }
-}
-
-impl SwitchSampler {
-    fn drain(&mut self, out: &mut Vec<OffCpu>) -> u64 {
-        while let Some(r) = self.sampler.next_record() {
-            if out.len() >= crate::model::MAX_EPISODES && r.ty() == PERF_RECORD_SAMPLE {
-                // A new episode past the bound: counted, not kept. (A switch-in still closes
-                // the last one kept; later ones find it closed.)
-                self.lost += 1;
-                continue;
-            }
-            let b = r.to_contiguous();
-            self.lost += apply_record(r.ty(), r.misc(), &b, &self.fmt, out);
-        }
-        self.lost
-    }
-}
-
-/// Applies one perf record (its bytes after the 8-byte header) to the episode list; returns
-/// the records the kernel reports lost. Pure, so it is tested with byte fixtures.
-///
-/// Layouts (sample_type = TID | TIME | CPU | RAW, sample_id_all):
-/// SAMPLE: pid u32, tid u32, time u64, cpu u32, res u32, size u32, raw[size];
-/// SWITCH: sample_id = pid u32, tid u32, time u64, cpu u32, res u32; LOST: id u64, lost u64.
-fn apply_record(ty: u32, misc: u16, b: &[u8], fmt: &SwitchFormat, out: &mut Vec<OffCpu>) -> u64 {
-    let u64_at = |o: usize| {
-        b.get(o..o + 8)
-            .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
-    };
-    match ty {
-        PERF_RECORD_SAMPLE => {
-            let (Some(time), Some(cpu)) = (u64_at(8), u64_at(16)) else {
-                return 0;
-            };
-            let size = b
-                .get(24..28)
-                .map_or(0, |s| u32::from_ne_bytes(s.try_into().expect("4 bytes")));
-            let Some(raw) = b.get(28..28 + size as usize) else {
-                return 0;
-            };
-            let int = |(o, n): (usize, usize)| -> i64 {
-                match raw.get(o..o + n) {
-                    Some(s) if n == 8 => i64::from_ne_bytes(s.try_into().expect("8 bytes")),
-                    Some(s) if n == 4 => i64::from(i32::from_ne_bytes(s.try_into().expect("4 bytes"))),
-                    _ => 0,
-                }
-            };
-            let state = int(fmt.prev_state);
-            // Runnable when switched out (state 0 "R", or the preempt flag "R+"): preempted (a
-            // user-space spinner is preempted on return from an interrupt, which shows as "R")
-            // or yielded; any task state bit means it blocked.
-            let kind = if state & STATE_PREEMPTED != 0 || state & 0xff == 0 {
-                OffCpuKind::Preempted
-            } else {
-                OffCpuKind::Blocked
-            };
-            if let Some(last) = out.last_mut() {
-                if last.in_ns.is_none() {
-                    // Its switch-in was never seen: unknown length, count it as none rather
-                    // than stretch it to this switch-out.
-                    last.in_ns = Some(last.out_ns);
-                }
-            }
-            let mut comm = [0_u8; 16];
-            if let Some(c) = raw.get(fmt.next_comm.0..fmt.next_comm.0 + fmt.next_comm.1.min(16)) {
-                comm[..c.len()].copy_from_slice(c);
-            }
-            out.push(OffCpu {
-                out_ns: time as i64,
-                in_ns: None,
-                cpu: (cpu & 0xffff_ffff) as u32,
-                kind,
-                next_pid: int(fmt.next_pid) as i32,
-                next_comm: comm,
-            });
-            0
-        }
-        PERF_RECORD_SWITCH if misc & PERF_RECORD_MISC_SWITCH_OUT == 0 => {
-            // Switch-in: closes the latest open episode.
-            if let (Some(time), Some(last)) = (u64_at(8), out.last_mut()) {
-                if last.in_ns.is_none() {
-                    last.in_ns = Some(time as i64);
-                }
-            }
-            0
-        }
-        PERF_RECORD_LOST => u64_at(8).unwrap_or(0),
-        _ => 0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::switch::PERF_RECORD_SWITCH;
     use super::*;
 
     #[test]
@@ -724,40 +558,6 @@ mod tests {
         assert!(total_steal_ns(&f).is_some());
     }
 
-    fn fmt() -> SwitchFormat {
-        // The offsets of Linux 6.x's sched_switch.
-        SwitchFormat {
-            id: 0,
-            prev_state: (32, 8),
-            next_comm: (40, 16),
-            next_pid: (56, 4),
-        }
-    }
-
-    fn sample(time: u64, cpu: u32, state: i64, comm: &[u8], pid: i32) -> Vec<u8> {
-        let mut raw = vec![0_u8; 64];
-        raw[32..40].copy_from_slice(&state.to_ne_bytes());
-        raw[40..40 + comm.len()].copy_from_slice(comm);
-        raw[56..60].copy_from_slice(&pid.to_ne_bytes());
-        let mut b = Vec::new();
-        b.extend_from_slice(&7_u32.to_ne_bytes()); // pid
-        b.extend_from_slice(&7_u32.to_ne_bytes()); // tid
-        b.extend_from_slice(&time.to_ne_bytes());
-        b.extend_from_slice(&cpu.to_ne_bytes());
-        b.extend_from_slice(&0_u32.to_ne_bytes());
-        b.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
-        b.extend_from_slice(&raw);
-        b
-    }
-
-    fn switch(time: u64) -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(&[7, 0, 0, 0, 7, 0, 0, 0]);
-        b.extend_from_slice(&time.to_ne_bytes());
-        b.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
-        b
-    }
-
     #[test]
     fn fault_records_become_times_and_lost_records_are_counted() {
         let mut out = Vec::new();
@@ -774,63 +574,6 @@ mod tests {
             0
         );
         assert_eq!(out, vec![1_234]);
-    }
-
-    #[test]
-    fn switch_records_become_episodes_with_cause_and_who_ran() {
-        let f = fmt();
-        let mut out = Vec::new();
-        // Preempted ("R", state 0) by aeron-driver, back at 150.
-        let s = sample(100, 1, 0, b"aeron-driver", 42);
-        assert_eq!(apply_record(PERF_RECORD_SAMPLE, 0, &s, &f, &mut out), 0);
-        apply_record(
-            PERF_RECORD_SWITCH,
-            PERF_RECORD_MISC_SWITCH_OUT,
-            &switch(101),
-            &f,
-            &mut out,
-        );
-        apply_record(PERF_RECORD_SWITCH, 0, &switch(150), &f, &mut out);
-        // Blocked ("S", state 1), the CPU went idle; its switch-in is lost.
-        apply_record(PERF_RECORD_SAMPLE, 0, &sample(200, 1, 1, b"swapper/1", 0), &f, &mut out);
-        // Preempted with the preempt flag ("R+"), never switched back in before the end.
-        apply_record(
-            PERF_RECORD_SAMPLE,
-            0,
-            &sample(300, 0, 0x100, b"kworker/0:1", 9),
-            &f,
-            &mut out,
-        );
-        let mut lost = Vec::new();
-        lost.extend_from_slice(&5_u64.to_ne_bytes());
-        lost.extend_from_slice(&3_u64.to_ne_bytes());
-        assert_eq!(apply_record(PERF_RECORD_LOST, 0, &lost, &f, &mut out), 3);
-
-        assert_eq!(out.len(), 3);
-        assert_eq!(
-            (out[0].out_ns, out[0].in_ns, out[0].kind),
-            (100, Some(150), OffCpuKind::Preempted)
-        );
-        assert_eq!(
-            (out[0].next_name(), out[0].next_pid, out[0].cpu),
-            ("aeron-driver".to_owned(), 42, 1)
-        );
-        assert_eq!(out[1].kind, OffCpuKind::Blocked);
-        assert_eq!(
-            out[1].in_ns,
-            Some(200),
-            "a missing switch-in closes the episode at zero length"
-        );
-        assert_eq!(
-            (out[2].kind, out[2].in_ns, out[2].cpu),
-            (OffCpuKind::Preempted, None, 0)
-        );
-        // Truncated records are ignored, never a panic.
-        let short = sample(400, 1, 0, b"x", 1);
-        for n in 0..short.len() {
-            apply_record(PERF_RECORD_SAMPLE, 0, &short[..n], &f, &mut out);
-        }
-        apply_record(PERF_RECORD_SWITCH, 0, &[1, 2, 3], &f, &mut out);
     }
 
     #[test]
