@@ -12,17 +12,31 @@ use crate::model::OffCpu;
 use crate::model::OffCpuKind;
 
 /// Ring buffer for the switch records of one hot thread (bytes, a power of two), largest
-/// first. About 300 bytes per off-CPU episode with its call chain: 32 MiB holds ~110,000
-/// episodes (a thread that blocks per message at 10,000 msg/s for 11 s).
+/// first. About 270 bytes per off-CPU episode by the layouts below (the sample with a chain of
+/// ~10 frames and sched_switch's 68 raw bytes, a switch-out and a switch-in record): 32 MiB
+/// holds ~120,000 episodes (a thread that blocks per message at 10,000 msg/s for 12 s).
 const RING_BYTES: [usize; 4] = [32 << 20, 8 << 20, 1 << 20, 256 << 10];
 
-/// Kernel frames kept per switch-out: from the tracepoint down to the syscall entry is about 8.
+/// Kernel frames kept per switch-out (fewer where `kernel.perf_event_max_stack` allows fewer):
+/// from the tracepoint down to the syscall entry is about 8.
 const MAX_STACK: u16 = 16;
+
+/// [`MAX_STACK`], or the kernel's limit when lower (the kernel refuses a sampler asking more).
+fn max_stack() -> u16 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .ok()
+        .and_then(|s| s.trim().parse::<u16>().ok())
+        .map_or(MAX_STACK, |limit| limit.min(MAX_STACK))
+}
 
 /// Offsets of the `sched:sched_switch` fields we read, from its tracefs `format` file.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct SwitchFormat {
     id: u64,
+    /// Whether the samples carry their kernel call chain (if the kernel refuses it, no yield is
+    /// told apart), and at most how many frames.
+    chain: bool,
+    max_stack: u16,
     /// Where `sched_yield`'s kernel code lies (`[start, end)`, from `/proc/kallsyms`): a
     /// switch-out whose kernel call chain passes through it gave the CPU away.
     yields: &'static [(u64, u64)],
@@ -48,6 +62,8 @@ pub(super) fn parse_switch_format(events: &Path) -> Option<SwitchFormat> {
     };
     Some(SwitchFormat {
         id,
+        chain: true,
+        max_stack: max_stack(),
         yields: yield_text(),
         prev_state: field("prev_state")?,
         next_comm: field("next_comm")?,
@@ -56,17 +72,23 @@ pub(super) fn parse_switch_format(events: &Path) -> Option<SwitchFormat> {
 }
 
 /// Opens the switch sampler of thread `tid`: each switch-out a sample with its kernel call
-/// chain (up to [`MAX_STACK`] frames, so a yield is told from a preemption), each switch-in a
-/// record.
+/// chain (up to `fmt.max_stack` frames, so a yield is told from a preemption), each switch-in a
+/// record; without the chain if the kernel refuses it.
 pub(super) fn open(fmt: SwitchFormat, tid: i32) -> io::Result<SwitchSampler> {
+    open_with(fmt, tid).or_else(|_| open_with(SwitchFormat { chain: false, ..fmt }, tid))
+}
+
+fn open_with(fmt: SwitchFormat, tid: i32) -> io::Result<SwitchSampler> {
     let mut b = Builder::new(Tracepoint::with_id(fmt.id));
-    b.observe_pid(tid)
-        .any_cpu()
-        .include_kernel()
-        .sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::CALLCHAIN | SampleFlag::RAW)
-        .exclude_callchain_user(true)
-        .sample_max_stack(MAX_STACK)
-        .sample_period(1)
+    b.observe_pid(tid).any_cpu().include_kernel();
+    if fmt.chain {
+        b.sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::CALLCHAIN | SampleFlag::RAW)
+            .exclude_callchain_user(true)
+            .sample_max_stack(fmt.max_stack);
+    } else {
+        b.sample(SampleFlag::TID | SampleFlag::TIME | SampleFlag::CPU | SampleFlag::RAW);
+    }
+    b.sample_period(1)
         .sample_id_all(true)
         .context_switch(true)
         .clockid(Clock::MONOTONIC);
@@ -138,8 +160,8 @@ impl SwitchSampler {
 ///
 /// Layouts (sample_type = TID | TIME | CPU | CALLCHAIN | RAW, sample_id_all):
 /// SAMPLE: pid u32, tid u32, time u64, cpu u32, res u32, nr u64, ips[nr] u64, size u32,
-/// raw[size]; SWITCH: sample_id = pid u32, tid u32, time u64, cpu u32, res u32; LOST: id u64,
-/// lost u64.
+/// raw[size] (without `fmt.chain`, no `nr` and `ips`); SWITCH: sample_id = pid u32, tid u32,
+/// time u64, cpu u32, res u32; LOST: id u64, lost u64.
 fn apply_record(ty: u32, misc: u16, b: &[u8], fmt: &SwitchFormat, out: &mut Vec<OffCpu>) -> u64 {
     let u64_at = |o: usize| {
         b.get(o..o + 8)
@@ -147,17 +169,23 @@ fn apply_record(ty: u32, misc: u16, b: &[u8], fmt: &SwitchFormat, out: &mut Vec<
     };
     match ty {
         PERF_RECORD_SAMPLE => {
-            let (Some(time), Some(cpu), Some(nr)) = (u64_at(8), u64_at(16), u64_at(24)) else {
+            let (Some(time), Some(cpu)) = (u64_at(8), u64_at(16)) else {
                 return 0;
             };
-            let Some(chain) = usize::try_from(nr)
-                .ok()
-                .filter(|&n| n <= usize::from(MAX_STACK) + 8)
-                .and_then(|n| b.get(32..32 + 8 * n))
-            else {
-                return 0;
+            // The call chain (none without `fmt.chain`), then the raw tracepoint data.
+            let chain: &[u8] = if fmt.chain {
+                let Some(chain) = u64_at(24)
+                    .and_then(|nr| usize::try_from(nr).ok())
+                    .filter(|&n| n <= usize::from(MAX_STACK) + 8)
+                    .and_then(|n| b.get(32..32 + 8 * n))
+                else {
+                    return 0;
+                };
+                chain
+            } else {
+                &[]
             };
-            let at = 32 + chain.len();
+            let at = if fmt.chain { 32 + chain.len() } else { 24 };
             let size = b
                 .get(at..at + 4)
                 .map_or(0, |s| u32::from_ne_bytes(s.try_into().expect("4 bytes")));
@@ -286,6 +314,8 @@ mod tests {
         // The offsets of Linux 6.x's sched_switch.
         SwitchFormat {
             id: 0,
+            chain: true,
+            max_stack: MAX_STACK,
             yields: &[(0xffff_1000, 0xffff_1040), (0xffff_2000, 0xffff_2100)],
             prev_state: (32, 8),
             next_comm: (40, 16),
@@ -424,6 +454,31 @@ mod tests {
             &mut out,
         );
         assert_eq!(out.len(), 5);
+    }
+
+    #[test]
+    fn samples_without_a_call_chain_read_as_before() {
+        // The kernel refused the chain: the sample has no `nr` and `ips`; nothing is a yield.
+        let f = SwitchFormat { chain: false, ..fmt() };
+        let with_chain = sample_with_chain(100, 1, 0, b"aeron-driver", 42, &[]);
+        // The same sample without its chain's `nr` word (bytes 24..32).
+        let without = [&with_chain[..24], &with_chain[32..]].concat();
+        let blocked = sample_with_chain(200, 1, 1, b"swapper/1", 0, &[]);
+        let mut out = Vec::new();
+        apply_record(PERF_RECORD_SAMPLE, 0, &without, &f, &mut out);
+        apply_record(
+            PERF_RECORD_SAMPLE,
+            0,
+            &[&blocked[..24], &blocked[32..]].concat(),
+            &f,
+            &mut out,
+        );
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            (out[0].kind, out[0].next_name(), out[0].next_pid),
+            (OffCpuKind::Preempted, "aeron-driver".to_owned(), 42)
+        );
+        assert_eq!(out[1].kind, OffCpuKind::Blocked);
     }
 
     #[test]
