@@ -116,10 +116,10 @@ pub(crate) fn run(at: &Placement, dir: &Path, plan: &Plan) -> OneWay {
         ..OneWay::default()
     };
     let mut rtt = at.unpinned(|| Ping::<Exclusive>::start(dir, at.responder, RTT_OFFSET, MSG_LEN));
-    let mut receiver = at.unpinned(|| Receiver1::start(dir, at.responder, Format::Stamp));
-    let mut probe_path = at.unpinned(|| Receiver1::start(dir, at.responder, Format::ProbeSample));
+    let mut stamped = at.unpinned(|| OneWayStream::start(dir, at.responder, Format::Stamp));
+    let mut probe_path = at.unpinned(|| OneWayStream::start(dir, at.responder, Format::ProbeSample));
     rtt.pause();
-    receiver.pause();
+    stamped.pause();
     probe_path.pause();
     at.hot();
     for _ in 0..counts.rounds {
@@ -138,11 +138,11 @@ pub(crate) fn run(at: &Placement, dir: &Path, plan: &Plan) -> OneWay {
         let (w, m) = counts.round_trips;
         r.messaging_rtt = percentiles_of(&mut rtt, w, m).value_at_quantile(0.5);
         rtt.pause();
-        receiver.resume();
+        stamped.resume();
         for (g, &gap) in GAPS_NS.iter().enumerate() {
-            r.messaging[g] = receiver.one_way(gap, counts.one_way[g]).value_at_quantile(0.5);
+            r.messaging[g] = stamped.one_way(gap, counts.one_way[g]).value_at_quantile(0.5);
         }
-        receiver.pause();
+        stamped.pause();
         probe_path.resume();
         for (g, &gap) in GAPS_NS.iter().enumerate() {
             r.probe_path[g] = probe_path.one_way(gap, counts.one_way[g]).value_at_quantile(0.5);
@@ -152,7 +152,7 @@ pub(crate) fn run(at: &Placement, dir: &Path, plan: &Plan) -> OneWay {
     }
     rtt.resume();
     rtt.finish();
-    receiver.finish();
+    stamped.finish();
     probe_path.finish();
     out
 }
@@ -247,7 +247,7 @@ fn receive_stamps(line: &floor::Line, ready: &AtomicBool, warm_up: u64) -> (Hist
 /// `messaging` one way: an exclusive publication the bench thread sends on, and a pinned thread
 /// polling its subscription that records each message's latency from its stamp and hands the
 /// histogram over at the end marker.
-struct Receiver1 {
+struct OneWayStream {
     publ: Publication<Exclusive>,
     format: Format,
     ctl: Arc<Control>,
@@ -256,7 +256,7 @@ struct Receiver1 {
     _client: Client,
 }
 
-impl Receiver1 {
+impl OneWayStream {
     fn start(dir: &Path, core: Option<usize>, format: Format) -> Self {
         let client = connect(dir);
         let receiving = connect(dir);
@@ -271,7 +271,7 @@ impl Receiver1 {
             poll_stamps(sub, format, &c2, &tx);
             drop(receiving);
         });
-        Receiver1 {
+        OneWayStream {
             publ,
             format,
             ctl,
@@ -340,7 +340,7 @@ impl Receiver1 {
     }
 }
 
-impl Pausable for Receiver1 {
+impl Pausable for OneWayStream {
     fn pause(&mut self) {
         self.ctl.pause();
     }
