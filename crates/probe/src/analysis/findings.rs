@@ -209,19 +209,13 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
         let total: u64 = list.iter().map(|(_, v)| v.1).sum();
         let yields: u64 = list.iter().map(|(_, v)| v.2).sum();
         // A thread that yielded was not preempted: it lost its CPU, by its own call.
-        let (lost, yielding) = if yields > 0 {
-            (
-                "lost its CPU",
-                format!(
-                    ", {} of them yielding it in sched_yield (a yielding wait: a channel's receive, a backoff \
-                     idle strategy)",
-                    thousands(yields)
-                ),
-            )
+        let (lost, to, yielding) = if yields > 0 {
+            let why = "a yielding wait: a channel's receive, a backoff idle strategy";
+            let yielding = format!(", {} of them yielding it in sched_yield ({why})", thousands(yields));
+            ("lost its CPU", "to", yielding)
         } else {
-            ("was preempted", String::new())
+            ("was preempted", "by", String::new())
         };
-        let to = if yields > 0 { "to" } else { "by" };
         let who = list
             .iter()
             .take(4)
