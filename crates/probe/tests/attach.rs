@@ -70,6 +70,20 @@ fn tap_service(
     (tap, svc)
 }
 
+/// Whether the tap in `dir` lists a thread recording `figure` in its status file: what attach
+/// reads (the figure's log exists from the start; the status lists it at the next interval).
+fn recording(dir: &std::path::Path, figure: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join("tap.json")) else {
+        return false;
+    };
+    let status: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    status["figures"].as_array().is_some_and(|figures| {
+        figures
+            .iter()
+            .any(|f| f["name"] == figure && f["recording_tids"].as_array().is_some_and(|t| !t.is_empty()))
+    })
+}
+
 /// A shell that wakes every 10 ms: its thread is found, watched over 20 groups, and its
 /// wake-ups are counted (perf or /proc).
 #[test]
@@ -171,7 +185,9 @@ fn a_service_s_tap_is_found_and_its_figure_explained() {
     let _ = std::fs::remove_dir_all(&dir);
     let stop = Arc::new(AtomicBool::new(false));
     let (tap, svc) = tap_service(&dir, stop.clone());
-    while !dir.join("svc-inside.hlog").exists() {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !recording(&dir, "svc-inside") {
+        assert!(std::time::Instant::now() < deadline, "the tap never listed its figure");
         std::thread::sleep(Duration::from_millis(10));
     }
     let pid = std::process::id().to_string();
@@ -368,8 +384,8 @@ fn a_service_in_a_container_is_found_from_the_host() {
         let children = std::fs::read_to_string(format!("/proc/{unshare}/task/{unshare}/children"));
         let pid: Option<u32> = children.ok().and_then(|c| c.split_whitespace().next()?.parse().ok());
         let seen = pid.filter(|p| {
-            let path = format!("/proc/{p}/root{}", tap.join("svc-inside.hlog").display());
-            std::path::Path::new(&path).exists()
+            let path = format!("/proc/{p}/root{}", tap.display());
+            recording(std::path::Path::new(&path), "svc-inside")
         });
         if let Some(p) = seen {
             break p;
