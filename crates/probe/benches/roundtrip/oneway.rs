@@ -54,6 +54,8 @@ const END: u64 = 2;
 /// How many of each, per round.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Counts {
+    /// Tiny counts (`cargo test --benches`): the figures mean nothing.
+    pub(crate) tiny: bool,
     pub(crate) rounds: usize,
     /// Warm-up and measured messages at each gap, in the order of [`GAPS_NS`].
     pub(crate) one_way: [(u64, u64); 2],
@@ -66,6 +68,7 @@ impl Counts {
     pub(crate) fn for_plan(plan: &Plan) -> Self {
         if plan.measured_ops >= 100_000 {
             Counts {
+                tiny: false,
                 rounds: 8,
                 one_way: [(2_000, 20_000), (500, 5_000)],
                 round_trips: (2_000, 20_000),
@@ -73,6 +76,7 @@ impl Counts {
             }
         } else {
             Counts {
+                tiny: true,
                 rounds: 1,
                 one_way: [(10, 100), (10, 50)],
                 round_trips: (10, 100),
@@ -412,9 +416,14 @@ pub(crate) fn print(o: &OneWay) {
     println!();
     println!(
         "== one way after a wait ({} round{}; p50 ns, median [min-max] over rounds; ratio to half the same transport's \
-         back-to-back round trip in the same round) ==",
+         back-to-back round trip in the same round){} ==",
         o.rounds.len(),
-        if o.rounds.len() == 1 { "" } else { "s" }
+        if o.rounds.len() == 1 { "" } else { "s" },
+        if counts.tiny {
+            " (test mode: tiny counts, figures meaningless)"
+        } else {
+            ""
+        }
     );
     println!(
         "sender stamps now_ns right before its store / try_claim; the receiver reads now_ns right after it sees the \
