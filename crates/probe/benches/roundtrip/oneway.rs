@@ -444,27 +444,28 @@ pub(crate) fn print(o: &OneWay) {
     };
     row("raw line, round trip back to back", col(&|r| r.raw_rtt), None);
     row("messaging_exclusive 32 B, round trip", col(&|r| r.messaging_rtt), None);
+    // A one-way row: its p50s and their ratio to half the round trip `rtt` of the same round.
+    let one_way = |name: &str, p50: &dyn Fn(&Round) -> u64, rtt: &dyn Fn(&Round) -> u64| {
+        row(name, col(p50), Some(ratio(p50, rtt)));
+    };
     for (g, gap) in GAPS_NS.iter().enumerate() {
         let us = gap / 1_000;
-        row(
-            &format!("raw line, one way after {us} µs"),
-            col(&|r| r.raw[g]),
-            Some(ratio(&|r| r.raw[g], &|r| r.raw_rtt)),
-        );
-        row(
+        let (raw, messaging) = (|r: &Round| r.raw_rtt, |r: &Round| r.messaging_rtt);
+        one_way(&format!("raw line, one way after {us} µs"), &|r| r.raw[g], &raw);
+        one_way(
             &format!("raw line, one way after {us} µs, reversed"),
-            col(&|r| r.raw_reverse[g]),
-            Some(ratio(&|r| r.raw_reverse[g], &|r| r.raw_rtt)),
+            &|r| r.raw_reverse[g],
+            &raw,
         );
-        row(
+        one_way(
             &format!("messaging_exclusive 32 B, one way after {us} µs"),
-            col(&|r| r.messaging[g]),
-            Some(ratio(&|r| r.messaging[g], &|r| r.messaging_rtt)),
+            &|r| r.messaging[g],
+            &messaging,
         );
-        row(
+        one_way(
             &format!("  the probe's 32 B sample, after {us} µs"),
-            col(&|r| r.probe_path[g]),
-            Some(ratio(&|r| r.probe_path[g], &|r| r.messaging_rtt)),
+            &|r| r.probe_path[g],
+            &messaging,
         );
     }
     let seen: Vec<String> = o
