@@ -304,7 +304,8 @@ fn a_stopped_driver_is_noticed_as_timed_out_within_the_driver_timeout() {
 
 /// Not a test: a client in a child process for `a_paused_client_...`. Connects to
 /// `LIVENESS_TEST_CLIENT_DIR`, moves messages, says `ready`, then waits until its liveness
-/// turns false and prints the cause (`{:?}`) and how long after `resumed` it noticed.
+/// turns false and prints the cause (`{:?}`) and how long after the resume it noticed, or
+/// `lost-before-stop` when its loop never saw the stop (the driver had already timed it out).
 #[test]
 #[ignore = "runs only as the child process of the liveness tests"]
 fn client_process_for_liveness_tests() {
@@ -318,34 +319,30 @@ fn client_process_for_liveness_tests() {
     let started = Instant::now();
     let mut last = Instant::now();
     let mut resumed = None;
+    // A gap between two clock reads is the SIGSTOP (one read a turn, so no stop falls between
+    // reads unseen): the time to notice counts from the resume.
+    let gap = Duration::from_millis(500);
     while live.is_active() && started.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(1));
-        // A gap in this loop is the SIGSTOP: the time to notice counts from the resume.
-        if last.elapsed() > Duration::from_millis(500) {
-            resumed = Some(Instant::now());
+        let now = Instant::now();
+        if now - last > gap {
+            resumed = Some(now);
         }
-        last = Instant::now();
+        last = now;
     }
     // Already lost at the first look after the resume: noticed at once.
     let took = resumed
         .map(|r| r.elapsed())
-        .or_else(|| (last.elapsed() > Duration::from_millis(500)).then_some(Duration::ZERO));
-    let ms = took.map_or(f64::MAX, |d| d.as_secs_f64() * 1e3);
-    println!(
-        "cause {:?} closed {} after-resume-ms {ms}",
-        live.error(),
-        client.is_closed()
-    );
+        .or_else(|| (last.elapsed() > gap).then_some(Duration::ZERO));
+    let when = took.map_or("lost-before-stop".to_string(), |d| {
+        format!("after-resume-ms {}", d.as_secs_f64() * 1e3)
+    });
+    println!("cause {:?} closed {} {when}", live.error(), client.is_closed());
 }
 
-#[test]
-fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
-    // The driver forgets a silent client after 1 s; the client is stopped for 2.5 s.
-    let driver = common::DriverProcess::spawn_with(
-        &private_dir("paused-client"),
-        TIMEOUT,
-        &[("AERON_CLIENT_LIVENESS_TIMEOUT", "1s")],
-    );
+/// One round of `a_paused_client_...`: a client process stopped for 2.5 s under a driver that
+/// forgets a silent client after 1 s. Returns what the client process said once it ended.
+fn pause_a_client(driver: &common::DriverProcess) -> String {
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "--exact",
@@ -374,14 +371,40 @@ fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
     let _ = child.wait();
+    rest
+}
+
+#[test]
+fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
+    // The driver forgets a silent client after 1 s; the client is stopped for 2.5 s.
+    let driver = common::DriverProcess::spawn_with(
+        &private_dir("paused-client"),
+        TIMEOUT,
+        &[("AERON_CLIENT_LIVENESS_TIMEOUT", "1s")],
+    );
     let want = format!("cause Some(ClientTimedOut {{ dir: {:?} }}) closed true", driver.dir);
-    assert!(rest.contains(&want), "client process said: {rest}");
+    // A loaded machine can starve the client's keepalive for 1 s before the stop: that round
+    // says so and is run again (at most three rounds).
+    let mut said = Vec::new();
+    let rest = loop {
+        let rest = pause_a_client(&driver);
+        assert!(rest.contains(&want), "client process said: {rest}");
+        if !rest.contains("lost-before-stop") {
+            break rest;
+        }
+        said.push(rest);
+        assert!(said.len() < 3, "every client was timed out before its stop: {said:?}");
+    };
     let took: f64 = rest
         .split("after-resume-ms ")
         .nth(1)
         .and_then(|s| s.split_whitespace().next()?.parse().ok())
         .unwrap_or(f64::MAX);
-    eprintln!("paused client: {rest}");
+    eprintln!(
+        "paused client: {} (rounds lost before the stop: {})",
+        rest.trim(),
+        said.len()
+    );
     assert!(
         took < (TIMEOUT + SLACK).as_millis() as f64,
         "noticed {took} ms after the resume"
