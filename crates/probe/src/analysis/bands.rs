@@ -17,6 +17,7 @@
 //! - Causes are told apart by what they are, which hot thread they delayed and, for a
 //!   preemption, who took the CPU (our threads by thread, other processes by command name).
 
+use crate::analysis::lineup::Hit;
 use crate::analysis::lineup::Lineup;
 use crate::analysis::lineup::MATERIAL;
 use crate::model::Band;
@@ -25,6 +26,7 @@ use crate::model::Cause;
 use crate::model::Explain;
 use crate::model::Octave;
 use crate::model::Role;
+use crate::model::SlowSample;
 use std::collections::BTreeMap;
 
 /// Who took the CPU in a preemption, as the bands group it.
@@ -48,122 +50,152 @@ struct Id {
 /// Attributes the bands of a run (`edges`: p50, p90, p99, p99.9, max).
 #[must_use]
 pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) -> Vec<Band> {
-    let p50 = edges[0];
-    // With `--delivery channel` the hand-off is one cause: the hand-off thread's yields and sleeps
-    // between polls (its backoff idle strategy) and the consumer's yields and futex wait in the
-    // channel's receive until it is woken are all its cost.
-    let consumer = lineup
-        .hot
-        .iter()
-        .find(|t| t.role == Role::Consumer)
-        .filter(|_| lineup.ctx.delivery_channel)
-        .map(|t| t.tid);
-    let handoff = |tid: i32| lineup.hot.iter().any(|t| t.tid == tid && t.role == Role::Handoff);
-    let mut first_pid: BTreeMap<[u8; 16], i32> = BTreeMap::new();
+    let mut keys = Keys::new(lineup);
+    let mut per = Vec::new();
     let mut out = Vec::with_capacity(4);
     for (i, which) in Explain::ALL.iter().enumerate() {
         let (lo, hi) = (edges[i], edges[i + 1]);
-        let mut n = 0.0_f64;
-        let mut analysed = 0_u64;
-        let mut excess_total = 0.0_f64;
-        // Per cause: the excess it covered, the messages it covered materially, and how much of
-        // the first was yields (words a cause mostly of yields as such).
-        let mut by: BTreeMap<Id, (f64, f64, f64)> = BTreeMap::new();
-        let mut per: Vec<(Id, u64, u64)> = Vec::new();
+        let mut band = Tally::default();
         for oct in sampled.iter().filter(|o| !o.samples.is_empty()) {
             let weight = oct.seen as f64 / oct.samples.len() as f64;
             for s in oct.samples.iter().filter(|s| s.latency_ns > lo && s.latency_ns <= hi) {
-                analysed += 1;
-                n += weight;
-                let excess = s.latency_ns.saturating_sub(p50);
-                if excess == 0 {
-                    continue;
-                }
-                excess_total += weight * excess as f64;
-                per.clear();
-                // Overlaps under 1% of the excess cannot change a share that is reported to 1%;
-                // skipping them keeps a backlogged run (long windows, many episodes) cheap.
-                for h in lineup.hits(s, false, &|o| o.saturating_mul(100) >= excess) {
-                    let who = match h.who {
-                        None => Who::Nobody,
-                        Some((pid, _)) if lineup.is_ours(pid) => Who::Ours(pid),
-                        Some((pid, comm)) => {
-                            first_pid.entry(comm).or_insert(pid);
-                            Who::Foreign(comm)
-                        }
-                    };
-                    let id = match consumer {
-                        Some(c)
-                            if (h.yielded || matches!(h.key, Cause::Futex | Cause::Blocked))
-                                && (h.tid == c || handoff(h.tid)) =>
-                        {
-                            Id {
-                                key: Cause::Futex,
-                                tid: c,
-                                who: Who::Nobody,
-                            }
-                        }
-                        _ => Id {
-                            key: h.key,
-                            tid: h.tid,
-                            who,
-                        },
-                    };
-                    let yielded = if h.yielded { h.overlap } else { 0 };
-                    match per.iter_mut().find(|(k, _, _)| *k == id) {
-                        Some((_, o, y)) => (*o, *y) = (*o + h.overlap, *y + yielded),
-                        None => per.push((id, h.overlap, yielded)),
-                    }
-                }
-                let covered: u64 = per.iter().map(|(_, o, _)| (*o).min(excess)).sum();
-                let scale = if covered > excess {
-                    excess as f64 / covered as f64
-                } else {
-                    1.0
-                };
-                for (id, o, y) in &per {
-                    let e = by.entry(*id).or_default();
-                    let part = weight * (*o).min(excess) as f64 * scale;
-                    e.0 += part;
-                    e.2 += part * (*y).min(*o) as f64 / (*o).max(1) as f64;
-                    if o.saturating_mul(MATERIAL) >= excess {
-                        e.1 += weight;
-                    }
-                }
+                band.add(&mut keys, s, weight, edges[0], &mut per);
             }
         }
-        let mut causes: Vec<BandCause> = by
+        out.push(band.into_band(&keys, which, lo, hi));
+    }
+    out
+}
+
+/// How the hits of a sample are keyed into causes.
+struct Keys<'l, 'a> {
+    lineup: &'l Lineup<'a>,
+    /// With `--delivery channel`, the consumer: the hand-off is one cause, the hand-off
+    /// thread's yields and sleeps between polls (its backoff idle strategy) and the consumer's
+    /// yields and futex wait in the channel's receive until it is woken are all its cost.
+    consumer: Option<i32>,
+    /// The first pid seen of each foreign command name (to name it).
+    first_pid: BTreeMap<[u8; 16], i32>,
+}
+
+impl<'l, 'a> Keys<'l, 'a> {
+    fn new(lineup: &'l Lineup<'a>) -> Self {
+        let consumer = lineup
+            .hot
+            .iter()
+            .find(|t| t.role == Role::Consumer)
+            .filter(|_| lineup.ctx.delivery_channel)
+            .map(|t| t.tid);
+        Keys {
+            lineup,
+            consumer,
+            first_pid: BTreeMap::new(),
+        }
+    }
+
+    fn id(&mut self, h: &Hit) -> Id {
+        let who = match h.who {
+            None => Who::Nobody,
+            Some((pid, _)) if self.lineup.is_ours(pid) => Who::Ours(pid),
+            Some((pid, comm)) => {
+                self.first_pid.entry(comm).or_insert(pid);
+                Who::Foreign(comm)
+            }
+        };
+        let handoff = |tid: i32| self.lineup.hot.iter().any(|t| t.tid == tid && t.role == Role::Handoff);
+        match self.consumer {
+            Some(c)
+                if (h.yielded || matches!(h.key, Cause::Futex | Cause::Blocked)) && (h.tid == c || handoff(h.tid)) =>
+            {
+                Id {
+                    key: Cause::Futex,
+                    tid: c,
+                    who: Who::Nobody,
+                }
+            }
+            _ => Id {
+                key: h.key,
+                tid: h.tid,
+                who,
+            },
+        }
+    }
+}
+
+/// What a cause covered in a band: excess (ns, weighted), messages it covered materially, and
+/// how much of the excess was yields (words a cause mostly of yields as such).
+#[derive(Debug, Default, Clone, Copy)]
+struct Covered {
+    ns: f64,
+    messages: f64,
+    yielded: f64,
+}
+
+/// One band's samples as they are attributed.
+#[derive(Debug, Default)]
+struct Tally {
+    n: f64,
+    analysed: u64,
+    excess_total: f64,
+    by: BTreeMap<Id, Covered>,
+}
+
+impl Tally {
+    /// Attributes one kept sample standing for `weight` messages; `per` is scratch (a
+    /// sample's overlap and yielded ns per cause).
+    fn add(&mut self, keys: &mut Keys<'_, '_>, s: &SlowSample, weight: f64, p50: u64, per: &mut Vec<(Id, u64, u64)>) {
+        self.analysed += 1;
+        self.n += weight;
+        let excess = s.latency_ns.saturating_sub(p50);
+        if excess == 0 {
+            return;
+        }
+        self.excess_total += weight * excess as f64;
+        per.clear();
+        // Overlaps under 1% of the excess cannot change a share that is reported to 1%;
+        // skipping them keeps a backlogged run (long windows, many episodes) cheap.
+        for h in keys.lineup.hits(s, false, &|o| o.saturating_mul(100) >= excess) {
+            let id = keys.id(&h);
+            let yielded = if h.yielded { h.overlap } else { 0 };
+            match per.iter_mut().find(|(k, _, _)| *k == id) {
+                Some((_, o, y)) => (*o, *y) = (*o + h.overlap, *y + yielded),
+                None => per.push((id, h.overlap, yielded)),
+            }
+        }
+        let covered: u64 = per.iter().map(|(_, o, _)| (*o).min(excess)).sum();
+        let scale = if covered > excess {
+            excess as f64 / covered as f64
+        } else {
+            1.0
+        };
+        for (id, o, y) in per.iter() {
+            let e = self.by.entry(*id).or_default();
+            let part = weight * (*o).min(excess) as f64 * scale;
+            e.ns += part;
+            e.yielded += part * (*y).min(*o) as f64 / (*o).max(1) as f64;
+            if o.saturating_mul(MATERIAL) >= excess {
+                e.messages += weight;
+            }
+        }
+    }
+
+    fn into_band(self, keys: &Keys<'_, '_>, which: &Explain, lo: u64, hi: u64) -> Band {
+        let excess_total = self.excess_total;
+        let mut causes: Vec<BandCause> = self
+            .by
             .into_iter()
-            .filter(|(_, (ns, _, _))| *ns > 0.0)
-            .map(|(id, (ns, messages, yielded))| {
-                let mut c = cause(lineup, id, ns / excess_total.max(1.0), messages, &first_pid);
-                if yielded * 2.0 > ns && c.by.is_some() {
-                    // Mostly yields: the thread gave its CPU away (a channel's receive, a yielding
-                    // idle strategy); keyed by who ran, whose the core was either way.
-                    c.words = format!(
-                        "{} gave its CPU to {} in sched_yield",
-                        c.thread,
-                        c.by.as_deref().unwrap_or("")
-                    );
-                }
-                if Some(id.tid) == consumer && id.key == Cause::Futex {
-                    c.words = format!(
-                        "the channel hand-off ({} yielding, then blocked on a futex until aeron-handoff woke it, and \
-                         aeron-handoff's yields and sleeps between polls)",
-                        c.thread
-                    );
-                }
-                c
-            })
+            .filter(|(_, c)| c.ns > 0.0)
+            .map(|(id, c)| band_cause(keys, id, c, excess_total))
             .collect();
         causes.sort_by(|a, b| b.share.total_cmp(&a.share));
         let explained: f64 = causes.iter().map(|c| c.share).sum();
-        out.push(Band {
+        let n = self.n;
+        Band {
             band: which.band().to_owned(),
             from_ns: lo,
             to_ns: hi,
             samples: n.round() as u64,
-            analysed,
+            analysed: self.analysed,
             mean_excess_ns: if n > 0.0 { (excess_total / n).round() as u64 } else { 0 },
             causes,
             unexplained: if excess_total > 0.0 {
@@ -171,9 +203,37 @@ pub(crate) fn bands(lineup: &Lineup<'_>, sampled: &[Octave], edges: [u64; 5]) ->
             } else {
                 0.0
             },
-        });
+        }
     }
-    out
+}
+
+/// A cause of a band, in words: a cause mostly of yields says so, the channel hand-off is named
+/// as one.
+fn band_cause(keys: &Keys<'_, '_>, id: Id, c: Covered, excess_total: f64) -> BandCause {
+    let mut b = cause(
+        keys.lineup,
+        id,
+        c.ns / excess_total.max(1.0),
+        c.messages,
+        &keys.first_pid,
+    );
+    if c.yielded * 2.0 > c.ns && b.by.is_some() {
+        // Mostly yields: the thread gave its CPU away (a channel's receive, a yielding
+        // idle strategy); keyed by who ran, whose the core was either way.
+        b.words = format!(
+            "{} gave its CPU to {} in sched_yield",
+            b.thread,
+            b.by.as_deref().unwrap_or("")
+        );
+    }
+    if Some(id.tid) == keys.consumer && id.key == Cause::Futex {
+        b.words = format!(
+            "the channel hand-off ({} yielding, then blocked on a futex until aeron-handoff woke it, and \
+             aeron-handoff's yields and sleeps between polls)",
+            b.thread
+        );
+    }
+    b
 }
 
 fn cause(lineup: &Lineup<'_>, id: Id, share: f64, messages: f64, first_pid: &BTreeMap<[u8; 16], i32>) -> BandCause {
