@@ -115,77 +115,8 @@ impl Report {
         offer: BTreeMap<String, u64>,
         env: Env,
     ) -> Report {
-        let mut notes = Vec::new();
-        let mut incomplete_reason = None;
-        if acc.publisher_vanished {
-            incomplete_reason = Some(
-                "no end marker from the publisher (it stopped or died mid-run): \
-                 sent is unknown and lost counts only gaps below the highest sequence seen"
-                    .to_string(),
-            );
-        } else if acc.received_measured == 0 {
-            incomplete_reason = Some(
-                "no measured message arrived: check that the publisher runs on the same \
-                 channel, stream and Aeron dir"
-                    .to_string(),
-            );
-        }
-        if !acc.adds_up() {
-            notes.push(format!(
-                "accounting does not add up: received {} + lost {} != sent {} (fragments {}, \
-                 duplicates {}, decode errors {}); messages beyond the end marker arrived \
-                 (another publisher on this stream?) or duplicates beyond the plan went undetected",
-                acc.received,
-                acc.lost,
-                acc.sent.map_or_else(|| "unknown".to_string(), |s| s.to_string()),
-                acc.fragments,
-                acc.duplicates,
-                acc.decode_errors
-            ));
-        }
-        if acc.negative_latency > 0 {
-            notes.push(format!(
-                "{} samples had a negative latency (clock anomaly: publisher and subscriber on \
-                 different hosts or clocks?); recorded as 0",
-                acc.negative_latency
-            ));
-        }
-        if acc.clamped > 0 {
-            notes.push(format!(
-                "{} samples exceeded the histogram range (3,600 s) and were recorded as 3,600 s",
-                acc.clamped
-            ));
-        }
-        if acc.out_of_range > 0 {
-            notes.push(format!(
-                "{} messages had sequence numbers beyond warm-up + planned (publisher sent more \
-                 than it announced?); counted as received, not checked for duplicates, measured \
-                 ones are in the last group",
-                acc.out_of_range
-            ));
-        }
-        if acc.decode_errors > 0 {
-            notes.push(format!(
-                "{} fragments were not our message schema (another publisher on this stream, \
-                 or a schema mismatch); counted, not measured",
-                acc.decode_errors
-            ));
-        }
-        if let Some((_, planned)) = rec.plan() {
-            if (planned as usize) < GROUPS {
-                notes.push(format!(
-                    "only {planned} measured messages planned for {GROUPS} groups: some groups \
-                     are empty"
-                ));
-            }
-        }
-        if env.governor != UNKNOWN && env.governor != "performance" {
-            notes.push(format!(
-                "CPU frequency governor is '{}': latency varies with clock ramp-up; set \
-                 'performance' for stable results",
-                env.governor
-            ));
-        }
+        let incomplete_reason = incomplete_reason(acc);
+        let notes = anomaly_notes(rec, acc, &env);
         Report {
             schema_version: crate::model::SCHEMA_VERSION,
             sent: acc.sent,
@@ -223,6 +154,87 @@ impl Report {
             driver_counters: None,
         }
     }
+}
+
+/// Why a run is incomplete: the publisher vanished, or no measured message arrived.
+fn incomplete_reason(acc: &Accounting) -> Option<String> {
+    if acc.publisher_vanished {
+        Some(
+            "no end marker from the publisher (it stopped or died mid-run): \
+             sent is unknown and lost counts only gaps below the highest sequence seen"
+                .to_string(),
+        )
+    } else if acc.received_measured == 0 {
+        Some(
+            "no measured message arrived: check that the publisher runs on the same \
+             channel, stream and Aeron dir"
+                .to_string(),
+        )
+    } else {
+        None
+    }
+}
+
+/// A note for every anomaly of the accounting, the plan and the environment.
+fn anomaly_notes(rec: &Recorder, acc: &Accounting, env: &Env) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !acc.adds_up() {
+        notes.push(format!(
+            "accounting does not add up: received {} + lost {} != sent {} (fragments {}, \
+             duplicates {}, decode errors {}); messages beyond the end marker arrived \
+             (another publisher on this stream?) or duplicates beyond the plan went undetected",
+            acc.received,
+            acc.lost,
+            acc.sent.map_or_else(|| "unknown".to_string(), |s| s.to_string()),
+            acc.fragments,
+            acc.duplicates,
+            acc.decode_errors
+        ));
+    }
+    if acc.negative_latency > 0 {
+        notes.push(format!(
+            "{} samples had a negative latency (clock anomaly: publisher and subscriber on \
+             different hosts or clocks?); recorded as 0",
+            acc.negative_latency
+        ));
+    }
+    if acc.clamped > 0 {
+        notes.push(format!(
+            "{} samples exceeded the histogram range (3,600 s) and were recorded as 3,600 s",
+            acc.clamped
+        ));
+    }
+    if acc.out_of_range > 0 {
+        notes.push(format!(
+            "{} messages had sequence numbers beyond warm-up + planned (publisher sent more \
+             than it announced?); counted as received, not checked for duplicates, measured \
+             ones are in the last group",
+            acc.out_of_range
+        ));
+    }
+    if acc.decode_errors > 0 {
+        notes.push(format!(
+            "{} fragments were not our message schema (another publisher on this stream, \
+             or a schema mismatch); counted, not measured",
+            acc.decode_errors
+        ));
+    }
+    if let Some((_, planned)) = rec.plan() {
+        if (planned as usize) < GROUPS {
+            notes.push(format!(
+                "only {planned} measured messages planned for {GROUPS} groups: some groups \
+                 are empty"
+            ));
+        }
+    }
+    if env.governor != UNKNOWN && env.governor != "performance" {
+        notes.push(format!(
+            "CPU frequency governor is '{}': latency varies with clock ramp-up; set \
+             'performance' for stable results",
+            env.governor
+        ));
+    }
+    notes
 }
 
 /// Merges the publisher's report into the subscriber's: offer outcomes, target and achieved
