@@ -207,18 +207,7 @@ fn tally<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 #[must_use]
 pub fn diff(before: &[DriverCounter], after: &[DriverCounter]) -> DriverCounters {
     if before.is_empty() || after.is_empty() {
-        let when = match (before.is_empty(), after.is_empty()) {
-            (true, true) => "before or after",
-            (true, false) => "before",
-            _ => "after",
-        };
-        return DriverCounters {
-            note: Some(format!(
-                "the driver's counters could not be read {when} the run (cnc.dat unreadable or the client \
-                 closed), so none are compared"
-            )),
-            ..DriverCounters::default()
-        };
+        return unreadable(before.is_empty(), after.is_empty());
     }
     let before_by_id: HashMap<i32, &DriverCounter> = before.iter().map(|c| (c.id, c)).collect();
     let same = |a: &DriverCounter, b: &DriverCounter| a.type_id == b.type_id && a.label == b.label;
@@ -272,6 +261,37 @@ pub fn diff(before: &[DriverCounter], after: &[DriverCounter]) -> DriverCounters
             .then(x.id.cmp(&y.id))
     });
 
+    DriverCounters {
+        moved,
+        watched: watched.into_iter().map(|(_, d)| d).collect(),
+        note: not_listed(&positions, positions_new, &timestamps, &freed),
+    }
+}
+
+/// The result when a snapshot is empty: a note saying which could not be read.
+fn unreadable(before: bool, after: bool) -> DriverCounters {
+    let when = match (before, after) {
+        (true, true) => "before or after",
+        (true, false) => "before",
+        _ => "after",
+    };
+    DriverCounters {
+        note: Some(format!(
+            "the driver's counters could not be read {when} the run (cnc.dat unreadable or the client \
+             closed), so none are compared"
+        )),
+        ..DriverCounters::default()
+    }
+}
+
+/// What the diff does not list, in words: the stream positions and timestamps that moved (by
+/// short name; `positions_new` of the positions created during the run) and the counters freed.
+fn not_listed(
+    positions: &[&str],
+    positions_new: usize,
+    timestamps: &[&str],
+    freed: &[&DriverCounter],
+) -> Option<String> {
     let mut note = Vec::new();
     if !positions.is_empty() {
         let created = if positions_new > 0 {
@@ -309,11 +329,7 @@ pub fn diff(before: &[DriverCounter], after: &[DriverCounter]) -> DriverCounters
             plural(freed.len(), "counter", "counters")
         ));
     }
-    DriverCounters {
-        moved,
-        watched: watched.into_iter().map(|(_, d)| d).collect(),
-        note: (!note.is_empty()).then(|| note.join("\n")),
-    }
+    (!note.is_empty()).then(|| note.join("\n"))
 }
 
 #[cfg(test)]
