@@ -12,7 +12,7 @@
 //! the cores, and spinning ones would starve the drivers.
 
 use crate::analysis::tuning::{buffer_plan, nak_plan, OVERSIZED_FACTOR};
-use crate::model::{BufferInputs, LossArm, LossReport, NakInputs, NakSettings, Report, Stats};
+use crate::model::{BufferInputs, BufferPlan, LossArm, LossReport, NakInputs, NakPlan, NakSettings, Report, Stats};
 use crate::render::tuning::{env_name, properties};
 use crate::run::process::sibling;
 use std::path::{Path, PathBuf};
@@ -91,6 +91,45 @@ impl Drop for Kid {
 pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
     std::fs::create_dir_all(&x.work_dir)
         .map_err(|e| LossError(format!("{}: {e}: pick a writable --work-dir", x.work_dir.display())))?;
+    let (derived, buffers) = plans(x);
+    let mut arms = Vec::new();
+    for (k, arm) in x.arms.iter().enumerate() {
+        let (loss, settings, plan) = arm_settings(x, arm, &derived.chosen, buffers.rcvbuf_bytes);
+        let port = x.port + (k as u16) * (x.receivers as u16 + 2);
+        eprintln!(
+            "latency-probe loss: arm {arm}: loss {loss}, {}",
+            settings
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        arms.push(run_arm(x, arm, loss, settings, plan, port));
+    }
+    // The zero-loss control's max, to set each lossy arm's against.
+    let control = ["big-buffers", "min-buffers"]
+        .iter()
+        .find_map(|c| arms.iter().find(|a| a.arm == *c && a.complete))
+        .map(|a| a.latency.max);
+    if let Some(c) = control {
+        for a in arms.iter_mut().filter(|a| a.loss > 0.0) {
+            a.max_over_no_loss_ns = Some(a.latency.max.saturating_sub(c));
+        }
+    }
+    Ok(LossReport {
+        receivers: x.receivers,
+        rate: x.rate,
+        msg_size: x.msg_size,
+        duration_s: x.duration.as_secs_f64(),
+        channel: pub_channel(x.port, x.unicast),
+        derived,
+        arms,
+        limits: limits(x),
+    })
+}
+
+/// The calculators' plans for the experiment's stream: the NAK timers and the buffers.
+fn plans(x: &LossExperiment) -> (NakPlan, BufferPlan) {
     let derived = nak_plan(&NakInputs {
         rtt_ns: x.rtt_ns,
         budget_ns: x.budget_ns,
@@ -115,6 +154,17 @@ pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
         so_rcvbuf: crate::model::aeron_default::SOCKET_SO_RCVBUF,
         rcv_window: crate::model::aeron_default::RCV_INITIAL_WINDOW_LENGTH,
     });
+    (derived, buffers)
+}
+
+/// An arm's loss, driver settings (`AERON_*` names and values) and planned worst costs of a
+/// single and a double loss (zero for the zero-loss controls).
+fn arm_settings(
+    x: &LossExperiment,
+    arm: &str,
+    derived: &NakSettings,
+    rcvbuf_bytes: u64,
+) -> (f64, Vec<(String, String)>, (u64, u64)) {
     let timers = |s: &NakSettings| -> Vec<(String, String)> {
         properties(s).into_iter().map(|(k, v)| (env_name(k), v)).collect()
     };
@@ -124,71 +174,42 @@ pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
             ("AERON_RCV_INITIAL_WINDOW_LENGTH".to_owned(), b.to_string()),
         ]
     };
-    let mut arms = Vec::new();
-    for (k, arm) in x.arms.iter().enumerate() {
-        // Unicast recovers with the unicast NAK delay and retry ratio, MDC with the backoff.
-        let cost = |n: &NakSettings| {
-            if x.unicast {
-                unicast_costs(n, x.rtt_ns)
-            } else {
-                (
-                    n.nak_multicast_max_backoff_ns + 2 * x.rtt_ns,
-                    n.retransmit_unicast_linger_ns + n.nak_multicast_max_backoff_ns + 2 * x.rtt_ns,
-                )
-            }
-        };
-        let (loss, settings, plan) = match arm.as_str() {
-            "default" => (
-                x.loss,
-                timers(&NakSettings::aeron_defaults()),
-                cost(&NakSettings::aeron_defaults()),
-            ),
-            "derived" => (x.loss, timers(&derived.chosen), cost(&derived.chosen)),
-            "min-buffers" => (0.0, sizes(buffers.rcvbuf_bytes), (0, 0)),
-            _ => (0.0, sizes(buffers.rcvbuf_bytes * OVERSIZED_FACTOR), (0, 0)),
-        };
-        let port = x.port + (k as u16) * (x.receivers as u16 + 2);
-        eprintln!(
-            "latency-probe loss: arm {arm}: loss {loss}, {}",
-            settings
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        arms.push(run_arm(x, arm, loss, settings, plan, port));
-    }
-    // The zero-loss control's max, to set each lossy arm's against.
-    let control = ["big-buffers", "min-buffers"]
-        .iter()
-        .find_map(|c| arms.iter().find(|a| a.arm == *c && a.complete))
-        .map(|a| a.latency.max);
-    if let Some(c) = control {
-        for a in arms.iter_mut().filter(|a| a.loss > 0.0) {
-            a.max_over_no_loss_ns = Some(a.latency.max.saturating_sub(c));
+    // Unicast recovers with the unicast NAK delay and retry ratio, MDC with the backoff.
+    let cost = |n: &NakSettings| {
+        if x.unicast {
+            unicast_costs(n, x.rtt_ns)
+        } else {
+            (
+                n.nak_multicast_max_backoff_ns + 2 * x.rtt_ns,
+                n.retransmit_unicast_linger_ns + n.nak_multicast_max_backoff_ns + 2 * x.rtt_ns,
+            )
         }
+    };
+    match arm {
+        "default" => (
+            x.loss,
+            timers(&NakSettings::aeron_defaults()),
+            cost(&NakSettings::aeron_defaults()),
+        ),
+        "derived" => (x.loss, timers(derived), cost(derived)),
+        "min-buffers" => (0.0, sizes(rcvbuf_bytes), (0, 0)),
+        _ => (0.0, sizes(rcvbuf_bytes * OVERSIZED_FACTOR), (0, 0)),
     }
-    let mut limits = Vec::new();
+}
+
+/// What this host limits: fewer cores than busy processes.
+fn limits(x: &LossExperiment) -> Vec<String> {
     let cores = aeron_latency::messaging::available_cores().len();
     let procs = 2 * x.receivers as usize + 2;
-    if cores < procs {
-        limits.push(format!(
-            "{cores} cores for {procs} busy processes ({} drivers, {} subscribers, 1 publisher), all idling with \
-             backoff: scheduling delays set the zero-loss tail, and a loss's cost shows only where it exceeds them",
-            x.receivers + 1,
-            x.receivers
-        ));
+    if cores >= procs {
+        return Vec::new();
     }
-    Ok(LossReport {
-        receivers: x.receivers,
-        rate: x.rate,
-        msg_size: x.msg_size,
-        duration_s: x.duration.as_secs_f64(),
-        channel: pub_channel(x.port, x.unicast),
-        derived,
-        arms,
-        limits,
-    })
+    vec![format!(
+        "{cores} cores for {procs} busy processes ({} drivers, {} subscribers, 1 publisher), all idling with \
+         backoff: scheduling delays set the zero-loss tail, and a loss's cost shows only where it exceeds them",
+        x.receivers + 1,
+        x.receivers
+    )]
 }
 
 /// A unicast loss's worst cost with `n`: the NAK delay and a round trip; a double loss waits
