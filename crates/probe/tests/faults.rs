@@ -337,6 +337,44 @@ fn foreign_bytes_on_our_stream_are_decode_errors_and_the_totals_still_add_up() {
     drop(driver);
 }
 
+#[test]
+fn a_subscriber_that_joins_a_running_stream_counts_what_came_before_apart_not_as_lost() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let (first_json, late_json, pub_json) = (tmp_json("join-first"), tmp_json("join-late"), tmp_json("join-pub"));
+    let first_args = SideArgs::sub(&dir, 3009, 60).json(&first_json);
+    let mut first = Proc::spawn("latency-sub", &first_args.args(), "join-first");
+    let pub_args = SideArgs::publ(&dir, 3009, 3, 100).json(&pub_json);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "join-pub");
+    // The second subscriber comes once measured messages are flowing (the warm-up takes 20 ms
+    // of the 3 s): an IPC subscriber added to a running publication gets the stream from where
+    // it joins.
+    std::thread::sleep(Duration::from_millis(1_500));
+    let late_args = SideArgs::sub(&dir, 3009, 60).json(&late_json);
+    let mut late = Proc::spawn("latency-sub", &late_args.args(), "join-late");
+
+    let (s, _, err) = publ.wait(Duration::from_secs(30), "latency-pub");
+    assert!(s.success(), "latency-pub: {err}");
+    let (s, _, err) = first.wait(Duration::from_secs(30), "first latency-sub");
+    assert!(s.success(), "first latency-sub: {err}");
+    let (s, _, err) = late.wait(Duration::from_secs(30), "late latency-sub");
+    let (f, l) = (read_json(&first_json), read_json(&late_json));
+    assert_eq!((f["lost"].as_u64(), f.get("before_join")), (Some(0), None), "{f}");
+    let sent = l["sent"].as_u64().expect("the late one got the end marker");
+    let (received, before) = (l["received"].as_u64().unwrap(), l["before_join"].as_u64().unwrap_or(0));
+    assert_eq!(l["lost"], 0, "what came before the join is not lost: {l}");
+    assert!(before > 100, "it joined after the warm-up: {l}");
+    assert_eq!(received + before, sent, "{l}");
+    assert_eq!(l["complete"], false, "{l}");
+    let why = l["incomplete_reason"].as_str().unwrap();
+    assert!(
+        why.contains("joined the stream after") && why.contains("--warmup"),
+        "{why}"
+    );
+    assert_eq!(s.code(), Some(1), "an incomplete run exits 1: {err}");
+    drop(driver);
+}
+
 fn both_orders(sub_first: bool) {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();

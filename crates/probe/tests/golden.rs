@@ -148,5 +148,5 @@ fn a_report_from_before_schema_version_reads_as_version_1() {
     let minimal = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/report-minimal.json");
     let r: latency_probe::model::Report = serde_json::from_str(&std::fs::read_to_string(minimal).unwrap()).unwrap();
     assert_eq!(r.schema_version, 1);
-    assert_eq!(latency_probe::model::SCHEMA_VERSION, 2);
+    assert_eq!(latency_probe::model::SCHEMA_VERSION, 3);
 }

@@ -10,8 +10,12 @@
 //!   [`Recorder::new`] when the plan is known up front and the hot path must never allocate.
 //! - Nothing is silently dropped. Every fragment handed in is exactly one of: a unique message
 //!   (`received`), a duplicate (`duplicates`) or a payload that was not ours (`decode_errors`).
-//!   When the end marker arrived, `received + lost == sent` (see [`Accounting::adds_up`] for
-//!   the one corrupt-input case where it cannot hold and is reported as such).
+//!   When the end marker arrived, `received + before_join + lost == sent` (see
+//!   [`Accounting::adds_up`] for the one corrupt-input case where it cannot hold and is
+//!   reported as such).
+//! - A message below the first sequence number received was sent before this subscriber's
+//!   image joined the stream (`before_join`), not lost: Aeron delivers from where an image
+//!   joins and recovers every gap after it.
 //! - Warm-up messages are counted but never enter the latency histograms; duplicates are
 //!   counted and never recorded twice; negative latencies (a clock anomaly) are counted and
 //!   recorded as 0; latencies above the histogram range are counted and clamped.
@@ -244,6 +248,8 @@ impl Recorder {
         let cap = self.plan.map_or(0, Plan::capacity);
         let in_range = limit.min(cap);
         let seen_in_range = self.count_seen_below(in_range);
+        // Below the first one received, none was: sent before the image joined.
+        let before_join = self.first_seen().map_or(0, |f| f.min(in_range));
         // Beyond the bitset we only have a count, assumed to be unique and below `limit`.
         let beyond = limit.saturating_sub(cap).saturating_sub(self.out_of_range);
         Accounting {
@@ -252,7 +258,8 @@ impl Recorder {
             received: self.received,
             received_warmup: self.received_warmup,
             received_measured: self.received_measured,
-            lost: (in_range - seen_in_range) + beyond,
+            lost: (in_range - seen_in_range - before_join) + beyond,
+            before_join,
             duplicates: self.duplicates,
             reordered: self.reordered,
             decode_errors: self.decode_errors,
@@ -261,6 +268,12 @@ impl Recorder {
             clamped: self.clamped,
             publisher_vanished: end.is_none(),
         }
+    }
+
+    /// The lowest sequence number seen inside the bitset (a scan: at the end of a run only).
+    fn first_seen(&self) -> Option<u64> {
+        let (i, w) = self.seen.iter().enumerate().find(|(_, w)| **w != 0)?;
+        Some(i as u64 * 64 + u64::from(w.trailing_zeros()))
     }
 
     /// Number of sequence numbers `< n` (and inside the bitset) that were seen.
@@ -356,7 +369,7 @@ mod tests {
         assert_eq!(a.received, a.received_warmup + a.received_measured, "{a:?}");
         assert_eq!(a.fragments, a.received + a.duplicates + a.decode_errors);
         if let Some(sent) = a.sent {
-            assert_eq!(a.received + a.lost, sent, "{a:?}");
+            assert_eq!(a.received + a.before_join + a.lost, sent, "{a:?}");
         }
     }
 
@@ -506,6 +519,26 @@ mod tests {
     }
 
     #[test]
+    fn messages_before_the_first_received_were_sent_before_the_join_not_lost() {
+        // A late receiver: its image joined at 37 (in the warm-up of 100), then lost 150.
+        let seqs: Vec<u64> = (37..1_100).filter(|&s| s != 150).collect();
+        let r = feed(&seqs, 100, 1_000, |_| 100);
+        let a = r.finish(Some(1_100));
+        check_invariants(&a);
+        assert_eq!((a.before_join, a.lost, a.received), (37, 1, 1_062), "{a:?}");
+        // Joined after measured messages were sent: they count before the join too (the
+        // report says the run is incomplete).
+        let r = feed(&(250..1_100).collect::<Vec<_>>(), 100, 1_000, |_| 100);
+        let a = r.finish(Some(1_100));
+        check_invariants(&a);
+        assert_eq!((a.before_join, a.lost, a.received_measured), (250, 0, 850), "{a:?}");
+        // Without an end marker the same: gaps below the highest only, after the join.
+        let a = feed(&[5, 6, 8], 0, 100, |_| 100).finish(None);
+        check_invariants(&a);
+        assert_eq!((a.before_join, a.lost), (5, 1), "{a:?}");
+    }
+
+    #[test]
     fn nothing_received() {
         let r = Recorder::new();
         let a = r.finish(Some(1_000));
@@ -638,7 +671,9 @@ mod tests {
                 1 => total + rng.below(100),
                 _ => total,
             };
-            let mut seqs: Vec<u64> = (0..sent).filter(|_| rng.below(100) >= 7).collect();
+            // A late join now and then: nothing below it arrives.
+            let join = if rng.below(4) == 0 { rng.below(sent / 2 + 1) } else { 0 };
+            let mut seqs: Vec<u64> = (join..sent).filter(|_| rng.below(100) >= 7).collect();
             let unique = seqs.len() as u64;
             // Local swaps (reordering) and some duplicates of in-range seqs.
             for i in 1..seqs.len() {
@@ -686,6 +721,9 @@ mod tests {
                 r.record(s, kind(s, warmup), warmup, planned, 1_000, 500);
             }
             let a = r.finish(Some(sent));
+            // None below the first one seen arrived: sent before the join, not lost.
+            let first = seen.iter().min().copied().unwrap_or(0);
+            assert_eq!(a.before_join, first.min(sent.min(total)), "round {round}");
             assert_eq!(a.duplicates, dups, "round {round}");
             assert_eq!(a.reordered, reordered, "round {round}");
             assert_eq!(a.fragments, a.received + a.duplicates + a.decode_errors);
@@ -693,7 +731,7 @@ mod tests {
             if beyond_dups == 0 {
                 // Exact: everything adds up.
                 assert_eq!(a.received, unique, "round {round}");
-                assert_eq!(a.lost, sent - unique, "round {round}");
+                assert_eq!(a.lost, sent - unique - a.before_join, "round {round}");
                 check_invariants(&a);
             } else {
                 // Duplicates beyond the plan cannot be detected: counted as received.
@@ -708,8 +746,8 @@ mod tests {
             let v = r.finish(None);
             assert!(v.publisher_vanished);
             if beyond_dups == 0 {
-                let expect = highest.map_or(0, |h| h + 1) - unique;
-                assert_eq!(v.lost, expect, "round {round}");
+                let expect = highest.map_or(0, |h| h + 1) - unique - first;
+                assert_eq!((v.lost, v.before_join), (expect, first), "round {round}");
             }
         }
     }

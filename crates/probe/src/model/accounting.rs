@@ -38,8 +38,14 @@ pub struct Accounting {
     /// Unique measured messages received.
     pub received_measured: u64,
     /// Messages never received: below `sent`, or, without an end marker, gaps below the
-    /// highest sequence number seen.
+    /// highest sequence number seen; not those sent before the subscriber joined
+    /// (`before_join`).
     pub lost: u64,
+    /// Messages sent before this subscriber's image joined the stream: those below the first
+    /// sequence number it received. Aeron delivers a stream from where an image joins (a late
+    /// receiver of a multi-destination channel, an IPC subscriber added to a running
+    /// publication), and retransmits every gap after it: these were never owed to it.
+    pub before_join: u64,
     /// Messages whose sequence number had been seen before (not recorded again).
     pub duplicates: u64,
     /// Messages that arrived after a higher sequence number (first arrival only).
@@ -59,13 +65,13 @@ pub struct Accounting {
 
 impl Accounting {
     /// Whether everything adds up: `fragments == received + duplicates + decode_errors`, and,
-    /// when `sent` is known, `received + lost == sent`. The latter fails only if messages beyond
+    /// when `sent` is known, `received + before_join + lost == sent`. The latter fails only if messages beyond
     /// `sent` were received (a publisher restarted on the same stream, or corrupt sequence
     /// numbers): reports must then say so.
     pub fn adds_up(&self) -> bool {
         let frags = self.fragments == self.received + self.duplicates + self.decode_errors;
         match self.sent {
-            Some(sent) => frags && self.received + self.lost == sent,
+            Some(sent) => frags && self.received + self.before_join + self.lost == sent,
             None => frags,
         }
     }

@@ -61,10 +61,6 @@ pub struct StallSummary {
     pub max_ns: u64,
 }
 
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
 /// Off-CPU episodes of a hot thread, summed (perf only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OffCpuSummary {
@@ -73,7 +69,7 @@ pub struct OffCpuSummary {
     /// Gave the CPU away in `sched_yield`. Written only when not zero: reports from before
     /// yields were told apart, and runs where the kernel hides its symbols, count them as
     /// preempted.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::model::is_zero")]
     pub yielded: u64,
     /// Blocked (futex, sleep, I/O).
     pub blocked: u64,

@@ -41,3 +41,8 @@ pub use stages::*;
 pub use stats::*;
 pub use tap::*;
 pub use tuning::*;
+
+/// For `skip_serializing_if`: a count that is zero is left out of the JSON.
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

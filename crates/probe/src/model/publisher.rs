@@ -43,7 +43,7 @@ pub struct PubReport {
     /// A planted delay (`--plant-delay-ns`): the publisher busy-waited this long per message
     /// between its actual-send stamp and the commit, so both latency columns carry it. Zero
     /// (and absent from the JSON): nothing planted.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "crate::model::is_zero")]
     pub plant_delay_ns: u64,
     /// Publish-only cost (claim + encode + commit) of the measured messages, ns: when the
     /// offer returned, from the actual send time (one-way mode; empty in round trips).
@@ -106,10 +106,6 @@ pub struct SubscriberLost {
     pub sent_after: u64,
     /// Seconds between the subscriber's last progress and the end of the run.
     pub silent_s: f64,
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }
 
 /// Which of messaging's publications the publisher (and pong's echo) wrote with.

@@ -7,7 +7,7 @@
 //!   latency is which: `latency_ns` is measured from the intended (scheduled) send time,
 //!   `latency_actual_ns` from the actual send time.
 //! - The numbers always add up or the report says they do not: the text accounting line checks
-//!   `received + lost == sent`, and [`Report::from_recorder`] adds a note for every anomaly
+//!   `received + before_join + lost == sent`, and [`Report::from_recorder`] adds a note for every anomaly
 //!   (publisher vanished, negative or clamped latencies, sequence numbers beyond the plan, ...).
 //! - [`write_json`] never leaves a half-written file at the target path: it writes a temporary
 //!   file in the same directory, syncs it, then renames it over the target.
@@ -57,7 +57,7 @@ impl From<&GroupRow> for GroupReport {
 /// [`crate::model::AbReport`]). It rises when a field changes meaning or goes away (adding a
 /// field does not: readers ignore what they do not know); CHANGELOG.md says what each version
 /// changed and how to migrate. Reports written before the field existed read as version 1.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `schema_version` of a report written before the field existed.
 #[must_use]
@@ -76,8 +76,13 @@ pub struct Report {
     pub sent: Option<u64>,
     /// Unique messages received (warm-up included).
     pub received: u64,
-    /// Messages never received.
+    /// Messages never received (after the subscriber joined: not `before_join`).
     pub lost: u64,
+    /// Messages sent before the subscriber's image joined the stream (below the first
+    /// sequence number it received): never owed to it, not lost. Absent when zero (and in
+    /// reports written before version 3).
+    #[serde(default, skip_serializing_if = "crate::model::is_zero")]
+    pub before_join: u64,
     /// Messages received more than once (extra copies).
     pub duplicates: u64,
     /// Messages that arrived after a higher sequence number.

@@ -304,6 +304,10 @@ pub struct LossArm {
     pub received: u64,
     /// See [`LossArm::received`].
     pub lost: u64,
+    /// Messages sent before a receiver joined the channel, summed (a late MDC receiver gets the
+    /// stream from where it joins: not lost). Absent when zero.
+    #[serde(default, skip_serializing_if = "crate::model::is_zero")]
+    pub before_join: u64,
     /// NAKs the receivers' drivers sent, summed (their `NAKs sent` counters).
     pub naks_sent: i64,
     /// Retransmits the publisher's driver sent (`Retransmits sent`).

@@ -105,18 +105,27 @@ impl Faults {
 /// The accounting sentence: the counts, and whether they add up.
 fn accounting_line(r: &Report) -> String {
     let sent = r.sent.map_or_else(|| "unknown".to_string(), |s| s.to_string());
+    // Messages sent before a late subscriber joined are named only when there were some.
+    let (joined, terms) = if r.before_join > 0 {
+        (
+            format!(", before the join {}", r.before_join),
+            "received + before the join + lost",
+        )
+    } else {
+        (String::new(), "received + lost")
+    };
     let verdict = match r.sent {
-        Some(sent) if r.received + r.lost == sent => "adds up (received + lost = sent)".to_string(),
+        Some(sent) if r.received + r.before_join + r.lost == sent => format!("adds up ({terms} = sent)"),
         Some(sent) => format!(
-            "DOES NOT ADD UP: received + lost = {} but sent = {sent}",
-            r.received + r.lost
+            "DOES NOT ADD UP: {terms} = {} but sent = {sent}",
+            r.received + r.before_join + r.lost
         ),
         None => "sent unknown (no end marker): lost counts only gaps below the highest \
                  sequence seen"
             .to_string(),
     };
     format!(
-        "accounting: sent {sent}, received {} (warm-up {}), lost {}, duplicates {}, \
+        "accounting: sent {sent}, received {} (warm-up {}){joined}, lost {}, duplicates {}, \
          reordered {}, decode errors {}, out of range {}: {verdict}",
         r.received, r.warmup_received, r.lost, r.duplicates, r.reordered, r.decode_errors, r.out_of_range
     )
@@ -722,6 +731,63 @@ mod tests {
         r.sent = Some(3);
         let t = render_text(&r, View::Detail);
         assert!(t.contains("DOES NOT ADD UP: received + lost = 5 but sent = 3"), "{t}");
+    }
+
+    /// A report of a subscriber that received `join..110` of a run with 10 warm-up messages
+    /// and 100 measured, less number 50.
+    fn joined_at(join: u64) -> Report {
+        let mut rec = Recorder::new();
+        for s in (join..110).filter(|&s| s != 50) {
+            let kind = if s < 10 {
+                SampleKind::Warmup
+            } else {
+                SampleKind::Measured
+            };
+            rec.record(s, kind, 10, 100, 500, 400);
+        }
+        let acc = rec.finish(Some(110));
+        let run = RunInfo {
+            rate_target: 1_000.0,
+            rate_achieved: 1_000.0,
+            msg_size: 32,
+            duration_s: 0.1,
+            started_at: String::new(),
+        };
+        Report::from_recorder(&rec, &acc, run, BTreeMap::new(), Env::detect())
+    }
+
+    #[test]
+    fn a_late_join_is_not_loss_and_within_the_warm_up_only_a_note() {
+        let r = joined_at(4);
+        assert_eq!((r.before_join, r.lost, r.received), (4, 1, 105));
+        assert!(r.complete, "{:?}", r.incomplete_reason);
+        let all = r.notes.join("\n");
+        assert!(
+            all.contains("joined the stream after the first 4 warm-up messages"),
+            "{all}"
+        );
+        let t = render_text(&r, View::Detail);
+        assert!(
+            t.contains("received 105 (warm-up 6), before the join 4, lost 1, duplicates 0"),
+            "{t}"
+        );
+        assert!(t.contains("adds up (received + before the join + lost = sent)"), "{t}");
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["before_join"], 4);
+
+        // After 15 measured messages: incomplete, and the reason says what to do.
+        let r = joined_at(25);
+        assert_eq!((r.before_join, r.lost), (25, 1));
+        assert!(!r.complete);
+        let why = r.incomplete_reason.as_deref().unwrap();
+        assert!(why.contains("joined the stream after 15 measured messages") && why.contains("raise --warmup"));
+
+        // On time: nothing before the join, and the JSON leaves the field out.
+        let r = joined_at(0);
+        assert_eq!((r.before_join, r.lost), (0, 1));
+        assert!(r.notes.iter().all(|n| !n.contains("joined")), "{:?}", r.notes);
+        assert!(render_text(&r, View::Detail).contains("adds up (received + lost = sent)"));
+        assert!(serde_json::to_value(&r).unwrap().get("before_join").is_none());
     }
 
     #[test]

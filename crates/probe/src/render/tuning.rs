@@ -279,7 +279,9 @@ pub fn loss_text(r: &LossReport) -> String {
             if a.complete && a.lost == 0 {
                 String::new()
             } else {
-                format!("  INCOMPLETE: lost {}; {}", a.lost, a.problems.join("; "))
+                let lost = (a.lost > 0).then(|| format!("lost {}", a.lost));
+                let why: Vec<String> = lost.into_iter().chain(a.problems.iter().cloned()).collect();
+                format!("  INCOMPLETE: {}", why.join("; "))
             }
         );
     }
@@ -287,6 +289,13 @@ pub fn loss_text(r: &LossReport) -> String {
     for a in &r.arms {
         let kv: Vec<String> = a.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "  {}: {}", a.arm, kv.join(" "));
+    }
+    for a in r.arms.iter().filter(|a| a.before_join > 0) {
+        let _ = writeln!(
+            out,
+            "late join: {}: {} messages were sent before a receiver joined (Aeron delivers from the join: not lost)",
+            a.arm, a.before_join
+        );
     }
     for l in &r.limits {
         let _ = writeln!(out, "limit: {l}");
@@ -305,6 +314,67 @@ mod tests {
         assert_eq!(aeron_duration(2_500_000), "2500us");
         assert_eq!(aeron_duration(1_500), "1500ns");
         assert_eq!(aeron_duration(3_000_000_000), "3s");
+    }
+
+    #[test]
+    fn a_loss_arm_says_why_it_is_incomplete_and_a_late_join_is_not_loss() {
+        let derived = crate::analysis::tuning::nak_plan(&crate::model::NakInputs {
+            rtt_ns: 100_000,
+            budget_ns: 1_000_000,
+            receivers: 2,
+            rate: 5_000,
+            loss: 0.0001,
+            term_length: crate::model::aeron_default::TERM_BUFFER_LENGTH,
+            lag_ns: 0,
+            msg_size: 224,
+        });
+        let arm = |name: &str, before_join, complete, problems: &[&str]| crate::model::LossArm {
+            arm: name.into(),
+            loss: 0.0,
+            settings: Vec::new(),
+            received: 10_000,
+            lost: 0,
+            before_join,
+            naks_sent: 0,
+            retransmits_sent: 0,
+            latency: crate::model::Stats::default(),
+            predicted_single_loss_ns: 0,
+            predicted_double_loss_ns: 0,
+            max_over_no_loss_ns: None,
+            complete,
+            problems: problems.iter().map(|p| p.to_string()).collect(),
+        };
+        let r = LossReport {
+            receivers: 2,
+            rate: 5_000,
+            msg_size: 224,
+            duration_s: 1.0,
+            channel: "aeron:udp?control=127.0.0.1:40456|control-mode=dynamic".into(),
+            derived,
+            arms: vec![
+                arm("min-buffers", 409, true, &[]),
+                arm(
+                    "big-buffers",
+                    0,
+                    false,
+                    &["receiver 1: this subscriber joined the stream after 15"],
+                ),
+            ],
+            limits: Vec::new(),
+        };
+        let t = loss_text(&r);
+        assert!(
+            t.contains("late join: min-buffers: 409 messages were sent before a receiver joined"),
+            "{t}"
+        );
+        assert!(!t.contains("late join: big-buffers"), "{t}");
+        let big = t.lines().find(|l| l.trim_start().starts_with("big-buffers ")).unwrap();
+        assert!(
+            big.ends_with("INCOMPLETE: receiver 1: this subscriber joined the stream after 15"),
+            "{big}"
+        );
+        let min = t.lines().find(|l| l.trim_start().starts_with("min-buffers ")).unwrap();
+        assert!(!min.contains("INCOMPLETE"), "{min}");
     }
 
     #[test]

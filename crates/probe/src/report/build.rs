@@ -115,13 +115,14 @@ impl Report {
         offer: BTreeMap<String, u64>,
         env: Env,
     ) -> Report {
-        let incomplete_reason = incomplete_reason(acc);
+        let incomplete_reason = incomplete_reason(rec, acc);
         let notes = anomaly_notes(rec, acc, &env);
         Report {
             schema_version: crate::model::SCHEMA_VERSION,
             sent: acc.sent,
             received: acc.received,
             lost: acc.lost,
+            before_join: acc.before_join,
             duplicates: acc.duplicates,
             reordered: acc.reordered,
             decode_errors: acc.decode_errors,
@@ -156,8 +157,10 @@ impl Report {
     }
 }
 
-/// Why a run is incomplete: the publisher vanished, or no measured message arrived.
-fn incomplete_reason(acc: &Accounting) -> Option<String> {
+/// Why a run is incomplete: the publisher vanished, no measured message arrived, or the
+/// subscriber joined after measured messages were sent.
+fn incomplete_reason(rec: &Recorder, acc: &Accounting) -> Option<String> {
+    let measured_before_join = acc.before_join.saturating_sub(warmup(rec));
     if acc.publisher_vanished {
         Some(
             "no end marker from the publisher (it stopped or died mid-run): \
@@ -170,9 +173,22 @@ fn incomplete_reason(acc: &Accounting) -> Option<String> {
              channel, stream and Aeron dir"
                 .to_string(),
         )
+    } else if measured_before_join > 0 {
+        Some(format!(
+            "this subscriber joined the stream after {measured_before_join} measured messages were sent (its \
+             image started at sequence {}): Aeron never sent them to it, so they are not lost, but this run \
+             measured only what came after; start the subscriber before the publisher, or raise --warmup so \
+             that a late join falls in the warm-up",
+            acc.before_join
+        ))
     } else {
         None
     }
+}
+
+/// The run's warm-up messages, from the plan its first message carried (0 without one).
+fn warmup(rec: &Recorder) -> u64 {
+    rec.plan().map_or(0, |(warmup, _)| u64::from(warmup))
 }
 
 /// A note for every anomaly of the accounting, the plan and the environment.
@@ -180,15 +196,24 @@ fn anomaly_notes(rec: &Recorder, acc: &Accounting, env: &Env) -> Vec<String> {
     let mut notes = Vec::new();
     if !acc.adds_up() {
         notes.push(format!(
-            "accounting does not add up: received {} + lost {} != sent {} (fragments {}, \
+            "accounting does not add up: received {} + before the join {} + lost {} != sent {} (fragments {}, \
              duplicates {}, decode errors {}); messages beyond the end marker arrived \
              (another publisher on this stream?) or duplicates beyond the plan went undetected",
             acc.received,
+            acc.before_join,
             acc.lost,
             acc.sent.map_or_else(|| "unknown".to_string(), |s| s.to_string()),
             acc.fragments,
             acc.duplicates,
             acc.decode_errors
+        ));
+    }
+    if acc.before_join > 0 && acc.before_join <= warmup(rec) {
+        notes.push(format!(
+            "this subscriber joined the stream after the first {} warm-up messages were sent (a late join: \
+             another receiver of the channel, or of the IPC publication, was there first); Aeron delivers a \
+             stream from where a subscriber joins, so they are not lost, and warm-up is not measured",
+            acc.before_join
         ));
     }
     if acc.negative_latency > 0 {

@@ -300,6 +300,7 @@ fn run_arm(
         settings: settings.clone(),
         received: 0,
         lost: 0,
+        before_join: 0,
         naks_sent: 0,
         retransmits_sent: 0,
         latency: Stats::default(),
@@ -453,7 +454,11 @@ fn read_receivers(x: &LossExperiment, base: &Path, result: &mut LossArm) -> bool
         };
         result.received += r.received;
         result.lost += r.lost;
+        result.before_join += r.before_join;
         all &= r.complete && r.lost == 0;
+        if let Some(why) = r.incomplete_reason.as_deref().filter(|_| !r.complete) {
+            result.problems.push(format!("receiver {i}: {why}"));
+        }
         if let Some(h) = r
             .histograms
             .as_ref()
