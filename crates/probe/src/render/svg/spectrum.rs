@@ -20,21 +20,7 @@ use std::path::Path;
 /// [`PlotError::Io`] naming `path`.
 pub fn spectrum_svg(series: &[(&str, &Histogram<u64>)], title: &str, path: &Path) -> Result<(), PlotError> {
     const PLOT: &str = "percentile spectrum";
-    // (name, (log10(1/(1-p)), value ns) per .hgrm row, max ns)
-    type Line<'a> = (&'a str, Vec<(f64, u64)>, u64);
-    let lines: Vec<Line<'_>> = series
-        .iter()
-        .filter(|(_, h)| !h.is_empty())
-        .map(|(name, h)| {
-            let points = percentile_rows(h, HGRM_TICKS_PER_HALF_DISTANCE)
-                .into_iter()
-                .filter(|r| r.percent < 100.0)
-                .map(|r| ((1.0 / (1.0 - r.percent / 100.0)).log10(), r.value))
-                .filter(|(x, _)| x.is_finite())
-                .collect();
-            (*name, points, h.max())
-        })
-        .collect();
+    let lines = spectrum_lines(series);
     if lines.is_empty() {
         return Err(PlotError::NoData { plot: PLOT });
     }
@@ -53,34 +39,13 @@ pub fn spectrum_svg(series: &[(&str, &Histogram<u64>)], title: &str, path: &Path
     let log_y = max_ns as f64 > 100.0 * (min_ns.max(1) as f64);
 
     save_svg(PLOT, path, (1000, 620), |root| {
-        let x_bold: Vec<f64> = (0..=x_hi.floor() as i32).map(f64::from).collect();
-        let x_light: Vec<f64> = (0..=x_hi.floor() as i32)
-            .flat_map(|d| [2.0_f64, 5.0].map(|m| f64::from(d) + m.log10()))
-            .filter(|x| *x < x_hi)
-            .collect();
-        let x_range = TickedAxis::new(0.0, x_hi, x_bold, x_light);
-        let (y_range, y_desc, to_y): (_, &str, Box<dyn Fn(u64) -> f64>) = if log_y {
-            let axis = log_axis(min_ns as f64 / NS_PER_US, max_ns as f64 / NS_PER_US);
-            (
-                TickedAxis::new(axis.lo, axis.hi, axis.bold, axis.light),
-                "latency (µs, log scale)",
-                Box::new(log_us),
-            )
-        } else {
-            let hi = max_ns as f64 / NS_PER_US * 1.08;
-            let ticks = linear_ticks(0.0, hi, 8);
-            (
-                TickedAxis::new(0.0, hi, ticks.clone(), ticks),
-                "latency (µs)",
-                Box::new(|ns| ns as f64 / NS_PER_US),
-            )
-        };
+        let (y_range, y_desc, to_y) = latency_axis(log_y, min_ns, max_ns);
         let mut chart = ChartBuilder::on(root)
             .caption(title, (FONT, 22))
             .margin(14)
             .x_label_area_size(52)
             .y_label_area_size(78)
-            .build_cartesian_2d(x_range, y_range)
+            .build_cartesian_2d(percentile_axis(x_hi), y_range)
             .map_err(draw_err(PLOT))?;
         mesh(&mut chart, 14, 15)
             .x_desc("percentile (log scale of 1/(1-p))")
@@ -115,6 +80,59 @@ pub fn spectrum_svg(series: &[(&str, &Histogram<u64>)], title: &str, path: &Path
             .draw()
             .map_err(draw_err(PLOT))
     })
+}
+
+/// A series' line: its name, `(log10(1/(1-p)), value ns)` per `.hgrm` row below 100%, and
+/// its max ns.
+type Line<'a> = (&'a str, Vec<(f64, u64)>, u64);
+
+/// The lines of the series that hold anything.
+fn spectrum_lines<'a>(series: &[(&'a str, &Histogram<u64>)]) -> Vec<Line<'a>> {
+    series
+        .iter()
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(name, h)| {
+            let points = percentile_rows(h, HGRM_TICKS_PER_HALF_DISTANCE)
+                .into_iter()
+                .filter(|r| r.percent < 100.0)
+                .map(|r| ((1.0 / (1.0 - r.percent / 100.0)).log10(), r.value))
+                .filter(|(x, _)| x.is_finite())
+                .collect();
+            (*name, points, h.max())
+        })
+        .collect()
+}
+
+/// The percentile axis up to `x_hi` (log10 of 1/(1-p)): bold ticks at each nine, light ones
+/// at 2 and 5 between them.
+fn percentile_axis(x_hi: f64) -> TickedAxis {
+    let x_bold: Vec<f64> = (0..=x_hi.floor() as i32).map(f64::from).collect();
+    let x_light: Vec<f64> = (0..=x_hi.floor() as i32)
+        .flat_map(|d| [2.0_f64, 5.0].map(|m| f64::from(d) + m.log10()))
+        .filter(|x| *x < x_hi)
+        .collect();
+    TickedAxis::new(0.0, x_hi, x_bold, x_light)
+}
+
+/// The latency axis in µs (log scale when `log_y`, else linear from 0), its description, and
+/// how a value in ns maps onto it.
+fn latency_axis(log_y: bool, min_ns: u64, max_ns: u64) -> (TickedAxis, &'static str, Box<dyn Fn(u64) -> f64>) {
+    if log_y {
+        let axis = log_axis(min_ns as f64 / NS_PER_US, max_ns as f64 / NS_PER_US);
+        (
+            TickedAxis::new(axis.lo, axis.hi, axis.bold, axis.light),
+            "latency (µs, log scale)",
+            Box::new(log_us),
+        )
+    } else {
+        let hi = max_ns as f64 / NS_PER_US * 1.08;
+        let ticks = linear_ticks(0.0, hi, 8);
+        (
+            TickedAxis::new(0.0, hi, ticks.clone(), ticks),
+            "latency (µs)",
+            Box::new(|ns| ns as f64 / NS_PER_US),
+        )
+    }
 }
 
 #[cfg(test)]
