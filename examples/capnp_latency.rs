@@ -96,29 +96,55 @@ struct RecvReport {
     decode_errors: u64,
 }
 
-fn run() -> Result<(), String> {
-    let mut args = Args::from_env(USAGE);
-    let count: u32 = args.value("--count")?.unwrap_or(DEFAULT_COUNT);
-    let rate: u64 = args.value("--rate")?.unwrap_or(DEFAULT_RATE);
-    let idle = args.idle("yield")?;
-    let term_length: usize = args.value("--term-length")?.unwrap_or(DEFAULT_TERM_LENGTH);
-    args.finish()?;
-    if count == 0 {
-        return Err("--count must be at least 1".into());
-    }
-    if rate > 1_000_000_000 {
-        return Err("--rate: at most 1000000000 per second (or 0 for a burst)".into());
-    }
-    if !(64 << 10..=1 << 20).contains(&term_length) {
-        return Err(format!(
-            "--term-length {term_length}: use 65536 (64 KiB) to 1048576 (1 MiB)"
-        ));
-    }
-    messaging::check_term_length(term_length).map_err(|e| format!("--term-length: {e}"))?;
+/// The command line.
+struct Options {
+    count: u32,
+    rate: u64,
+    idle: IdleStrategy,
+    term_length: usize,
+}
 
+impl Options {
+    fn parse() -> Result<Options, String> {
+        let mut args = Args::from_env(USAGE);
+        let count: u32 = args.value("--count")?.unwrap_or(DEFAULT_COUNT);
+        let rate: u64 = args.value("--rate")?.unwrap_or(DEFAULT_RATE);
+        let idle = args.idle("yield")?;
+        let term_length: usize = args.value("--term-length")?.unwrap_or(DEFAULT_TERM_LENGTH);
+        args.finish()?;
+        if count == 0 {
+            return Err("--count must be at least 1".into());
+        }
+        if rate > 1_000_000_000 {
+            return Err("--rate: at most 1000000000 per second (or 0 for a burst)".into());
+        }
+        if !(64 << 10..=1 << 20).contains(&term_length) {
+            return Err(format!(
+                "--term-length {term_length}: use 65536 (64 KiB) to 1048576 (1 MiB)"
+            ));
+        }
+        messaging::check_term_length(term_length).map_err(|e| format!("--term-length: {e}"))?;
+        Ok(Options {
+            count,
+            rate,
+            idle,
+            term_length,
+        })
+    }
+}
+
+/// Where the two hot threads ran, in words.
+struct Placement {
+    publisher: String,
+    receiver: String,
+    pinned: bool,
+}
+
+fn run() -> Result<(), String> {
+    let o = Options::parse()?;
     let driver = EmbeddedDriver::builder()
         .private_dir()
-        .ipc_term_length(term_length)
+        .ipc_term_length(o.term_length)
         .spawn()
         .map_err(|e| e.to_string())?;
     let client = messaging::Client::connect(driver.dir()).map_err(|e| e.to_string())?;
@@ -129,25 +155,48 @@ fn run() -> Result<(), String> {
     if !common::wait_until(Duration::from_secs(10), || publ.is_connected() && sub.is_connected()) {
         return Err("the publication and subscription did not connect within 10 s".into());
     }
-    let len = wire::encoded_len(PADDING);
+    let started = Instant::now();
+    let (p, r, placed) = measure(&o, publ, sub)?;
+    let elapsed = started.elapsed();
+    drop(client);
+    print_report(&o, &p, &r, &placed, elapsed);
+    drop(driver);
 
+    if let Some(e) = p.error {
+        return Err(format!("the publisher stopped early: {e}"));
+    }
+    let lost = u64::from(p.sent) - r.received.min(u64::from(p.sent));
+    if lost > 0 || r.duplicates > 0 || r.decode_errors > 0 {
+        return Err(format!(
+            "{lost} lost, {} duplicate, {} undecodable samples",
+            r.duplicates, r.decode_errors
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the publisher and the receiver on their hot threads until both are done.
+fn measure(
+    o: &Options,
+    publ: ConcurrentPublication,
+    sub: Subscriber,
+) -> Result<(PubReport, RecvReport, Placement), String> {
     let (pub_core, recv_core) = match two_cores() {
         Some((a, b)) => (Some(a), Some(b)),
         None => (None, None),
     };
     let clock = Clock::start();
     let publisher_done = Arc::new(AtomicBool::new(false));
-
+    let (count, rate) = (o.count, o.rate);
     let receiver = {
-        let (done, idle) = (publisher_done.clone(), idle.clone());
+        let (done, idle) = (publisher_done.clone(), o.idle.clone());
         spawn_hot("capnp-receiver", recv_core, move || {
             receive(sub, count, clock, idle, &done)
         })
         .map_err(|e| format!("could not start the receiver thread: {e}"))?
     };
     let publisher = {
-        let done = publisher_done.clone();
-        let idle = idle.clone();
+        let (done, idle) = (publisher_done.clone(), o.idle.clone());
         spawn_hot("capnp-publisher", pub_core, move || {
             let report = publish(publ, count, rate, clock, idle);
             done.store(true, Ordering::Release);
@@ -155,28 +204,37 @@ fn run() -> Result<(), String> {
         })
         .map_err(|e| format!("could not start the publisher thread: {e}"))?
     };
-    let (pub_place, recv_place) = (placement(&publisher, pub_core), placement(&receiver, recv_core));
-    let started = Instant::now();
+    let placed = Placement {
+        publisher: placement(&publisher, pub_core),
+        receiver: placement(&receiver, recv_core),
+        pinned: pub_core.is_some(),
+    };
     let p = publisher.join().map_err(|_| "the publisher thread panicked")?;
     let r = receiver.join().map_err(|_| "the receiver thread panicked")?;
-    let elapsed = started.elapsed();
-    drop(client);
+    Ok((p, r, placed))
+}
 
+fn print_report(o: &Options, p: &PubReport, r: &RecvReport, placed: &Placement, elapsed: Duration) {
+    let (count, rate) = (o.count, o.rate);
+    let len = wire::encoded_len(PADDING);
     println!("capnp_latency: {count} Cap'n Proto samples of {len} bytes over {CHANNEL} stream {STREAM}");
     println!(
         "driver: embedded {}, IPC term {} KiB; client {}",
         messaging::driver_version(),
-        term_length >> 10,
+        o.term_length >> 10,
         messaging::CLIENT_VERSION
     );
     let cores = messaging::available_cores();
-    if pub_core.is_none() {
+    if placed.pinned {
+        println!(
+            "threads: publisher {}, receiver {} (cores available: {cores:?})",
+            placed.publisher, placed.receiver
+        );
+    } else {
         println!(
             "threads: UNPINNED: this process may use {} core(s) ({cores:?}); pinning needs 2",
             cores.len()
         );
-    } else {
-        println!("threads: publisher {pub_place}, receiver {recv_place} (cores available: {cores:?})");
     }
     if rate == 0 {
         println!("rate: one burst (as fast as the publisher can claim)");
@@ -187,7 +245,10 @@ fn run() -> Result<(), String> {
             p.max_lag_ns
         );
     }
-    println!("idle strategy: {idle} (receiver polls, publisher waits for its schedule and retries claims)");
+    println!(
+        "idle strategy: {} (receiver polls, publisher waits for its schedule and retries claims)",
+        o.idle
+    );
     println!("timing model: {TIMING_MODEL}");
     println!("latency from the intended send time:");
     print_summary(&r.from_intended);
@@ -197,7 +258,8 @@ fn run() -> Result<(), String> {
         r.from_actual.value_at_quantile(0.99),
         r.from_actual.max()
     );
-    let lost = u64::from(count) - r.received;
+    // Lost: sent and never received (a publisher that stopped early did not send the rest).
+    let lost = u64::from(p.sent) - r.received.min(u64::from(p.sent));
     println!(
         "sent {}, received {}, lost {lost}, duplicates {}, out of order {}, decode errors {}",
         p.sent, r.received, r.duplicates, r.out_of_order, r.decode_errors
@@ -208,18 +270,6 @@ fn run() -> Result<(), String> {
         elapsed.as_secs_f64(),
         f64::from(count) / elapsed.as_secs_f64() / 1e6
     );
-    drop(driver);
-
-    if let Some(e) = p.error {
-        return Err(format!("the publisher stopped early: {e}"));
-    }
-    if lost > 0 || r.duplicates > 0 || r.decode_errors > 0 {
-        return Err(format!(
-            "{lost} lost, {} duplicate, {} undecodable samples",
-            r.duplicates, r.decode_errors
-        ));
-    }
-    Ok(())
 }
 
 /// The publisher's hot loop: wait for the schedule, claim (retrying), stamp, encode into the
