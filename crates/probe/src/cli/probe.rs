@@ -208,56 +208,15 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
     }
     a.run.validate()?;
     a.plant.validate()?;
-    seconds("--wait", a.wait)?;
-    // latency-sub gets a --timeout covering the whole run and both waits: keep it in range.
-    if a.run.seconds() + 2.0 * a.wait + 30.0 > MAX_SECONDS {
-        return Err(UsageError::new(format!(
-            "--duration {} (plus --warmup {} at --rate {}) and --wait {} add up to more than 10000000 seconds \
-             (about 116 days), the longest latency-sub waits; shorten the run or the wait",
-            a.run.duration, a.run.warmup, a.run.rate, a.wait
-        )));
-    }
-    let floor = seconds("--floor", a.floor)?;
-    if floor > Duration::from_secs(10) {
-        return Err(UsageError::new(format!(
-            "--floor {}: at most 10 seconds (0.25 is plenty)",
-            a.floor
-        )));
-    }
+    let floor = check_times(a)?;
     a.stream.validate()?;
-    let rtt = a.mode.mode == RunMode::Rtt;
     let pong = a.mode.pong(&a.stream)?;
-    if a.delivery.delivery != Delivery::Inline && a.run.msg_size < aeron_latency::wire::MIN_ENCODED_LEN {
-        return Err(UsageError::new(format!(
-            "--msg-size {} sends compact samples, whose send time is in the frame's reserved value, which \
-             --delivery channel does not hand over (it copies payloads only): use --delivery inline or \
-             --msg-size 64 or more",
-            a.run.msg_size
-        )));
-    }
-    if rtt && a.delivery.delivery != Delivery::Inline {
-        return Err(UsageError::new(
-            "--mode rtt echoes from latency-sub's poll loop: use --delivery inline (the default)",
-        ));
-    }
-    let (def_sub, def_pub) = if a.no_pin { (None, None) } else { default_cores() };
-    let (sub_core, pub_core) = (a.sub_core.or(def_sub), a.pub_core.or(def_pub));
-    check_core("--sub-core", sub_core)?;
-    check_core("--pub-core", pub_core)?;
-    if sub_core.is_some() && sub_core == pub_core && a.idle.spins() {
-        return Err(UsageError::new(
-            "--sub-core and --pub-core are the same core and --idle spins: the two hot threads would starve each \
-             other; pick two cores or --idle yield",
-        ));
-    }
-    let available = aeron_latency::messaging::available_cores();
-    if let HiccupRequest::Core(c) = a.hiccup {
-        if !available.contains(&c) {
-            return Err(UsageError::new(format!(
-                "--hiccup {c}: no such core; this machine lets us use {available:?} (or pass auto or off)"
-            )));
-        }
-    }
+    check_delivery(a)?;
+    let Cores {
+        sub_core,
+        pub_core,
+        available,
+    } = check_cores(a)?;
     let driver = check_driver(a, pong.as_ref())?;
     a.out.validate()?;
     a.out_dir.validate()?;
@@ -297,6 +256,79 @@ pub fn check(a: &Args) -> Result<Experiment, UsageError> {
             send_lags: false,
             plant_delay_ns: a.plant.plant_delay_ns,
         },
+    })
+}
+
+/// `--wait`, the run's length with both waits, and `--floor`; returns the floor's length.
+fn check_times(a: &Args) -> Result<Duration, UsageError> {
+    seconds("--wait", a.wait)?;
+    // latency-sub gets a --timeout covering the whole run and both waits: keep it in range.
+    if a.run.seconds() + 2.0 * a.wait + 30.0 > MAX_SECONDS {
+        return Err(UsageError::new(format!(
+            "--duration {} (plus --warmup {} at --rate {}) and --wait {} add up to more than 10000000 seconds \
+             (about 116 days), the longest latency-sub waits; shorten the run or the wait",
+            a.run.duration, a.run.warmup, a.run.rate, a.wait
+        )));
+    }
+    let floor = seconds("--floor", a.floor)?;
+    if floor > Duration::from_secs(10) {
+        return Err(UsageError::new(format!(
+            "--floor {}: at most 10 seconds (0.25 is plenty)",
+            a.floor
+        )));
+    }
+    Ok(floor)
+}
+
+/// `--delivery channel` hands payloads over without the reserved value and is not for rtt.
+fn check_delivery(a: &Args) -> Result<(), UsageError> {
+    if a.delivery.delivery != Delivery::Inline && a.run.msg_size < aeron_latency::wire::MIN_ENCODED_LEN {
+        return Err(UsageError::new(format!(
+            "--msg-size {} sends compact samples, whose send time is in the frame's reserved value, which \
+             --delivery channel does not hand over (it copies payloads only): use --delivery inline or \
+             --msg-size 64 or more",
+            a.run.msg_size
+        )));
+    }
+    if a.mode.mode == RunMode::Rtt && a.delivery.delivery != Delivery::Inline {
+        return Err(UsageError::new(
+            "--mode rtt echoes from latency-sub's poll loop: use --delivery inline (the default)",
+        ));
+    }
+    Ok(())
+}
+
+/// The hot threads' cores and those this process may use.
+struct Cores {
+    sub_core: Option<usize>,
+    pub_core: Option<usize>,
+    available: Vec<usize>,
+}
+
+/// The hot threads' cores (given, else the defaults unless `--no-pin`), and `--hiccup`'s.
+fn check_cores(a: &Args) -> Result<Cores, UsageError> {
+    let (def_sub, def_pub) = if a.no_pin { (None, None) } else { default_cores() };
+    let (sub_core, pub_core) = (a.sub_core.or(def_sub), a.pub_core.or(def_pub));
+    check_core("--sub-core", sub_core)?;
+    check_core("--pub-core", pub_core)?;
+    if sub_core.is_some() && sub_core == pub_core && a.idle.spins() {
+        return Err(UsageError::new(
+            "--sub-core and --pub-core are the same core and --idle spins: the two hot threads would starve each \
+             other; pick two cores or --idle yield",
+        ));
+    }
+    let available = aeron_latency::messaging::available_cores();
+    if let HiccupRequest::Core(c) = a.hiccup {
+        if !available.contains(&c) {
+            return Err(UsageError::new(format!(
+                "--hiccup {c}: no such core; this machine lets us use {available:?} (or pass auto or off)"
+            )));
+        }
+    }
+    Ok(Cores {
+        sub_core,
+        pub_core,
+        available,
     })
 }
 
