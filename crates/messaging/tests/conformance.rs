@@ -21,76 +21,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::payload::{payload, reserved_of, sizes, verify, Stamped};
 use messaging::{
     Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, OfferError, Publication,
     PublicationKind, Subscriber,
 };
-
-/// The bytes every payload starts with: sequence (8), length (4), checksum of the rest (4).
-const PAYLOAD_HEADER: usize = 16;
-
-/// FNV-1a, 32 bits.
-fn fnv(bytes: &[u8]) -> u32 {
-    bytes
-        .iter()
-        .fold(0x811c_9dc5_u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(0x0100_0193))
-}
-
-/// Message `seq` of `len` bytes (at least [`PAYLOAD_HEADER`]): its sequence, its length and a
-/// checksum of the bytes after them, which depend on `seq`.
-fn payload(seq: u64, len: usize) -> Vec<u8> {
-    assert!(len >= PAYLOAD_HEADER);
-    let mut m: Vec<u8> = (0..len).map(|i| (seq as usize * 131 + i * 7) as u8).collect();
-    m[..8].copy_from_slice(&seq.to_le_bytes());
-    m[8..12].copy_from_slice(&(len as u32).to_le_bytes());
-    let sum = fnv(&m[PAYLOAD_HEADER..]);
-    m[12..16].copy_from_slice(&sum.to_le_bytes());
-    m
-}
-
-/// The sequence number of an intact [`payload`], or what is wrong with it.
-fn verify(m: &[u8]) -> Result<u64, String> {
-    if m.len() < PAYLOAD_HEADER {
-        return Err(format!("{} bytes: shorter than any message sent", m.len()));
-    }
-    let seq = u64::from_le_bytes(m[..8].try_into().unwrap());
-    let len = u32::from_le_bytes(m[8..12].try_into().unwrap()) as usize;
-    let sum = u32::from_le_bytes(m[12..16].try_into().unwrap());
-    if len != m.len() {
-        return Err(format!("message {seq}: {} bytes delivered, {len} sent", m.len()));
-    }
-    if fnv(&m[PAYLOAD_HEADER..]) != sum {
-        return Err(format!("message {seq}: {len} bytes, checksum wrong"));
-    }
-    Ok(seq)
-}
-
-/// The sizes sent: small, one frame exactly, just fragmented, a few frames, the largest.
-fn sizes(max_payload: usize, max_message: usize, n: u64) -> Vec<usize> {
-    let cycle = [
-        PAYLOAD_HEADER,
-        100,
-        max_payload,
-        max_payload + 1,
-        3 * max_payload + 17,
-        max_message,
-    ];
-    (0..n as usize).map(|i| cycle[i % cycle.len()]).collect()
-}
 
 /// What a subscriber handed over: each message's sequence, or what was wrong with it.
 type Received = Vec<Result<u64, String>>;
 
 /// What a C client subscription's fragment assembler handed its handler.
 type CGot = Arc<Mutex<Received>>;
-
-/// As [`Received`], each sequence with its header's reserved value.
-type Stamped = Vec<Result<(u64, i64), String>>;
-
-/// The reserved value message `seq` carries (never zero: zero is "none").
-fn reserved_of(seq: u64) -> i64 {
-    (seq as i64 + 1) * 1_000_003
-}
 
 /// Publishes message `seq` with its reserved value: through a claim (a frame's reserved value
 /// set in place, as the tap's send stamp is) every other time it fits one frame, else `offer`

@@ -2,6 +2,8 @@
 //! and uses a subset): an embedded driver per test and a bounded wait for a stream to connect.
 #![allow(dead_code)]
 
+pub(crate) mod payload;
+
 use std::time::{Duration, Instant};
 
 use messaging::{Client, ConcurrentPublication, EmbeddedDriver, IdleStrategy, MessageHeader, Subscriber};
