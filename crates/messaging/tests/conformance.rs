@@ -21,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::payload::{payload, reserved_of, sizes, verify, Stamped};
+use common::payload::{payload, reserved_of, send_one, sizes, verify, Stamped};
 use messaging::{
-    Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, OfferError, Publication,
-    PublicationKind, Subscriber,
+    Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, Publication, PublicationKind,
+    Subscriber,
 };
 
 /// What a subscriber handed over: each message's sequence, or what was wrong with it.
@@ -32,21 +32,6 @@ type Received = Vec<Result<u64, String>>;
 
 /// What a C client subscription's fragment assembler handed its handler.
 type CGot = Arc<Mutex<Received>>;
-
-/// Publishes message `seq` with its reserved value: through a claim (a frame's reserved value
-/// set in place, as the tap's send stamp is) every other time it fits one frame, else `offer`
-/// with the value (every fragment of the message carries it).
-fn send_one<K: PublicationKind>(publ: &mut Publication<K>, seq: u64, len: usize) -> Result<(), OfferError> {
-    let m = payload(seq, len);
-    if seq.is_multiple_of(2) && len <= publ.max_payload_length() {
-        let mut claim = publ.try_claim(len)?;
-        claim.buffer_mut().copy_from_slice(&m);
-        claim.set_reserved_value(reserved_of(seq));
-        claim.commit();
-        return Ok(());
-    }
-    publ.offer_with_reserved_value(&m, reserved_of(seq)).map(drop)
-}
 
 /// Sends a [`payload`] of each of `sizes` on `publ` (a few in flight at a time) while our `sub`
 /// and the C client's `c_sub` read them; both must get every one, once, in order, intact, with
@@ -268,24 +253,7 @@ impl JavaDriver {
     /// waits for its heartbeat; `None` (after saying why) where Java or the jar is missing and
     /// not required.
     fn start(tag: &str, props: &[&str]) -> Option<JavaDriver> {
-        let required = std::env::var("LATENCY_PROBE_REQUIRE_JAVA").is_ok_and(|v| v == "1");
-        let jar = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/aeron-all-1.51.0.jar");
-        let java_ok = std::process::Command::new("java")
-            .arg("-version")
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !jar.is_file() || !java_ok {
-            assert!(
-                !required,
-                "LATENCY_PROBE_REQUIRE_JAVA=1 but java or {} is missing: run scripts/bootstrap.sh",
-                jar.display()
-            );
-            eprintln!(
-                "skipped: no java or no {} (scripts/bootstrap.sh installs them)",
-                jar.display()
-            );
-            return None;
-        }
+        let jar = common::aeron_jar()?;
         let dir = PathBuf::from(format!("/dev/shm/messaging-java-{}-{tag}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let child = std::process::Command::new("java")

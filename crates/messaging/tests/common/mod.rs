@@ -175,3 +175,27 @@ pub(crate) fn driver_process_body() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// Aeron's Java jar (aeron-all, installed by the bootstrap), when it and Java 17 are there;
+/// `None` after saying why when not, unless `LATENCY_PROBE_REQUIRE_JAVA=1` (then the test fails).
+pub(crate) fn aeron_jar() -> Option<std::path::PathBuf> {
+    let required = std::env::var("LATENCY_PROBE_REQUIRE_JAVA").is_ok_and(|v| v == "1");
+    let jar = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/aeron-all-1.51.0.jar");
+    let java_ok = std::process::Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if jar.is_file() && java_ok {
+        return Some(jar);
+    }
+    assert!(
+        !required,
+        "LATENCY_PROBE_REQUIRE_JAVA=1 but java or {} is missing: run scripts/bootstrap.sh",
+        jar.display()
+    );
+    eprintln!(
+        "skipped: no java or no {} (scripts/bootstrap.sh installs them)",
+        jar.display()
+    );
+    None
+}

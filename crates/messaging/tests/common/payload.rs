@@ -1,7 +1,9 @@
 //! Messages that check themselves, for the conformance tests: each carries its sequence
 //! number, its length and a checksum of the rest ([`payload`]), so a message delivered short,
 //! long or spliced from two is caught ([`verify`]), not only a missing one; and a reserved
-//! value of its own ([`reserved_of`]).
+//! value of its own ([`reserved_of`]), set as a service sets it ([`send_one`]).
+
+use messaging::{OfferError, Publication, PublicationKind};
 
 /// The bytes every payload starts with: sequence (8), length (4), checksum of the rest (4).
 pub(crate) const PAYLOAD_HEADER: usize = 16;
@@ -62,4 +64,19 @@ pub(crate) type Stamped = Vec<Result<(u64, i64), String>>;
 /// The reserved value message `seq` carries (never zero: zero is "none").
 pub(crate) fn reserved_of(seq: u64) -> i64 {
     (seq as i64 + 1) * 1_000_003
+}
+
+/// Publishes message `seq` with its reserved value: through a claim (a frame's reserved value
+/// set in place, as the tap's send stamp is) every other time it fits one frame, else `offer`
+/// with the value (every fragment of the message carries it).
+pub(crate) fn send_one<K: PublicationKind>(publ: &mut Publication<K>, seq: u64, len: usize) -> Result<(), OfferError> {
+    let m = payload(seq, len);
+    if seq.is_multiple_of(2) && len <= publ.max_payload_length() {
+        let mut claim = publ.try_claim(len)?;
+        claim.buffer_mut().copy_from_slice(&m);
+        claim.set_reserved_value(reserved_of(seq));
+        claim.commit();
+        return Ok(());
+    }
+    publ.offer_with_reserved_value(&m, reserved_of(seq)).map(drop)
 }
