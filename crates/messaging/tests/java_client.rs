@@ -1,7 +1,9 @@
 //! `messaging` against Aeron's Java client (aeron-all 1.51, `tests/java/JavaClient.java`) on
 //! one C media driver, each as the other's reader and writer:
 //! - the Java client reads both our publications (exclusive, concurrent), over IPC and UDP;
-//! - our subscriber reads both of the Java client's, over IPC and UDP.
+//! - our subscriber reads both of the Java client's, over IPC and UDP;
+//! - our two concurrent publications and the Java client's write one IPC log at once, read by
+//!   our subscriber and the Java client's, each writer's messages in order.
 //!
 //! Every message arrives once, in order, whole ([`common::payload`]: each carries its
 //! sequence, length and checksum) and with its reserved value, set in a claim or given to
@@ -19,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::payload::{payload, reserved_of, send_one, sizes, verify, Stamped};
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, Publication, PublicationKind};
+use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, Publication, PublicationKind, Subscriber};
 
 /// Messages each side sends a stream: with 64 KiB terms, about 24 rotations.
 const MESSAGES: u64 = 600;
@@ -84,6 +86,53 @@ fn parse_messages(bytes: &[u8]) -> Stamped {
         at = end;
     }
     out
+}
+
+/// Writes messages `seqs` (sizes cycling as [`sizes`] gives them, by sequence) into a file
+/// as `JavaClient.java write` reads it; returns its path.
+fn messages_file(tag: &str, seqs: std::ops::Range<u64>) -> std::path::PathBuf {
+    let file = std::env::temp_dir().join(format!("messaging-java-{tag}-{}", std::process::id()));
+    let sizes = sizes(MAX_PAYLOAD, MAX_MESSAGE, seqs.end);
+    let mut bytes = Vec::new();
+    for seq in seqs {
+        let len = sizes[seq as usize];
+        bytes.extend_from_slice(&(len as i32).to_le_bytes());
+        bytes.extend_from_slice(&reserved_of(seq).to_le_bytes());
+        bytes.extend_from_slice(&payload(seq, len));
+    }
+    std::fs::write(&file, &bytes).expect("messages file");
+    file
+}
+
+/// The first line the Java client prints (read a byte at a time: the rest stays for
+/// [`wait_for`]); empty if it ended without one.
+fn first_line(child: &mut Child) -> String {
+    use std::io::Read as _;
+    let out = child.stdout.as_mut().expect("piped");
+    let mut line = Vec::new();
+    let mut byte = [0u8];
+    while out.read(&mut byte).expect("the Java client's output") == 1 && byte[0] != b'\n' {
+        line.push(byte[0]);
+    }
+    String::from_utf8_lossy(&line).into_owned()
+}
+
+/// `JavaClient.java write ...`, once its publication is connected: it writes when [`go`] says so.
+fn java_writer(jar: &Path, args: &[&str]) -> Child {
+    let mut java = java_client(jar, args);
+    let line = first_line(&mut java);
+    assert_eq!(line, "connected", "the Java writer said {line:?}");
+    java
+}
+
+/// Tells a [`java_writer`] to write.
+fn go(java: &mut Child) {
+    use std::io::Write as _;
+    let input = java.stdin.as_mut().expect("piped");
+    input
+        .write_all(b"go\n")
+        .and_then(|()| input.flush())
+        .expect("telling the Java writer to go");
 }
 
 /// Waits for the Java client to end; fails the test when it fails or runs past `limit`.
@@ -199,15 +248,7 @@ fn our_subscriber_reads_both_of_the_java_client_s_publications_over_ipc_and_udp(
     let Some(jar) = common::aeron_jar() else { return };
     let driver = driver();
     let client = Client::connect(driver.dir()).expect("client");
-    let file = std::env::temp_dir().join(format!("messaging-java-write-{}", std::process::id()));
-    let mut bytes = Vec::new();
-    for (seq, len) in sizes(MAX_PAYLOAD, MAX_MESSAGE, MESSAGES).into_iter().enumerate() {
-        let m = payload(seq as u64, len);
-        bytes.extend_from_slice(&(len as i32).to_le_bytes());
-        bytes.extend_from_slice(&reserved_of(seq as u64).to_le_bytes());
-        bytes.extend_from_slice(&m);
-    }
-    std::fs::write(&file, &bytes).expect("messages file");
+    let file = messages_file("write", 0..MESSAGES);
     for (i, (java_channel, ours)) in channels(40_363).iter().enumerate() {
         for (j, kind) in ["exclusive", "concurrent"].into_iter().enumerate() {
             let stream = 840 + 2 * i as i32 + j as i32;
@@ -222,27 +263,9 @@ fn our_subscriber_reads_both_of_the_java_client_s_publications_over_ipc_and_udp(
                 kind,
                 file.to_str().unwrap(),
             ];
-            let mut java = java_client(&jar, &args);
-            let mut got = Stamped::new();
-            let mut terms = std::collections::BTreeSet::new();
-            let mut idle: IdleStrategy = "yield".parse().unwrap();
-            let deadline = Instant::now() + Duration::from_secs(90);
-            while (got.len() as u64) < MESSAGES {
-                assert!(Instant::now() < deadline, "{what}: read {} of {MESSAGES}", got.len());
-                if let Some(status) = java.try_wait().expect("try_wait") {
-                    panic!("{what}: the Java client exited {status} after we read {}", got.len());
-                }
-                let n = sub
-                    .poll(
-                        &mut |m: &[u8], h: &MessageHeader<'_>| {
-                            terms.insert(h.term_id());
-                            got.push(verify(m).map(|seq| (seq, h.reserved_value())));
-                        },
-                        16,
-                    )
-                    .expect("our poll");
-                idle.idle(n);
-            }
+            let mut java = java_writer(&jar, &args);
+            go(&mut java);
+            let Read { got, terms, .. } = read(&mut sub, MESSAGES, &mut java, &what);
             drop(java.stdin.take()); // it closes its publication once we have read everything
             let said = wait_for(java, &what, Duration::from_secs(30));
             assert!(said.contains(&format!("wrote {MESSAGES}")), "{what}: it said {said}");
@@ -251,4 +274,144 @@ fn our_subscriber_reads_both_of_the_java_client_s_publications_over_ipc_and_udp(
         }
     }
     let _ = std::fs::remove_file(&file);
+}
+
+/// What our subscriber read: each message's sequence and reserved value (or what was wrong with
+/// it), and the term ids and sessions it came in.
+struct Read {
+    got: Stamped,
+    terms: std::collections::BTreeSet<i32>,
+    sessions: std::collections::BTreeSet<i32>,
+}
+
+/// Polls `sub` until it has `count` messages; fails the test when `java` (a writer) ends first
+/// or nothing completes within 90 s.
+fn read(sub: &mut Subscriber, count: u64, java: &mut Child, what: &str) -> Read {
+    let mut r = Read {
+        got: Stamped::new(),
+        terms: Default::default(),
+        sessions: Default::default(),
+    };
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while (r.got.len() as u64) < count {
+        assert!(Instant::now() < deadline, "{what}: read {} of {count}", r.got.len());
+        if let Some(status) = java.try_wait().expect("try_wait") {
+            panic!("{what}: the Java client exited {status} after we read {}", r.got.len());
+        }
+        let n = sub
+            .poll(
+                &mut |m: &[u8], h: &MessageHeader<'_>| {
+                    r.terms.insert(h.term_id());
+                    r.sessions.insert(h.session_id());
+                    r.got.push(verify(m).map(|seq| (seq, h.reserved_value())));
+                },
+                16,
+            )
+            .expect("our poll");
+        idle.idle(n);
+    }
+    r
+}
+
+/// Whether `got` holds every message of `writers` writers, `n` each (writer `w` sends
+/// sequences `w * n..(w + 1) * n`), each writer's in order, whole, with its reserved value.
+fn per_writer(got: &Stamped, writers: u64, n: u64) -> Result<(), String> {
+    let mut next: Vec<u64> = (0..writers).map(|w| w * n).collect();
+    for (i, m) in got.iter().enumerate() {
+        let &(seq, reserved) = m.as_ref().map_err(|e| format!("message {i} read: {e}"))?;
+        let w = (seq / n) as usize;
+        if w >= next.len() || seq != next[w] {
+            return Err(format!(
+                "message {i} read: sequence {seq}, expected {next:?} (lost, repeated or out of order)"
+            ));
+        }
+        if reserved != reserved_of(seq) {
+            return Err(format!(
+                "message {seq}: reserved value {reserved}, sent {}",
+                reserved_of(seq)
+            ));
+        }
+        next[w] += 1;
+    }
+    let done: Vec<u64> = (1..=writers).map(|w| w * n).collect();
+    (next == done)
+        .then_some(())
+        .ok_or(format!("read up to {next:?} of {done:?}"))
+}
+
+/// Our two concurrent publications and the Java client's write one IPC log at once (Aeron
+/// shares it between a stream's concurrent publications, across clients), messages whole and
+/// fragmented; our subscriber and the Java client's both read each writer's messages in order,
+/// whole, with their reserved values.
+#[test]
+fn ours_and_the_java_client_s_concurrent_publications_share_one_log() {
+    const N: u64 = 600;
+    let Some(jar) = common::aeron_jar() else { return };
+    let driver = driver();
+    let dir = driver.dir().to_str().unwrap();
+    let client = Client::connect(driver.dir()).expect("client");
+    let stream = 850;
+    let mut sub = client.subscription("aeron:ipc", stream).expect("subscription");
+    let mut ours: Vec<_> = (0..2)
+        .map(|_| client.publication("aeron:ipc", stream).expect("publication"))
+        .collect();
+    let (s, count) = (stream.to_string(), (3 * N).to_string());
+    let out = std::env::temp_dir().join(format!("messaging-java-shared-read-{}", std::process::id()));
+    let mut reader = java_client(&jar, &["read", dir, "aeron:ipc", &s, &count, out.to_str().unwrap()]);
+    // It reads from where it joins: let it join before anything is written.
+    let line = first_line(&mut reader);
+    assert_eq!(line, "subscribed", "the Java reader said {line:?}");
+    let file = messages_file("shared", 2 * N..3 * N);
+    let mut writer = java_writer(
+        &jar,
+        &["write", dir, "aeron:ipc", &s, "concurrent", file.to_str().unwrap()],
+    );
+    // Our publications stay open until the Java client wrote (it shares their log only while
+    // one is open) and every writer starts at once.
+    go(&mut writer);
+    let Read { got, sessions, .. } = std::thread::scope(|scope| {
+        for (w, p) in ours.iter_mut().enumerate() {
+            scope.spawn(move || {
+                let what = format!("our writer {w}");
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while !p.is_connected() {
+                    assert!(Instant::now() < deadline, "{what}: never connected");
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let sizes = sizes(MAX_PAYLOAD, MAX_MESSAGE, 3 * N);
+                let mut idle: IdleStrategy = "yield".parse().unwrap();
+                for seq in w as u64 * N..(w as u64 + 1) * N {
+                    while let Err(e) = send_one(p, seq, sizes[seq as usize]) {
+                        assert!(e.is_retryable(), "{what}: publishing {seq}: {e}");
+                        assert!(
+                            Instant::now() < deadline + Duration::from_secs(60),
+                            "{what}: stuck at {seq}"
+                        );
+                        idle.idle_once();
+                    }
+                    idle.reset();
+                }
+            });
+        }
+        read(&mut sub, 3 * N, &mut writer, "our subscriber")
+    });
+    drop(writer.stdin.take());
+    let writer_said = wait_for(writer, "the Java writer", Duration::from_secs(30));
+    assert!(
+        writer_said.contains(&format!("wrote {N}")),
+        "the Java writer said {writer_said}"
+    );
+    let said = wait_for(reader, "the Java reader", Duration::from_secs(60));
+    assert!(said.contains(&format!("read {}", 3 * N)), "the Java reader said {said}");
+    let theirs = parse_messages(&std::fs::read(&out).expect("the Java reader's messages"));
+    let _ = (std::fs::remove_file(&out), std::fs::remove_file(&file));
+    let ours_session = ours[0].session_id();
+    assert!(
+        writer_said.contains(&format!("(session {ours_session})")),
+        "the Java writer wrote a log of its own: {writer_said}"
+    );
+    assert_eq!(sessions.len(), 1, "one log, one session: {sessions:?}");
+    per_writer(&got, 3, N).unwrap_or_else(|e| panic!("our subscriber: {e}"));
+    per_writer(&theirs, 3, N).unwrap_or_else(|e| panic!("the Java client's subscriber: {e}"));
 }

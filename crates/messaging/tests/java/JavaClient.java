@@ -8,7 +8,9 @@ import org.agrona.concurrent.BackoffIdleStrategy;
 import org.agrona.concurrent.IdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
+import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
+import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
@@ -25,13 +27,14 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  *
  * A messages file holds, per message: its length (int32), its reserved value (int64), both
- * little-endian, then its bytes. {@code read} subscribes, hands each message its
- * {@link FragmentAssembler} reassembles to the file (with the header's reserved value) until it
- * has COUNT or nothing came for 20 s. {@code write} publishes the file's messages in order, the
+ * little-endian, then its bytes. {@code read} subscribes, says {@code subscribed} once a
+ * publication is there, and hands each message its {@link FragmentAssembler} reassembles to the
+ * file (with the header's reserved value) until it has COUNT or nothing came for 20 s. {@code write} publishes the file's messages in order, the
  * first 8 bytes of each being its sequence number: an even one that fits one frame through
  * {@code tryClaim} with the reserved value set on the claim, the others through {@code offer}
- * with a reserved value supplier; then waits for its standard input to close before it closes
- * the publication (so that the reader has read everything).
+ * with a reserved value supplier. It says {@code connected} once a subscriber is there, starts
+ * when its standard input says {@code go}, says {@code wrote N} and waits for its standard
+ * input to close before it closes the publication (so that the readers have read everything).
  */
 public final class JavaClient
 {
@@ -71,6 +74,17 @@ public final class JavaClient
         });
         try (Subscription subscription = aeron.addSubscription(channel, stream))
         {
+            final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (!subscription.isConnected())
+            {
+                if (System.nanoTime() > deadline)
+                {
+                    throw new IllegalStateException("no publication connected within 20 s");
+                }
+                Thread.sleep(1);
+            }
+            System.out.println("subscribed");
+            System.out.flush();
             final IdleStrategy idle = new BackoffIdleStrategy();
             long lastProgress = System.nanoTime();
             while (got[0] < count && System.nanoTime() - lastProgress < TimeUnit.SECONDS.toNanos(20))
@@ -103,6 +117,14 @@ public final class JavaClient
                     throw new IllegalStateException("no subscriber connected within 20 s");
                 }
                 Thread.sleep(1);
+            }
+            // Ready: the test starts every writer of the stream at once.
+            System.out.println("connected");
+            System.out.flush();
+            final BufferedReader input = new BufferedReader(new InputStreamReader(System.in));
+            if (!"go".equals(input.readLine()))
+            {
+                throw new IllegalStateException("the test did not say go");
             }
             final BufferClaim claim = new BufferClaim();
             final UnsafeBuffer buffer = new UnsafeBuffer(ByteBuffer.allocateDirect(publication.maxMessageLength()));
@@ -146,9 +168,9 @@ public final class JavaClient
                 idle.reset();
                 sent++;
             }
-            System.out.println("wrote " + sent);
+            System.out.println("wrote " + sent + " (session " + publication.sessionId() + ")");
             System.out.flush();
-            while (System.in.read() >= 0)
+            while (input.readLine() != null)
             {
                 // Until the test closes our standard input: it has read everything.
             }
