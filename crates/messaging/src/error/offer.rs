@@ -93,7 +93,10 @@ impl fmt::Display for OfferError {
             }
             Self::MessageTooLong { length, max } => write!(
                 f,
-                "message of {length} bytes is longer than the {max} bytes this publication accepts"
+                "message of {length} bytes is longer than the {max} bytes this publication takes at once: \
+                 send it in parts, or raise the limit: a try_claim holds one frame (max_payload_length: mtu= \
+                 in the channel), offer fragments up to max_message_length (an eighth of the term: \
+                 term-length=), so offer a message too long to claim"
             ),
             Self::Unexpected(code) => write!(f, "unexpected result {code} from the Aeron client"),
         }
@@ -123,5 +126,22 @@ mod tests {
         ];
         assert!(retryable.iter().all(OfferError::is_retryable));
         assert!(!fatal.iter().any(OfferError::is_retryable));
+    }
+
+    #[test]
+    fn a_message_too_long_says_how_to_send_it() {
+        let e = OfferError::MessageTooLong {
+            length: 1377,
+            max: 1376,
+        }
+        .to_string();
+        assert!(
+            e.starts_with("message of 1377 bytes is longer than the 1376 bytes"),
+            "{e}"
+        );
+        assert!(
+            e.contains("mtu=") && e.contains("term-length=") && e.contains("offer a message too long to claim"),
+            "{e}"
+        );
     }
 }
