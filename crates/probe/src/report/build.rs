@@ -178,7 +178,8 @@ fn incomplete_reason(rec: &Recorder, acc: &Accounting) -> Option<String> {
             "this subscriber joined the stream after {measured_before_join} measured messages were sent (its \
              image started at sequence {}): Aeron never sent them to it, so they are not lost, but this run \
              measured only what came after; start the subscriber before the publisher, or raise --warmup so \
-             that a late join falls in the warm-up",
+             that a late join falls in the warm-up (on a stream with reliable=false they may have been lost \
+             instead: nothing recovers a loss there)",
             acc.before_join
         ))
     } else {
@@ -212,7 +213,8 @@ fn anomaly_notes(rec: &Recorder, acc: &Accounting, env: &Env) -> Vec<String> {
         notes.push(format!(
             "this subscriber joined the stream after the first {} warm-up messages were sent (a late join: \
              another receiver of the channel, or of the IPC publication, was there first); Aeron delivers a \
-             stream from where a subscriber joins, so they are not lost, and warm-up is not measured",
+             stream from where a subscriber joins, so they are not lost, and warm-up is not measured (on a \
+             stream with reliable=false they may have been lost instead: nothing recovers a loss there)",
             acc.before_join
         ));
     }
