@@ -1,6 +1,6 @@
 //! Faults in the middle of a run, as users meet them next to a real driver: the media driver
-//! killed, the subscriber killed, the publisher killed, a foreign publisher on our stream, and
-//! the two sides started in either order. Each test is bounded in time and checks what the
+//! killed, the subscriber killed, the publisher killed, a foreign publisher on our stream, a
+//! late subscriber, Ctrl-C, and the two sides started in either order. Each test is bounded in time and checks what the
 //! probes say and what they keep: exit codes, the one-line cause, and the report written with
 //! everything measured so far.
 //!
@@ -372,6 +372,47 @@ fn a_subscriber_that_joins_a_running_stream_counts_what_came_before_apart_not_as
         "{why}"
     );
     assert_eq!(s.code(), Some(1), "an incomplete run exits 1: {err}");
+    drop(driver);
+}
+
+#[test]
+fn ctrl_c_ends_both_sides_with_their_reports_and_the_totals_add_up() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let (sub_json, pub_json) = (tmp_json("interrupted-sub"), tmp_json("interrupted-pub"));
+    let sub_args = SideArgs::sub(&dir, 3010, 60).json(&sub_json);
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "interrupted-sub");
+    let pub_args = SideArgs::publ(&dir, 3010, 60, 100).json(&pub_json);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "interrupted-pub");
+    std::thread::sleep(Duration::from_millis(2_000));
+    // As a terminal's Ctrl-C does: both at once.
+    for pid in [sub.child.id(), publ.child.id()] {
+        let ok = Command::new("kill").args(["-INT", &pid.to_string()]).status();
+        assert!(ok.is_ok_and(|s| s.success()), "kill -INT {pid}");
+    }
+    let (s, took, err) = publ.wait(Duration::from_secs(20), "latency-pub");
+    assert_eq!(s.code(), Some(1), "latency-pub: {err}");
+    assert!(took < Duration::from_secs(5), "latency-pub took {took:?} to stop");
+    assert!(err.contains("interrupted (SIGINT or SIGTERM)"), "{err}");
+    let (s, took, err) = sub.wait(Duration::from_secs(20), "latency-sub");
+    assert_eq!(s.code(), Some(1), "latency-sub: {err}");
+    assert!(took < Duration::from_secs(5), "latency-sub took {took:?} to stop");
+    let (r, p) = (read_json(&sub_json), read_json(&pub_json));
+    for (side, j) in [("latency-sub", &r), ("latency-pub", &p)] {
+        assert_eq!(j["complete"], false, "{side}: {j}");
+        let why = j["incomplete_reason"].as_str().unwrap_or_default();
+        assert!(why.contains("interrupted (SIGINT or SIGTERM)"), "{side}: {why}");
+    }
+    // The publisher's end marker went out: the subscriber knows what was sent, and has it all.
+    let sent = p["sent"].as_u64().unwrap();
+    assert!(sent > 100, "it ran a while before the interrupt: {p}");
+    assert_eq!(r["sent"].as_u64(), Some(sent), "{r}");
+    assert_eq!(
+        (r["received"].as_u64(), r["lost"].as_u64()),
+        (Some(sent), Some(0)),
+        "{r}"
+    );
+    assert_eq!(r["publisher_vanished"], false, "{r}");
     drop(driver);
 }
 

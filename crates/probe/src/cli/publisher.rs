@@ -15,7 +15,8 @@ pub const PROGRAM: &str = "latency-pub";
 /// Publish Cap'n Proto timestamped messages over Aeron at a fixed rate, busy-spinning on
 /// CLOCK_MONOTONIC; every message carries its intended and actual send time. Ends with an
 /// end-of-run marker carrying the number sent. With --mode rtt it is ping: after each message it
-/// waits for latency-sub's echo on --pong-stream and reports the round trips.
+/// waits for latency-sub's echo on --pong-stream and reports the round trips. Ctrl-C ends the
+/// run with the end marker sent and the report written, marked incomplete.
 #[allow(
     rustdoc::broken_intra_doc_links,
     rustdoc::invalid_html_tags,
@@ -119,6 +120,9 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
         super::validate::output_file("--send-lags", p)?;
     }
     a.stream.check_driver()?;
+    // Ctrl-C or SIGTERM ends the run with its end marker sent and its report written.
+    crate::sys::signals::catch_interrupts()
+        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
     let dir = dir_or_default(a.stream.dir.clone());
     let mut cfg = pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     cfg.diagnostics = a.diagnostics.diagnostics;

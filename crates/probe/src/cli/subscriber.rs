@@ -14,7 +14,8 @@ pub const PROGRAM: &str = "latency-sub";
 /// Receive latency-pub's messages over Aeron and report the latency distribution
 /// (CLOCK_MONOTONIC, from the intended and from the actual send time) overall and in 20
 /// time-ordered groups, with lost / duplicated / reordered / undecodable counts. With --mode rtt
-/// it is pong: it echoes every message on --pong-stream first, then measures it.
+/// it is pong: it echoes every message on --pong-stream first, then measures it. Ctrl-C ends the
+/// run with the report written (what arrived until then), marked incomplete.
 #[allow(
     rustdoc::broken_intra_doc_links,
     rustdoc::invalid_html_tags,
@@ -68,6 +69,9 @@ pub struct Args {
 /// ([`EXIT_INCOMPLETE`](super::EXIT_INCOMPLETE)).
 pub fn subscribe(a: &Args) -> Result<(), Failure> {
     let timeout = seconds("--timeout", a.timeout)?;
+    // Ctrl-C or SIGTERM ends the run with its report written, marked incomplete.
+    crate::sys::signals::catch_interrupts()
+        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
     if timeout.is_zero() {
         return Err(UsageError::new(
             "--timeout 0 gives up before anything arrives; give the seconds to wait, e.g. --timeout 60",

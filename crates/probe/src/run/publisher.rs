@@ -192,12 +192,15 @@ enum NotReady<'a> {
     NoEcho(&'a PubConfig),
     /// No subscriber within `--wait`.
     NoSubscriber(&'a PubConfig),
+    /// SIGINT or SIGTERM arrived while waiting.
+    Interrupted,
 }
 
 impl std::fmt::Display for NotReady<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NotReady::DriverLost(why) => f.write_str(why),
+            NotReady::Interrupted => f.write_str("interrupted (SIGINT or SIGTERM) before the run started"),
             NotReady::NoEcho(cfg) => write!(
                 f,
                 "no echo publication on {} within --wait {:.1} s: the subscriber does not echo; start it with \
@@ -229,6 +232,9 @@ fn await_subscriber<'a, K: Add>(
     while !publisher.is_connected() || pong.is_some_and(|p| !p.is_connected()) {
         if !live.is_active() {
             return Err(NotReady::DriverLost(crate::run::driver_lost(live)));
+        }
+        if crate::sys::signals::interrupted() {
+            return Err(NotReady::Interrupted);
         }
         if waited.elapsed() > cfg.wait {
             return Err(if publisher.is_connected() {

@@ -81,6 +81,13 @@ pub enum Stop {
         /// `--wait`.
         wait: Duration,
     },
+    /// SIGINT or SIGTERM arrived; `sent` messages had gone out (the end marker says so).
+    Interrupted {
+        /// Sequence number.
+        seq: u64,
+        /// Messages sent.
+        sent: u64,
+    },
     /// Back-pressured for longer than twice `--wait`.
     BackPressure {
         /// Sequence number.
@@ -118,6 +125,11 @@ impl fmt::Display for Stop {
                 wait.as_secs_f64()
             ),
             Stop::Offer { seq, error } => write!(f, "publishing stopped at message {seq}: {error}"),
+            Stop::Interrupted { seq, sent } => write!(
+                f,
+                "{} (stopped at message {seq}, {sent} sent)",
+                crate::sys::signals::INTERRUPTED_REASON
+            ),
             Stop::SubscriberGone { seq, wait } => write!(
                 f,
                 "the subscriber went away: not connected for {:.1} s at message {seq}",
@@ -480,6 +492,11 @@ pub(crate) fn hot_loop<K: PublicationKind, D: Diagnostics>(
             r.stop = Some(Stop::DriverLost { seq: i, sent: i + 1 });
             break;
         }
+        if crate::sys::signals::interrupted() {
+            // Another: Ctrl-C ends the run with the end marker and the report.
+            r.stop = Some(Stop::Interrupted { seq: i, sent: i + 1 });
+            break;
+        }
         if diag.after(i, plan) {
             after_commit = None;
         }
@@ -616,6 +633,9 @@ fn await_echo<D: Diagnostics>(
         if sleeps || polls.is_multiple_of(4096) {
             if !plan.live.is_active() {
                 return Err(Stop::EchoDriverLost { seq });
+            }
+            if crate::sys::signals::interrupted() {
+                return Err(Stop::Interrupted { seq, sent: seq + 1 });
             }
             if now_ns() - sent > plan.wait.as_nanos() as i64 {
                 return Err(Stop::EchoTimeout { seq, wait: plan.wait });

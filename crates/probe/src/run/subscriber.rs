@@ -249,7 +249,11 @@ fn receive_inline(
     // the warm-up absorbs that when it lasts longer than the pre-faulting (its time is in the
     // report's `faults.prefaulted`).
     let waited = Instant::now();
-    while subscriber.image_count() == 0 && waited.elapsed() < cfg.timeout && live.is_active() {
+    while subscriber.image_count() == 0
+        && waited.elapsed() < cfg.timeout
+        && live.is_active()
+        && !crate::sys::signals::interrupted()
+    {
         std::thread::sleep(Duration::from_millis(1));
     }
     // One --timeout for the whole run, the wait included.
@@ -288,7 +292,7 @@ fn receive_inline(
             let mut subscriber = subscriber;
             let mut st = State::new(ready_rx.recv().ok(), lock, true);
             st.live = line;
-            let ends = Ends { total, timeout, live };
+            let ends = Ends::new(total, timeout, live);
             let sleeps = idle.sleeps();
             let mut out = hot_loop(&mut subscriber, st, &ends, &mut idle, sleeps, echo.as_mut());
             out.echo = echo.map(Echo::into_stats);
@@ -334,7 +338,7 @@ fn receive_via_channel(
         .spawn(move || {
             let mut st = State::new(ready_rx.recv().ok(), lock, false);
             st.live = line;
-            consume_loop(&rx, st, &Ends { total, timeout, live })
+            consume_loop(&rx, st, &Ends::new(total, timeout, live))
         })
         .map_err(|e| SetupError(format!("--core: {e}")))?;
     monitor.watch_run(consumer.tid(), Role::Consumer, driver);
@@ -356,6 +360,10 @@ fn timeout_reason(timeout: Duration) -> String {
     )
 }
 
+/// How long a subscriber reads on after SIGINT or SIGTERM for the end marker (an interrupted
+/// publisher sends it at once), so that its totals add up.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(1);
+
 /// When a receiving loop stops besides the end marker.
 struct Ends {
     /// After this many fragments.
@@ -364,15 +372,39 @@ struct Ends {
     timeout: Duration,
     /// When the driver stops responding.
     live: DriverLiveness,
+    /// When this process was seen interrupted (it stops [`INTERRUPT_GRACE`] later).
+    interrupted_at: std::cell::Cell<Option<Instant>>,
 }
 
 impl Ends {
+    fn new(total: Option<u64>, timeout: Duration, live: DriverLiveness) -> Ends {
+        Ends {
+            total,
+            timeout,
+            live,
+            interrupted_at: std::cell::Cell::new(None),
+        }
+    }
+
     /// Why the loop must stop now, if it must (the caller decides how often to ask).
     fn reached(&self, started: Instant) -> Option<String> {
         if !self.live.is_active() {
             return Some(crate::run::driver_lost(&self.live));
         }
+        if crate::sys::signals::interrupted() {
+            let at = self.interrupted_at.get().unwrap_or_else(Instant::now);
+            self.interrupted_at.set(Some(at));
+            if at.elapsed() > INTERRUPT_GRACE {
+                return Some(crate::sys::signals::INTERRUPTED_REASON.to_owned());
+            }
+        }
         (started.elapsed() > self.timeout).then(|| timeout_reason(self.timeout))
+    }
+
+    /// Why a loop that ended at the end marker still did not run as planned: it was
+    /// interrupted meanwhile.
+    fn interrupted(&self) -> Option<String> {
+        crate::sys::signals::interrupted().then(|| crate::sys::signals::INTERRUPTED_REASON.to_owned())
     }
 }
 
@@ -429,7 +461,7 @@ fn hot_loop(
             }
         }
     }
-    st.finish(stopped_early)
+    st.finish(stopped_early.or_else(|| ends.interrupted()))
 }
 
 fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: &Ends) -> SubOutcome {
@@ -457,7 +489,7 @@ fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: 
             break;
         }
     }
-    st.finish(stopped_early)
+    st.finish(stopped_early.or_else(|| ends.interrupted()))
 }
 
 /// Builds the report from what the subscriber collected. The subscriber does not see the

@@ -1,6 +1,7 @@
-//! Ctrl-C and SIGTERM for the commands that start processes of their own (`latency-probe
-//! stages`): instead of dying with archives and directories left behind, the process notes the
-//! signal, its waits kill their children, and it stops and cleans up what it started.
+//! Ctrl-C and SIGTERM: instead of dying with what it measured, the process notes the signal and
+//! stops in order. `latency-probe stages` kills and cleans up the archives it started;
+//! `latency-sub` and `latency-pub` stop their loops and write their reports, marked
+//! incomplete (the publisher sends its end marker first, so the subscriber's totals add up).
 //!
 //! # Guarantees
 //! - [`catch_interrupts`] installs a handler for SIGINT and SIGTERM that only stores to a static
@@ -37,6 +38,9 @@ pub fn catch_interrupts() -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Why a run stopped when it was interrupted: the reason its report gives.
+pub const INTERRUPTED_REASON: &str = "interrupted (SIGINT or SIGTERM): the report holds what was measured until then";
 
 /// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
 #[must_use]
