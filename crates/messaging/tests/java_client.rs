@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::payload::{payload, reserved_of, send_one, sizes, verify, Stamped};
-use messaging::{Client, EmbeddedDriver, IdleStrategy, MessageHeader, Publication, PublicationKind, Subscriber};
+use messaging::{Client, IdleStrategy, MessageHeader, Publication, PublicationKind, Subscriber};
 
 /// Messages each side sends a stream: with 64 KiB terms, about 24 rotations.
 const MESSAGES: u64 = 600;
@@ -50,11 +50,6 @@ fn java_client(jar: &Path, args: &[&str]) -> Child {
         .stdout(Stdio::piped())
         .spawn()
         .expect("java starts")
-}
-
-/// A C driver with 64 KiB IPC terms, in a directory of its own.
-fn driver() -> EmbeddedDriver {
-    common::driver()
 }
 
 /// The channels: IPC, and UDP to `port` (64 KiB terms as the publisher's parameter).
@@ -169,24 +164,29 @@ fn publish_all<K: PublicationKind>(publ: &mut Publication<K>, what: &str) {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let sizes = sizes(publ.max_payload_length(), publ.max_message_length(), MESSAGES);
     for (seq, &len) in sizes.iter().enumerate() {
-        loop {
-            match send_one(publ, seq as u64, len) {
-                Ok(()) => break,
-                Err(e) => {
-                    assert!(e.is_retryable(), "{what}: publishing {seq}: {e}");
-                    assert!(
-                        Instant::now() < deadline + Duration::from_secs(30),
-                        "{what}: stuck at {seq}"
-                    );
-                    idle.idle_once();
-                }
-            }
-        }
-        idle.reset();
+        send_retrying(publ, seq as u64, len, &mut idle, what);
     }
     // About two dozen 64 KiB terms filled.
     let position = publ.position().expect("position");
     assert!(position >= 20 * 65_536, "{what}: only {position} bytes published");
+}
+
+/// Sends message `seq` of `len` bytes with [`send_one`], retrying what is retryable for up to
+/// a minute.
+fn send_retrying<K: PublicationKind>(
+    publ: &mut Publication<K>,
+    seq: u64,
+    len: usize,
+    idle: &mut IdleStrategy,
+    what: &str,
+) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while let Err(e) = send_one(publ, seq, len) {
+        assert!(e.is_retryable(), "{what}: publishing {seq}: {e}");
+        assert!(Instant::now() < deadline, "{what}: stuck at {seq}");
+        idle.idle_once();
+    }
+    idle.reset();
 }
 
 /// The Java client reads `publ`'s stream: what it received.
@@ -222,7 +222,7 @@ fn java_reads<K: PublicationKind>(jar: &Path, dir: &Path, publ: &mut Publication
 #[test]
 fn the_java_client_reads_both_our_publications_over_ipc_and_udp() {
     let Some(jar) = common::aeron_jar() else { return };
-    let driver = driver();
+    let driver = common::driver();
     let client = Client::connect(driver.dir()).expect("client");
     for (i, (ours, theirs)) in channels(40_361).iter().enumerate() {
         let stream = 830 + 2 * i as i32;
@@ -246,7 +246,7 @@ fn the_java_client_reads_both_our_publications_over_ipc_and_udp() {
 #[test]
 fn our_subscriber_reads_both_of_the_java_client_s_publications_over_ipc_and_udp() {
     let Some(jar) = common::aeron_jar() else { return };
-    let driver = driver();
+    let driver = common::driver();
     let client = Client::connect(driver.dir()).expect("client");
     let file = messages_file("write", 0..MESSAGES);
     for (i, (java_channel, ours)) in channels(40_363).iter().enumerate() {
@@ -348,7 +348,7 @@ fn per_writer(got: &Stamped, writers: u64, n: u64) -> Result<(), String> {
 fn ours_and_the_java_client_s_concurrent_publications_share_one_log() {
     const N: u64 = 600;
     let Some(jar) = common::aeron_jar() else { return };
-    let driver = driver();
+    let driver = common::driver();
     let dir = driver.dir().to_str().unwrap();
     let client = Client::connect(driver.dir()).expect("client");
     let stream = 850;
@@ -382,15 +382,7 @@ fn ours_and_the_java_client_s_concurrent_publications_share_one_log() {
                 let sizes = sizes(MAX_PAYLOAD, MAX_MESSAGE, 3 * N);
                 let mut idle: IdleStrategy = "yield".parse().unwrap();
                 for seq in w as u64 * N..(w as u64 + 1) * N {
-                    while let Err(e) = send_one(p, seq, sizes[seq as usize]) {
-                        assert!(e.is_retryable(), "{what}: publishing {seq}: {e}");
-                        assert!(
-                            Instant::now() < deadline + Duration::from_secs(60),
-                            "{what}: stuck at {seq}"
-                        );
-                        idle.idle_once();
-                    }
-                    idle.reset();
+                    send_retrying(p, seq, sizes[seq as usize], &mut idle, &what);
                 }
             });
         }
