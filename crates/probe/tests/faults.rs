@@ -416,6 +416,68 @@ fn ctrl_c_ends_both_sides_with_their_reports_and_the_totals_add_up() {
     drop(driver);
 }
 
+/// `latency-probe` interrupted 4 s into a 30 s run: by a terminal's Ctrl-C (SIGINT to its
+/// whole process group), or by SIGINT to it alone (it hands the signal to its children).
+fn interrupt_latency_probe(whole_group: bool, stream: u32) {
+    use std::os::unix::process::CommandExt as _;
+    let json = tmp_json(&format!("interrupted-probe-{whole_group}"));
+    let stream = stream.to_string();
+    let args = [
+        "--duration",
+        "30",
+        "--rate",
+        "10000",
+        "--idle",
+        "yield",
+        "--term-length",
+        "1048576",
+        "--diagnostics",
+        "off",
+        "--stream",
+        &stream,
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let stderr = scratch(&format!("interrupted-probe-{whole_group}.err"));
+    let child = Command::new(bin("latency-probe"))
+        .args(args)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+        .spawn()
+        .expect("latency-probe runs");
+    let mut probe = Proc { child, stderr };
+    std::thread::sleep(Duration::from_millis(4_000));
+    let pid = probe.child.id() as i32;
+    let target = if whole_group { -pid } else { pid };
+    let ok = Command::new("kill").args(["-INT", "--", &target.to_string()]).status();
+    assert!(ok.is_ok_and(|s| s.success()), "kill -INT {target}");
+    let (s, took, err) = probe.wait(Duration::from_secs(40), "latency-probe");
+    assert_eq!(s.code(), Some(1), "latency-probe: {err}");
+    assert!(took < Duration::from_secs(15), "it took {took:?} to stop");
+    let r = read_json(&json);
+    assert_eq!(r["complete"], false, "{r}");
+    let why = r["incomplete_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("interrupted (SIGINT or SIGTERM)"), "{why}");
+    let sent = r["sent"].as_u64().expect("the end marker arrived");
+    assert!(sent > 1_000, "{r}");
+    assert_eq!(
+        (r["received"].as_u64(), r["lost"].as_u64()),
+        (Some(sent), Some(0)),
+        "{r}"
+    );
+}
+
+#[test]
+fn ctrl_c_ends_latency_probe_with_the_partial_report_of_its_children() {
+    interrupt_latency_probe(true, 3011);
+}
+
+#[test]
+fn sigint_to_latency_probe_alone_reaches_its_children() {
+    interrupt_latency_probe(false, 3012);
+}
+
 fn both_orders(sub_first: bool) {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();

@@ -167,6 +167,10 @@ pub struct Args {
 /// stopped early, or its report could not be written ([`EXIT_INCOMPLETE`](super::EXIT_INCOMPLETE)).
 pub fn probe(a: &Args) -> Result<(), Failure> {
     let x = check(a)?;
+    // Ctrl-C or SIGTERM: the children stop and write their reports (handed SIGINT when only
+    // this process got it), and the partial report is printed and written, marked incomplete.
+    crate::sys::signals::catch_interrupts()
+        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
     let o = experiment::run(&x).map_err(|e| {
         if e.is_setup() {
             Failure::setup(e)

@@ -292,6 +292,8 @@ pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_
                     .clone()
                     .unwrap_or_else(|| "publisher stopped early".into());
                 sub.incomplete_reason = Some(match sub.incomplete_reason.take() {
+                    // Both interrupted (Ctrl-C): the publisher's words say it and more.
+                    Some(s) if why.starts_with(&s) => why,
                     Some(s) => format!("{why}; {s}"),
                     None => why,
                 });

@@ -151,6 +151,11 @@ pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
         report.env.doctor.clone_from(&checks);
         report.env.driver_settings.clone_from(&driver_settings);
         reports.push(report);
+        if crate::sys::signals::interrupted() {
+            // Ctrl-C: no more runs; what was measured is reported.
+            ok = false;
+            break;
+        }
     }
     drop(driver);
     let (pub_status, sub_status) = statuses;

@@ -82,19 +82,68 @@ pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, SpawnError> {
 
 /// Waits for a child up to `limit`, killing it after that, or at once when SIGINT/SIGTERM
 /// arrived and is being caught ([`crate::sys::signals`]).
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    wait_until(child, limit, Interrupts::EndTheWait).or_else(|| kill(child))
+}
+
+/// How long a child handed SIGINT may take to write its report and exit.
+const INTERRUPTED_CHILD_GRACE: Duration = Duration::from_secs(10);
+
+/// Waits for latency-sub or latency-pub up to `limit`, killing it after that. When SIGINT or
+/// SIGTERM arrived and is being caught ([`crate::sys::signals`]), hands the child SIGINT (a
+/// terminal's Ctrl-C gave it one already; a `kill` of this process alone did not) and waits up
+/// to 10 s more (`INTERRUPTED_CHILD_GRACE`) for it to write its report, instead of killing it.
+pub fn wait_forwarding_interrupts(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = std::time::Instant::now() + limit;
+    if let Some(s) = wait_until(child, limit, Interrupts::EndTheWait) {
+        return Some(s);
+    }
+    if crate::sys::signals::interrupted() {
+        // SAFETY: kill(2) of our own child, not yet reaped (its pid cannot have been reused);
+        // it only sends a signal.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if let Some(s) = wait_until(child, left.min(INTERRUPTED_CHILD_GRACE), Interrupts::Ignore) {
+            return Some(s);
+        }
+    }
+    kill(child)
+}
+
+/// Whether a caught SIGINT or SIGTERM ends a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interrupts {
+    EndTheWait,
+    Ignore,
+}
+
+/// Kills a child and reaps it.
+fn kill(child: &mut Child) -> Option<ExitStatus> {
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+/// Waits for a child to exit, up to `limit` (and, with [`Interrupts::EndTheWait`], until a
+/// caught SIGINT or SIGTERM); `None` when it still runs then.
 ///
 /// Wakes when the child exits (`poll` on its pidfd), else every 250 ms to look at the
 /// deadline and the signal flag: on a machine whose cores are all taken by the hot threads,
 /// each wake-up of this thread preempts one of them, and the jitter report would name it.
 /// Without a pidfd (Linux < 5.3) it looks every 5 ms at first, backing off to 250 ms.
-pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+fn wait_until(child: &mut Child, limit: Duration, interrupts: Interrupts) -> Option<ExitStatus> {
     let deadline = std::time::Instant::now() + limit;
     let exit = crate::sys::child::ExitSignal::open(child);
     let mut pause = Duration::from_millis(5);
     loop {
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
-            Ok(None) if std::time::Instant::now() < deadline && !crate::sys::signals::interrupted() => {
+            Ok(None)
+                if std::time::Instant::now() < deadline
+                    && !(interrupts == Interrupts::EndTheWait && crate::sys::signals::interrupted()) =>
+            {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 match &exit {
                     Some(e) => e.wait(left.min(Duration::from_millis(250))),
@@ -104,10 +153,7 @@ pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
                     }
                 }
             }
-            _ => {
-                let _ = child.kill();
-                return child.wait().ok();
-            }
+            _ => return None,
         }
     }
 }

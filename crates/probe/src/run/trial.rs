@@ -1,7 +1,7 @@
 //! One measurement of latency-probe: the floor, latency-sub and latency-pub as child processes,
 //! the floor again, and their reports combined into one.
 
-use super::process::{spawn, wait_bounded, SpawnError, EXIT_REFUSED};
+use super::process::{spawn, wait_forwarding_interrupts, SpawnError, EXIT_REFUSED};
 use super::{Delivery, PongPath};
 use crate::measure::floor::FloorRun;
 use crate::measure::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest, HiccupSkipped};
@@ -405,7 +405,7 @@ fn run_children(t: &Trial, c: &Children, tmp: &Path) -> Result<(Option<ExitStatu
         }
     };
     let run_s = t.run_seconds();
-    let pub_status = wait_bounded(&mut publ, Duration::from_secs_f64(run_s + 3.0 * t.wait_s + 30.0));
+    let pub_status = wait_forwarding_interrupts(&mut publ, Duration::from_secs_f64(run_s + 3.0 * t.wait_s + 30.0));
     if pub_status.and_then(|s| s.code()) == Some(EXIT_REFUSED) {
         // latency-pub refused the setup (e.g. --msg-size above an external driver's MTU) before
         // sending anything: do not wait for latency-sub's timeout.
@@ -414,7 +414,7 @@ fn run_children(t: &Trial, c: &Children, tmp: &Path) -> Result<(Option<ExitStatu
         let _ = std::fs::remove_dir_all(tmp);
         return Err(TrialError::PubRefused);
     }
-    let sub_status = wait_bounded(&mut sub, Duration::from_secs_f64(t.sub_timeout_s() + 10.0));
+    let sub_status = wait_forwarding_interrupts(&mut sub, Duration::from_secs_f64(t.sub_timeout_s() + 10.0));
     Ok((pub_status, sub_status))
 }
 
