@@ -315,6 +315,41 @@ mod tests {
     }
 
     #[test]
+    fn pong_failing_to_echo_only_the_end_marker_is_complete() {
+        let report = |echoed: u64| {
+            let mut st = State::new(None, None, false);
+            let t = now_ns();
+            for seq in 0..5 {
+                full(&mut st, seq, if seq < 2 { Kind::Warmup } else { Kind::Measured }, t);
+            }
+            full(&mut st, 5, Kind::End, t);
+            let mut out = st.finish(None);
+            out.echo = Some(EchoStats {
+                stream: 7,
+                echoed,
+                retries: Default::default(),
+                failure: Some(format!("echoing stopped after {echoed} messages: not connected")),
+            });
+            crate::run::subscriber::to_report(&out, crate::model::Env::detect(), 64)
+        };
+        // All five echoed, the end marker not: ping had gone.
+        let r = report(5);
+        assert!(r.complete, "{:?}", r.incomplete_reason);
+        assert!(
+            r.notes.iter().any(|n| n.contains("the end marker was not echoed")),
+            "{:?}",
+            r.notes
+        );
+        // A message not echoed: ping waited for it in vain.
+        let r = report(4);
+        assert!(!r.complete);
+        assert!(r
+            .incomplete_reason
+            .unwrap()
+            .contains("echoing stopped after 4 messages"));
+    }
+
+    #[test]
     fn compact_samples_take_the_runs_counts_and_the_send_stamp() {
         let mut st = State::new(None, None, false);
         let t = now_ns();

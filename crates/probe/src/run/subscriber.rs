@@ -558,9 +558,17 @@ pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> cra
                 retries.join(", ")
             }
         ));
-        if let Some(f) = &e.failure {
-            r.complete = false;
-            r.incomplete_reason = Some(f.clone());
+        match &e.failure {
+            // Every message arrived and was echoed: only the end marker's echo failed. Ping
+            // does not wait for that one and may have gone already; not a failure.
+            Some(f) if r.sent == Some(r.received) && e.echoed >= r.received => r.notes.push(format!(
+                "pong: the end marker was not echoed (ping does not wait for it, and had gone): {f}"
+            )),
+            Some(f) => {
+                r.complete = false;
+                r.incomplete_reason = Some(f.clone());
+            }
+            None => {}
         }
     }
     if let Some(why) = &out.stopped_early {
