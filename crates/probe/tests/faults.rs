@@ -14,7 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{self, DriverStatus, EmbeddedDriver};
-use common::{bin, embedded_driver, read_json, scratch, tmp_json, wait_until, SideArgs};
+use common::{bin, embedded_driver, read_json, scratch, spawn_in_own_group, tmp_json, wait_until, SideArgs};
 use serde_json::Value;
 
 /// Driver timeout given to the driver and the clients (ms): short, so the tests are too.
@@ -419,7 +419,6 @@ fn ctrl_c_ends_both_sides_with_their_reports_and_the_totals_add_up() {
 /// `latency-probe` interrupted 4 s into a 30 s run: by a terminal's Ctrl-C (SIGINT to its
 /// whole process group), or by SIGINT to it alone (it hands the signal to its children).
 fn interrupt_latency_probe(whole_group: bool, stream: u32) {
-    use std::os::unix::process::CommandExt as _;
     let json = tmp_json(&format!("interrupted-probe-{whole_group}"));
     let stream = stream.to_string();
     let args = [
@@ -439,13 +438,7 @@ fn interrupt_latency_probe(whole_group: bool, stream: u32) {
         json.to_str().unwrap(),
     ];
     let stderr = scratch(&format!("interrupted-probe-{whole_group}.err"));
-    let child = Command::new(bin("latency-probe"))
-        .args(args)
-        .process_group(0)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&stderr).expect("stderr file"))
-        .spawn()
-        .expect("latency-probe runs");
+    let child = spawn_in_own_group("latency-probe", &args, &stderr);
     let mut probe = Proc { child, stderr };
     std::thread::sleep(Duration::from_millis(4_000));
     let pid = probe.child.id() as i32;

@@ -115,8 +115,19 @@ pub fn loss(a: &LossArgs) -> Result<(), Failure> {
         unicast: a.unicast,
         work_dir: a.work_dir.clone(),
     };
+    // Ctrl-C or SIGTERM: the arm running then stops with what its receivers measured, and no
+    // more arms run.
+    crate::sys::signals::catch_interrupts()
+        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
     let report = crate::run::loss::run(&x).map_err(Failure::setup)?;
     emit(a.json.as_ref(), &crate::render::tuning::loss_text(&report), &report)?;
+    if crate::sys::signals::interrupted() {
+        return Err(Failure::incomplete(format!(
+            "interrupted (SIGINT or SIGTERM): {} of {} arms ran",
+            report.arms.len(),
+            x.arms.len()
+        )));
+    }
     let bad: Vec<&str> = report
         .arms
         .iter()

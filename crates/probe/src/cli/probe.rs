@@ -401,6 +401,10 @@ pub fn compare(c: &CompareArgs) -> Result<(), Failure> {
 /// ([`EXIT_INCOMPLETE`](super::EXIT_INCOMPLETE)).
 pub fn sweep(s: &SweepArgs) -> Result<(), Failure> {
     let cfg = check_sweep(s)?;
+    // Ctrl-C or SIGTERM: the rate running then stops with its partial report, and the table
+    // and files hold the rates done.
+    crate::sys::signals::catch_interrupts()
+        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
     let outcome = crate::run::sweep::sweep(&cfg).map_err(|e| {
         if e.is_setup() {
             Failure::setup(e)

@@ -22,8 +22,9 @@ use std::process::{Command, Stdio};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::process::{wait_for_run, INTERRUPTED_PROBE_GRACE};
 use crate::analysis::ab::Looks;
-use crate::model::{AbColumn, AbOrder, AbReport, AbRound, Report, RoundHistograms};
+use crate::model::{AbColumn, AbOrder, AbPercentile, AbReport, AbRound, Report, RoundHistograms};
 
 /// What `ab` runs, as plain values (the flags, checked).
 #[derive(Debug, Clone)]
@@ -120,39 +121,44 @@ impl Ab {
     /// flags; its report, or why there is none (or why it does not count: a message lost).
     fn run_arm(&self, arm: Arm, round: u32) -> Result<Report, ArmFailed> {
         let failed = |why: String| ArmFailed { arm, round, why };
+        if crate::sys::signals::interrupted() {
+            return Err(failed("interrupted before it started".into()));
+        }
         let (probe, flags, (before, after)) = self.arm(arm);
         if let Some(cmd) = before {
             shell(cmd).map_err(|e| failed(format!("its command before ({cmd}) failed: {e}")))?;
         }
         let json = self.work_dir.join(format!("round-{round:03}-{arm}.json"));
-        let out = Command::new(probe)
-            .args(&self.common)
-            .args(flags)
-            .args(["--duration", &self.duration_s.to_string(), "--quiet", "--json"])
-            .arg(&json)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .output()
-            .map_err(|e| failed(format!("{} did not start: {e}", probe.display())));
+        // Its stderr goes to a file (a pipe nobody reads while it runs could fill and stall it).
+        let log = self.work_dir.join(format!("round-{round:03}-{arm}.stderr"));
+        let status = std::fs::File::create(&log)
+            .map_err(|e| format!("{}: {e}", log.display()))
+            .and_then(|stderr| {
+                Command::new(probe)
+                    .args(&self.common)
+                    .args(flags)
+                    .args(["--duration", &self.duration_s.to_string(), "--quiet", "--json"])
+                    .arg(&json)
+                    .stdout(Stdio::null())
+                    .stderr(stderr)
+                    .spawn()
+                    .map_err(|e| format!("{} did not start: {e}", probe.display()))
+            })
+            .map(|mut child| wait_for_run(&mut child, INTERRUPTED_PROBE_GRACE).and_then(|s| s.code()))
+            .map_err(failed);
         if let Some(cmd) = after {
             shell(cmd).map_err(|e| failed(format!("its command after ({cmd}) failed: {e}")))?;
         }
-        let out = out?;
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = status?;
+        let stderr = std::fs::read_to_string(&log).unwrap_or_default();
         let last_line = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
         let report: Report = std::fs::read_to_string(&json)
             .ok()
             .and_then(|s| serde_json::from_str(&s).ok())
-            .ok_or_else(|| {
-                failed(format!(
-                    "latency-probe wrote no report (exit {:?}): {last_line}",
-                    out.status.code()
-                ))
-            })?;
-        if !out.status.success() || !report.complete || report.lost > 0 {
+            .ok_or_else(|| failed(format!("latency-probe wrote no report (exit {code:?}): {last_line}")))?;
+        if code != Some(0) || !report.complete || report.lost > 0 {
             return Err(failed(format!(
-                "latency-probe exit {:?}, {} lost{}: {}",
-                out.status.code(),
+                "latency-probe exit {code:?}, {} lost{}: {}",
                 report.lost,
                 if report.complete { "" } else { ", incomplete" },
                 report.incomplete_reason.as_deref().unwrap_or(last_line)
@@ -270,11 +276,21 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
     while counted(&rounds) < ab.rounds {
         round += 1;
         let (r, a, b) = match run_round(ab, round, orders.next(round)) {
-            Ok(x) => x,
+            // Ctrl-C: the arm that ran then was stopped; the verdict is over the rounds done.
+            Err(_) if crate::sys::signals::interrupted() => {
+                incomplete_reason = Some(format!(
+                    "interrupted (SIGINT or SIGTERM) in round {round}: the verdict is over the {} of {} rounds \
+                     done before it",
+                    counted(&rounds),
+                    ab.rounds
+                ));
+                break;
+            }
             Err(e) => {
                 incomplete_reason = Some(e.to_string());
                 break;
             }
+            Ok(x) => x,
         };
         moved += [&a, &b]
             .iter()
@@ -303,7 +319,20 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
             }
         }
     }
-    let n = counted(&rounds) as usize;
+    let report = report(ab, &looks, rounds, moved, (incomplete_reason, early));
+    AbOutcome { report, histograms }
+}
+
+/// The comparison over the rounds run: judged at the last look unless it stopped early,
+/// incomplete with `incomplete_reason`, or when too few rounds count.
+fn report(
+    ab: &Ab,
+    looks: &Looks,
+    rounds: Vec<AbRound>,
+    moved: usize,
+    (mut incomplete_reason, early): (Option<String>, Option<(Vec<AbPercentile>, f64)>),
+) -> AbReport {
+    let n = rounds.iter().filter(|r| r.set_aside.is_none()).count();
     if incomplete_reason.is_none() && early.is_none() && n < ab.rounds as usize {
         incomplete_reason = Some(format!(
             "only {n} of {} rounds count: the rest ran on floors in different regimes, more often than the \
@@ -323,7 +352,7 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
         ));
     }
     notes.extend(looks.note(stopped_early, n, ab.resolve));
-    let report = AbReport {
+    AbReport {
         schema_version: crate::model::SCHEMA_VERSION,
         a: describe(&ab.probe_a, &ab.probe_b, &ab.a_flags, true),
         b: describe(&ab.probe_a, &ab.probe_b, &ab.b_flags, false),
@@ -339,8 +368,7 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
         incomplete_reason,
         notes,
         rounds,
-    };
-    AbOutcome { report, histograms }
+    }
 }
 
 /// Rounds set aside and why; runs whose floor moved but were kept.

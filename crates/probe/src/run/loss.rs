@@ -14,13 +14,18 @@
 use crate::analysis::tuning::{buffer_plan, nak_plan, OVERSIZED_FACTOR};
 use crate::model::{BufferInputs, BufferPlan, LossArm, LossReport, NakInputs, NakPlan, NakSettings, Report, Stats};
 use crate::render::tuning::{env_name, properties};
-use crate::run::process::sibling;
+use crate::run::process::{sibling, wait_for_run, wait_forwarding_interrupts, INTERRUPTED_CHILD_GRACE};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The arms, in the order they run.
 pub const ARMS: [&str; 4] = ["default", "derived", "min-buffers", "big-buffers"];
+
+/// The problem of the arm that SIGINT or SIGTERM stopped.
+pub const INTERRUPTED_ARM: &str =
+    "interrupted (SIGINT or SIGTERM): this arm holds what was measured until then; the arms after it did not run";
 
 /// What `latency-probe loss` runs.
 #[derive(Debug, Clone)]
@@ -105,6 +110,9 @@ pub fn run(x: &LossExperiment) -> Result<LossReport, LossError> {
                 .join(" ")
         );
         arms.push(run_arm(x, arm, loss, settings, plan, port));
+        if crate::sys::signals::interrupted() {
+            break;
+        }
     }
     // The zero-loss control's max, to set each lossy arm's against.
     let control = ["big-buffers", "min-buffers"]
@@ -254,6 +262,9 @@ fn spawn_driver(dir: &Path, env: &[(String, String)], loss: Option<(f64, u64)>, 
     }
     let out = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
     c.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(out);
+    // Its own process group: a terminal's Ctrl-C stops the receivers and the publisher, which
+    // write their reports through it; it stops when its stdin closes (when loss ends, or dies).
+    c.process_group(0);
     let kid = Kid(c.spawn().map_err(|e| format!("starting a driver: {e}"))?);
     let deadline = Instant::now() + Duration::from_secs(10);
     while aeron_latency::messaging::Client::connect(dir).is_err() {
@@ -322,14 +333,19 @@ fn run_arm(
     let wait_s = x.duration.as_secs_f64() + x.warmup as f64 / x.rate as f64 + 30.0;
     let mut subs = start_receivers(x, &base, &rx_dirs, port, wait_s, &mut result.problems);
     std::thread::sleep(Duration::from_millis(1500));
-    if let Err(e) = publish(x, &pub_dir, port) {
-        result.problems.push(e);
+    if !crate::sys::signals::interrupted() {
+        if let Err(e) = publish(x, &pub_dir, port, &base) {
+            result.problems.push(e);
+        }
     }
+    // The receivers end with the publisher's end marker (Ctrl-C: handed SIGINT, they write
+    // what they measured).
     let deadline = Instant::now() + Duration::from_secs_f64(wait_s);
     for s in &mut subs {
-        while Instant::now() < deadline && matches!(s.0.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_forwarding_interrupts(&mut s.0, deadline.saturating_duration_since(Instant::now()));
+    }
+    if crate::sys::signals::interrupted() {
+        result.problems.push(INTERRUPTED_ARM.to_owned());
     }
     result.naks_sent = rx_dirs.iter().map(|d| counter(d, "NAKs sent")).sum();
     result.retransmits_sent = counter(&pub_dir, "Retransmits sent");
@@ -407,7 +423,10 @@ fn start_receivers(
 ///
 /// # Errors
 /// It did not start, or failed (its last line on stderr).
-fn publish(x: &LossExperiment, pub_dir: &Path, port: u16) -> Result<(), String> {
+fn publish(x: &LossExperiment, pub_dir: &Path, port: u16, base: &Path) -> Result<(), String> {
+    // Its stderr goes to a file (a pipe nobody reads while it runs could fill and stall it).
+    let log = base.join("pub.stderr");
+    let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
     let publisher = Command::new(sibling("latency-pub"))
         .arg("--dir")
         .arg(pub_dir)
@@ -427,15 +446,20 @@ fn publish(x: &LossExperiment, pub_dir: &Path, port: u16) -> Result<(), String> 
             &x.warmup.to_string(),
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output();
-    match publisher {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!(
-            "latency-pub: {}",
-            String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("failed")
-        )),
-        Err(e) => Err(format!("starting latency-pub: {e}")),
+        .stderr(stderr)
+        .spawn()
+        .map_err(|e| format!("starting latency-pub: {e}"))?;
+    match wait_for_run(&mut { publisher }, INTERRUPTED_CHILD_GRACE) {
+        Some(s) if s.success() => Ok(()),
+        _ => {
+            let said = std::fs::read_to_string(&log).unwrap_or_default();
+            let last = said.lines().last().unwrap_or("failed");
+            // Its lines name it already.
+            Err(format!(
+                "latency-pub: {}",
+                last.strip_prefix("latency-pub: ").unwrap_or(last)
+            ))
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The exit code with which latency-pub, latency-sub and latency-probe refuse a setup before
 /// measuring anything (the CLI's `EXIT_SETUP`); latency-probe reads it back from its children.
@@ -83,19 +83,36 @@ pub fn spawn(bin: &Path, args: &[String]) -> Result<Child, SpawnError> {
 /// Waits for a child up to `limit`, killing it after that, or at once when SIGINT/SIGTERM
 /// arrived and is being caught ([`crate::sys::signals`]).
 pub fn wait_bounded(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    wait_until(child, limit, Interrupts::EndTheWait).or_else(|| kill(child))
+    wait_until(child, Some(Instant::now() + limit), Interrupts::EndTheWait).or_else(|| kill(child))
 }
 
-/// How long a child handed SIGINT may take to write its report and exit.
-const INTERRUPTED_CHILD_GRACE: Duration = Duration::from_secs(10);
+/// How long latency-sub or latency-pub, handed SIGINT, may take to write its report and exit.
+pub const INTERRUPTED_CHILD_GRACE: Duration = Duration::from_secs(10);
+
+/// How long a latency-probe child (an arm of `ab`, a rate of `sweep`), handed SIGINT, may take:
+/// it gives each of its own two children [`INTERRUPTED_CHILD_GRACE`] in turn, then writes.
+pub const INTERRUPTED_PROBE_GRACE: Duration = Duration::from_secs(30);
 
 /// Waits for latency-sub or latency-pub up to `limit`, killing it after that. When SIGINT or
 /// SIGTERM arrived and is being caught ([`crate::sys::signals`]), hands the child SIGINT (a
 /// terminal's Ctrl-C gave it one already; a `kill` of this process alone did not) and waits up
 /// to 10 s more (`INTERRUPTED_CHILD_GRACE`) for it to write its report, instead of killing it.
 pub fn wait_forwarding_interrupts(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
-    let deadline = std::time::Instant::now() + limit;
-    if let Some(s) = wait_until(child, limit, Interrupts::EndTheWait) {
+    wait_handing_on(child, Some(Instant::now() + limit), INTERRUPTED_CHILD_GRACE)
+}
+
+/// Waits for a child that bounds its own run (a latency-probe run by `ab` or `sweep`, a
+/// latency-pub run to its end) with no limit of this process's; on a caught SIGINT or SIGTERM,
+/// hands it SIGINT, as [`wait_forwarding_interrupts`] does, and waits up to `grace` for its
+/// report before killing it. `None` when it had to be killed or could not be waited for.
+pub fn wait_for_run(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+    wait_handing_on(child, None, grace)
+}
+
+/// Waits until `deadline` (none: until it exits); on an interrupt, hands SIGINT on and waits
+/// up to `grace` more (never past the deadline); kills the child when it still runs then.
+fn wait_handing_on(child: &mut Child, deadline: Option<Instant>, grace: Duration) -> Option<ExitStatus> {
+    if let Some(s) = wait_until(child, deadline, Interrupts::EndTheWait) {
         return Some(s);
     }
     if crate::sys::signals::interrupted() {
@@ -105,8 +122,9 @@ pub fn wait_forwarding_interrupts(child: &mut Child, limit: Duration) -> Option<
         unsafe {
             libc::kill(child.id() as libc::pid_t, libc::SIGINT);
         }
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if let Some(s) = wait_until(child, left.min(INTERRUPTED_CHILD_GRACE), Interrupts::Ignore) {
+        let graced = Instant::now() + grace;
+        let until = deadline.map_or(graced, |d| d.min(graced));
+        if let Some(s) = wait_until(child, Some(until), Interrupts::Ignore) {
             return Some(s);
         }
     }
@@ -126,33 +144,29 @@ fn kill(child: &mut Child) -> Option<ExitStatus> {
     child.wait().ok()
 }
 
-/// Waits for a child to exit, up to `limit` (and, with [`Interrupts::EndTheWait`], until a
-/// caught SIGINT or SIGTERM); `None` when it still runs then.
+/// Waits for a child to exit, up to `deadline` (none: no limit) and, with
+/// [`Interrupts::EndTheWait`], until a caught SIGINT or SIGTERM; `None` when it still runs then.
 ///
 /// Wakes when the child exits (`poll` on its pidfd), else every 250 ms to look at the
 /// deadline and the signal flag: on a machine whose cores are all taken by the hot threads,
 /// each wake-up of this thread preempts one of them, and the jitter report would name it.
 /// Without a pidfd (Linux < 5.3) it looks every 5 ms at first, backing off to 250 ms.
-fn wait_until(child: &mut Child, limit: Duration, interrupts: Interrupts) -> Option<ExitStatus> {
-    let deadline = std::time::Instant::now() + limit;
+fn wait_until(child: &mut Child, deadline: Option<Instant>, interrupts: Interrupts) -> Option<ExitStatus> {
     let exit = crate::sys::child::ExitSignal::open(child);
     let mut pause = Duration::from_millis(5);
+    let tick = Duration::from_millis(250);
     loop {
+        let left = deadline.map_or(tick, |d| d.saturating_duration_since(Instant::now()));
+        let stop = left.is_zero() || (interrupts == Interrupts::EndTheWait && crate::sys::signals::interrupted());
         match child.try_wait() {
             Ok(Some(s)) => return Some(s),
-            Ok(None)
-                if std::time::Instant::now() < deadline
-                    && !(interrupts == Interrupts::EndTheWait && crate::sys::signals::interrupted()) =>
-            {
-                let left = deadline.saturating_duration_since(std::time::Instant::now());
-                match &exit {
-                    Some(e) => e.wait(left.min(Duration::from_millis(250))),
-                    None => {
-                        std::thread::sleep(pause.min(left));
-                        pause = (pause * 2).min(Duration::from_millis(250));
-                    }
+            Ok(None) if !stop => match &exit {
+                Some(e) => e.wait(left.min(tick)),
+                None => {
+                    std::thread::sleep(pause.min(left));
+                    pause = (pause * 2).min(tick);
                 }
-            }
+            },
             _ => return None,
         }
     }

@@ -7,7 +7,7 @@ use crate::units::format_ns;
 use std::fmt;
 use std::path::PathBuf;
 
-use super::process::EXIT_REFUSED;
+use super::process::{wait_for_run, EXIT_REFUSED, INTERRUPTED_PROBE_GRACE};
 
 const ME: &str = "latency-probe sweep";
 
@@ -129,30 +129,12 @@ pub fn sweep(s: &Sweep) -> Result<SweepOutcome, SweepError> {
         "offered", "achieved", "p50", "p99", "p99.9", "lost"
     );
     for &rate in &rates {
+        if crate::sys::signals::interrupted() {
+            // Ctrl-C: the rates done (the last one's report is marked interrupted) are kept.
+            break;
+        }
         let Some(r) = one_rate(s, rate)? else { continue };
-        let l = r.latency_ns;
-        let met = r.lost == 0
-            && r.complete
-            && r.rate_achieved >= 0.99 * rate as f64
-            && s.p99_target_us.is_none_or(|t| l.p99 as f64 <= t * 1000.0);
-        println!(
-            "{:>12} {:>12.0} {:>10} {:>10} {:>10} {:>6}  {}",
-            rate,
-            r.rate_achieved,
-            format_ns(l.p50),
-            format_ns(l.p99),
-            format_ns(l.p999),
-            r.lost,
-            if met { "yes" } else { "no" }
-        );
-        points.push(SweepPoint {
-            rate_target: rate as f64,
-            rate_achieved: r.rate_achieved,
-            p50_ns: l.p50,
-            p99_ns: l.p99,
-            p999_ns: l.p999,
-            met_target: met,
-        });
+        points.push(row(s, rate, &r));
         reports.push(r);
     }
     if points.is_empty() {
@@ -171,7 +153,14 @@ pub fn sweep(s: &Sweep) -> Result<SweepOutcome, SweepError> {
         Some(b) => println!("highest rate that met its target ({target}): {b:.0} msg/s"),
         None => println!("no rate met its target ({target})"),
     }
-    let ok = write_files(s, &points, &reports, best, &target);
+    if crate::sys::signals::interrupted() {
+        eprintln!(
+            "{ME}: interrupted (SIGINT or SIGTERM): {} of {} rates ran; the files hold those",
+            reports.len(),
+            rates.len()
+        );
+    }
+    let ok = write_files(s, rates.len(), (&points, &reports), best, &target);
     let incomplete = reports.iter().filter(|r| !r.complete || r.lost > 0).count();
     if incomplete > 0 {
         eprintln!(
@@ -187,11 +176,39 @@ pub fn sweep(s: &Sweep) -> Result<SweepOutcome, SweepError> {
     })
 }
 
+/// One rate's line of the table, printed, and its point: whether it met the target (achieved
+/// at least 99% of the offered rate, complete, nothing lost, p99 within `--p99-target`).
+fn row(s: &Sweep, rate: u64, r: &Report) -> SweepPoint {
+    let l = r.latency_ns;
+    let met = r.lost == 0
+        && r.complete
+        && r.rate_achieved >= 0.99 * rate as f64
+        && s.p99_target_us.is_none_or(|t| l.p99 as f64 <= t * 1000.0);
+    println!(
+        "{:>12} {:>12.0} {:>10} {:>10} {:>10} {:>6}  {}",
+        rate,
+        r.rate_achieved,
+        format_ns(l.p50),
+        format_ns(l.p99),
+        format_ns(l.p999),
+        r.lost,
+        if met { "yes" } else { "no" }
+    );
+    SweepPoint {
+        rate_target: rate as f64,
+        rate_achieved: r.rate_achieved,
+        p50_ns: l.p50,
+        p99_ns: l.p99,
+        p999_ns: l.p999,
+        met_target: met,
+    }
+}
+
 /// The probe at one rate: its report, or none (said on stderr) when it left none.
 fn one_rate(s: &Sweep, rate: u64) -> Result<Option<Report>, SweepError> {
     let json = s.out.join(format!("rate-{rate}.json"));
     let _ = std::fs::remove_file(&json);
-    let status = std::process::Command::new(&s.probe)
+    let mut child = std::process::Command::new(&s.probe)
         .args([
             "--rate",
             &rate.to_string(),
@@ -202,23 +219,32 @@ fn one_rate(s: &Sweep, rate: u64) -> Result<Option<Report>, SweepError> {
         ])
         .arg(&json)
         .args(&s.probe_args)
-        .status()
+        .spawn()
         .map_err(|source| SweepError::Start {
             probe: s.probe.clone(),
             source,
         })?;
+    // Ctrl-C: the run stops with its partial report (handed SIGINT when only sweep got one).
+    let code = wait_for_run(&mut child, INTERRUPTED_PROBE_GRACE).and_then(|s| s.code());
     let report: Option<Report> = std::fs::read(&json).ok().and_then(|b| serde_json::from_slice(&b).ok());
     if report.is_none() {
-        if status.code() == Some(EXIT_REFUSED) {
+        if code == Some(EXIT_REFUSED) {
             return Err(SweepError::Refused { rate });
         }
-        eprintln!("{ME}: no report at {rate} msg/s (exit {status}); skipped");
+        let exit = code.map_or_else(|| "killed by a signal".to_owned(), |c| format!("exit {c}"));
+        eprintln!("{ME}: no report at {rate} msg/s ({exit}); skipped");
     }
     Ok(report)
 }
 
 /// sweep.csv, sweep.json and sweep.svg; false (after a one-line cause each) when one failed.
-fn write_files(s: &Sweep, points: &[SweepPoint], reports: &[Report], best: Option<f64>, target: &str) -> bool {
+fn write_files(
+    s: &Sweep,
+    planned: usize,
+    (points, reports): (&[SweepPoint], &[Report]),
+    best: Option<f64>,
+    target: &str,
+) -> bool {
     let mut csv = String::from("rate_target,rate_achieved,p50_ns,p99_ns,p999_ns,lost,met_target\n");
     for (p, r) in points.iter().zip(reports) {
         csv.push_str(&format!(
@@ -233,9 +259,11 @@ fn write_files(s: &Sweep, points: &[SweepPoint], reports: &[Report], best: Optio
         "target": target,
         "highest_met_rate": best,
         "timing_model": crate::sys::clock::TIMING_MODEL,
+        "rates_planned": planned,
         "points": points.iter().zip(reports).map(|(p, r)| serde_json::json!({
             "rate_target": p.rate_target, "rate_achieved": p.rate_achieved, "p50_ns": p.p50_ns,
             "p99_ns": p.p99_ns, "p999_ns": p.p999_ns, "lost": r.lost, "met_target": p.met_target,
+            "complete": r.complete,
         })).collect::<Vec<_>>(),
     });
     let mut ok = true;

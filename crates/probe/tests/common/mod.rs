@@ -30,6 +30,19 @@ pub(crate) fn run_probe(args: &[&str]) -> Output {
     run("latency-probe", args)
 }
 
+/// Starts binary `name` with `args` in a process group of its own (as a terminal runs a
+/// command: a test can send SIGINT to the group, as Ctrl-C does), its stderr into `stderr`.
+pub(crate) fn spawn_in_own_group(name: &str, args: &[&str], stderr: &Path) -> std::process::Child {
+    use std::os::unix::process::CommandExt as _;
+    Command::new(bin(name))
+        .args(args)
+        .process_group(0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(stderr).expect("stderr file"))
+        .spawn()
+        .expect("binary runs")
+}
+
 /// What a finished process wrote on stderr, as text.
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
