@@ -181,9 +181,12 @@ fn spawn_driver(dir: &Path) -> EmbeddedDriver {
 fn connect(dir: &Path, role: &str) -> Client {
     let deadline = Instant::now() + RECONNECT_WITHIN;
     loop {
+        let who = role.to_owned();
         match Client::builder()
             .dir(dir)
             .driver_timeout(Duration::from_secs(2))
+            // Each client says so when the driver goes: name which one.
+            .error_handler(move |e| eprintln!("{who}: {e}"))
             .build()
         {
             Ok(c) => return c,
