@@ -148,6 +148,59 @@ fn a_process_that_ends_is_reported_so_far() {
     assert!(r["groups"][19].is_null(), "the last was not");
 }
 
+/// Ctrl-C (SIGINT) ends a long watch early: the groups reached are reported, marked
+/// incomplete, exit 1 with one line saying so.
+#[test]
+fn ctrl_c_ends_the_watch_early_with_the_report_so_far() {
+    let child = spawn("sleep 60");
+    let pid = child.0.id().to_string();
+    let json = json_path("interrupted");
+    let watcher = Command::new(PROBE)
+        .args([
+            "attach",
+            "--pid",
+            &pid,
+            "--duration",
+            "30",
+            "--diagnostics",
+            "proc",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running latency-probe attach");
+    let attach_pid = watcher.id().to_string();
+    let signal = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        Command::new("kill").args(["-INT", &attach_pid]).status()
+    });
+    let t = std::time::Instant::now();
+    let out = watcher.wait_with_output().expect("attach's output");
+    let took = t.elapsed();
+    assert!(signal.join().unwrap().is_ok_and(|s| s.success()), "kill -INT");
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "attach ran {took:?}, not stopped by SIGINT"
+    );
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("interrupted (SIGINT or SIGTERM) after "), "{stderr}");
+    assert!(stdout.contains("of a 30.0 s window"), "{stdout}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).unwrap();
+    assert_eq!(r["complete"], false);
+    let watched = r["watched_s"].as_f64().unwrap();
+    assert!((2.0..15.0).contains(&watched), "stopped at the signal: {watched} s");
+    assert!(!r["groups"][0].is_null(), "the first group was watched");
+    assert!(r["groups"][19].is_null(), "the last was not");
+}
+
 /// Bad input: one line with the cause and the fix, exit 2, nothing watched.
 #[test]
 fn bad_input_is_one_line_and_exit_2() {

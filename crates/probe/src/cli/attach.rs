@@ -25,7 +25,8 @@ pub struct AttachArgs {
     /// bytes of a name; a longer one matches those); default: every thread
     #[arg(long, value_delimiter = ',')]
     pub threads: Vec<String>,
-    /// How long to watch, seconds (20 time-ordered groups of a twentieth each)
+    /// How long to watch, seconds (20 time-ordered groups of a twentieth each); Ctrl-C ends it
+    /// early with the report so far
     #[arg(long, default_value_t = 10.0)]
     pub duration: f64,
     /// Counters: auto (perf where permitted, else /proc), perf (or fail), proc
@@ -56,8 +57,8 @@ pub struct AttachArgs {
 ///
 /// # Errors
 /// A bad flag, no such process or thread, perf refused with `--diagnostics perf`: one line,
-/// exit 2. The process ended while watched, or the JSON could not be written: the report so
-/// far, then one line, exit 1.
+/// exit 2. The process ended while watched, attach was interrupted (Ctrl-C, SIGTERM), or the
+/// JSON could not be written: the report so far, then one line, exit 1.
 pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
     if !(a.duration > 0.0 && a.duration <= MAX_DURATION_S) {
         return Err(Failure::setup(format!(
@@ -115,6 +116,9 @@ pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
         tap: choice.as_ref(),
         explain: a.explain,
     };
+    // Ctrl-C or SIGTERM ends the window early: the report covers what was watched until then.
+    crate::sys::signals::catch_interrupts()
+        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
     let report = watch(&target, how).map_err(Failure::setup)?;
     print!("{}", crate::render::attach::text(&report));
     if let Some(path) = &a.json {

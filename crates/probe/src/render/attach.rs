@@ -12,13 +12,21 @@ use crate::units::{format_ns, thousands};
 pub fn text(r: &AttachReport) -> String {
     let mut out = String::new();
     let names: Vec<String> = r.threads.iter().map(|t| format!("{} ({})", t.name, t.tid)).collect();
+    // A watch cut short (the process ended, Ctrl-C) covers the groups it reached.
+    let (span, groups) = if r.complete {
+        (format!("{:.1} s", r.watched_s), "20 groups")
+    } else {
+        (
+            format!("{:.1} s of a {:.1} s window", r.watched_s, r.duration_s),
+            "groups",
+        )
+    };
     let _ = writeln!(
         out,
-        "latency-probe attach: process {} (pid {}), {:.1} s from {} in 20 groups of {:.2} s; watched as the \
+        "latency-probe attach: process {} (pid {}), {span} from {} in {groups} of {:.2} s; watched as the \
          service's: {}",
         r.process,
         r.pid,
-        r.watched_s,
         r.started_at,
         r.duration_s / 20.0,
         names.join(", ")

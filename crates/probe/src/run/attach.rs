@@ -178,16 +178,28 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|zombie| !zombie)
 }
 
-/// Sleeps until `at`, looking every [`ALIVE_EVERY`] whether `pid` still runs; false if it
-/// ended.
-fn wait_until(at: Instant, pid: u32) -> bool {
+/// Why a watch stopped before its window ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// The process ended.
+    Ended,
+    /// SIGINT or SIGTERM reached attach (Ctrl-C).
+    Interrupted,
+}
+
+/// Sleeps until `at`, looking every [`ALIVE_EVERY`] whether `pid` still runs and whether
+/// attach was interrupted; why it stopped before `at`, if it did.
+fn wait_until(at: Instant, pid: u32) -> Result<(), Cut> {
     loop {
         if !alive(pid) {
-            return false;
+            return Err(Cut::Ended);
+        }
+        if crate::sys::signals::interrupted() {
+            return Err(Cut::Interrupted);
         }
         let now = Instant::now();
         if now >= at {
-            return true;
+            return Ok(());
         }
         std::thread::sleep((at - now).min(ALIVE_EVERY));
     }
@@ -236,22 +248,7 @@ pub fn attach(target: &Target, watch: Watch<'_>) -> Result<AttachReport, AttachE
     }
     monitor.watch_process(pid, |tid, _| if tid == pid as i32 { Role::Main } else { Role::Other });
     let started_at = utc_timestamp(SystemTime::now());
-    let (unix_start, mono_start) = (unix_s(SystemTime::now()), now_ns());
-    let start = Instant::now();
-    let mut ended = None;
-    for g in 0..=GROUPS {
-        let at = start + watch.duration.mul_f64(g as f64 / GROUPS as f64);
-        if !wait_until(at, pid) {
-            ended = Some(start.elapsed());
-            break;
-        }
-        monitor.snapshot(g);
-    }
-    let period = Period {
-        unix_s: (unix_start, unix_s(SystemTime::now())),
-        mono_ns: (mono_start, now_ns()),
-    };
-    let watched = ended.unwrap_or_else(|| start.elapsed());
+    let (period, watched, cut) = watch_groups(&mut monitor, pid, watch.duration);
     let mut side = monitor.finish();
     let mut notes = Vec::new();
     let window = watch.tap.and_then(|c| {
@@ -300,13 +297,42 @@ pub fn attach(target: &Target, watch: Watch<'_>) -> Result<AttachReport, AttachE
         duration_s: watch.duration.as_secs_f64(),
         watched_s: watched.as_secs_f64(),
         started_at,
-        complete: ended.is_none(),
-        incomplete_reason: ended.map(|t| format!("process {pid} ended after {:.1} s", t.as_secs_f64())),
+        complete: cut.is_none(),
+        incomplete_reason: cut.map(|(why, t)| match why {
+            Cut::Ended => format!("process {pid} ended after {:.1} s", t.as_secs_f64()),
+            Cut::Interrupted => format!(
+                "interrupted (SIGINT or SIGTERM) after {:.1} s of the {:.1} s window",
+                t.as_secs_f64(),
+                watch.duration.as_secs_f64()
+            ),
+        }),
         jitter,
         groups,
         tap: window.map(|w| w.summary),
         own_cost: own_cost(),
     })
+}
+
+/// Snapshots the counters at each of the 21 group boundaries of `duration` until the window
+/// ends, the process ends or attach is interrupted: the period watched, how long, and why it
+/// was cut short (with when), if it was.
+fn watch_groups(monitor: &mut Monitor, pid: u32, duration: Duration) -> (Period, Duration, Option<(Cut, Duration)>) {
+    let (unix_start, mono_start) = (unix_s(SystemTime::now()), now_ns());
+    let start = Instant::now();
+    let mut cut = None;
+    for g in 0..=GROUPS {
+        let at = start + duration.mul_f64(g as f64 / GROUPS as f64);
+        if let Err(why) = wait_until(at, pid) {
+            cut = Some((why, start.elapsed()));
+            break;
+        }
+        monitor.snapshot(g);
+    }
+    let period = Period {
+        unix_s: (unix_start, unix_s(SystemTime::now())),
+        mono_ns: (mono_start, now_ns()),
+    };
+    (period, cut.map_or_else(|| start.elapsed(), |(_, t)| t), cut)
 }
 
 /// What this process used from its start (attach runs one watch a process).
