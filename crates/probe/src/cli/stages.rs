@@ -75,6 +75,41 @@ pub struct StagesArgs {
     pub out: Option<PathBuf>,
 }
 
+/// `--archive-dir` (default: the temp dir), checked to be a directory with room for what one
+/// sync level records.
+///
+/// # Errors
+/// Not a directory, or too little free space, in one line with the fix.
+fn check_archive_dir(a: &StagesArgs, run: &super::args::RunArgs) -> Result<PathBuf, Failure> {
+    let archive_dir = a.archive_dir.clone().unwrap_or_else(std::env::temp_dir);
+    if !archive_dir.is_dir() {
+        return Err(UsageError::new(format!(
+            "--archive-dir {}: not a directory; create it (mkdir -p {}) or pick another",
+            archive_dir.display(),
+            archive_dir.display()
+        ))
+        .into());
+    }
+    // What one sync level records per archive (its fresh archives are removed before the
+    // next), plus the free space Aeron Archive insists on before it starts a recording.
+    let archives: u64 = if a.replicate { 2 } else { 1 };
+    let frame = crate::analysis::tuning::frame_bytes(a.msg_size as u64);
+    let need = archives
+        .saturating_mul(run.total_messages())
+        .saturating_mul(frame)
+        .saturating_add(LOW_STORAGE_THRESHOLD);
+    if let Some(free) = crate::sys::doctor::free_bytes(&archive_dir) {
+        if free < need {
+            return Err(Failure::setup(crate::run::archive::ArchiveError::NoSpace {
+                dir: archive_dir,
+                need,
+                free,
+            }));
+        }
+    }
+    Ok(archive_dir)
+}
+
 /// Checks the flags and finds Java.
 ///
 /// # Errors
@@ -104,32 +139,7 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
         warmup: a.warmup,
     };
     run.validate()?;
-    let archive_dir = a.archive_dir.clone().unwrap_or_else(std::env::temp_dir);
-    if !archive_dir.is_dir() {
-        return Err(UsageError::new(format!(
-            "--archive-dir {}: not a directory; create it (mkdir -p {}) or pick another",
-            archive_dir.display(),
-            archive_dir.display()
-        ))
-        .into());
-    }
-    // What one sync level records per archive (its fresh archives are removed before the
-    // next), plus the free space Aeron Archive insists on before it starts a recording.
-    let archives: u64 = if a.replicate { 2 } else { 1 };
-    let frame = crate::analysis::tuning::frame_bytes(a.msg_size as u64);
-    let need = archives
-        .saturating_mul(run.total_messages())
-        .saturating_mul(frame)
-        .saturating_add(LOW_STORAGE_THRESHOLD);
-    if let Some(free) = crate::sys::doctor::free_bytes(&archive_dir) {
-        if free < need {
-            return Err(Failure::setup(crate::run::archive::ArchiveError::NoSpace {
-                dir: archive_dir,
-                need,
-                free,
-            }));
-        }
-    }
+    let archive_dir = check_archive_dir(a, &run)?;
     let java = Java::find().map_err(Failure::setup)?;
     let (sub_core, pub_core) = crate::run::process::default_cores();
     Ok(StagesPlan {

@@ -350,9 +350,9 @@ fn work_dir() -> PathBuf {
     std::env::temp_dir().join(format!("latency-stages-{}", std::process::id()))
 }
 
-/// One sync level: the archives, the run, the watcher. A run that measured something comes
-/// back even when an archive failed meanwhile (with that failure).
-fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>), StagesError> {
+/// Sync level `sync`'s archive A, and archive B replicating from it when the plan replicates,
+/// each with its own driver directory and archive directory.
+fn spawn_archives(plan: &StagesPlan, sync: u8) -> Result<(ArchiveProcess, Option<ArchiveProcess>), StagesError> {
     let pid = std::process::id();
     let work = work_dir();
     let spec = |name: &str, id: i64, port: u16, from: Option<u16>| ArchiveSpec {
@@ -369,13 +369,20 @@ fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>)
         replicate_from: from,
     };
     let a_spec = spec("archive A", 1, plan.control_port, None);
-    let mut a = ArchiveProcess::spawn(&plan.java, &a_spec, &work).map_err(StagesError::Archive)?;
-    let mut b = if plan.replicate {
+    let a = ArchiveProcess::spawn(&plan.java, &a_spec, &work).map_err(StagesError::Archive)?;
+    let b = if plan.replicate {
         let b_spec = spec("archive B", 2, plan.control_port + 2, Some(plan.control_port));
         Some(ArchiveProcess::spawn(&plan.java, &b_spec, &work).map_err(StagesError::Archive)?)
     } else {
         None
     };
+    Ok((a, b))
+}
+
+/// One sync level: the archives, the run, the watcher. A run that measured something comes
+/// back even when an archive failed meanwhile (with that failure).
+fn run_one(plan: &StagesPlan, sync: u8) -> Result<(SyncRun, Option<StagesError>), StagesError> {
+    let (mut a, mut b) = spawn_archives(plan, sync)?;
     let frames = Frames::for_msg_size(plan.trial.msg_size);
     let term = plan.term_length as i64;
     let total = plan.trial.warmup + (plan.trial.duration_s * plan.trial.rate as f64).round() as u64;
