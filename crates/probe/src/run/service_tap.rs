@@ -319,8 +319,49 @@ pub struct Period {
 /// # Errors
 /// A log or the slowest messages' file cannot be read or parsed: one line naming it.
 pub fn read_window(tap: &ServiceTap, figure: &StatusFigure, period: Period) -> Result<TapWindow, String> {
-    // A tolerance for where an interval starts and ends against the watched period.
-    const SLACK_S: f64 = 0.005;
+    let (histogram, intervals) = window_histogram(tap, figure, period)?;
+    let (slow, floor) = slowest_in(tap, figure, period)?;
+    let per_interval = tap.status.slowest.as_ref().map_or(0, |s| s.per_interval);
+    let q = |p: f64| {
+        if histogram.is_empty() {
+            0
+        } else {
+            histogram.value_at_quantile(p)
+        }
+    };
+    let edges_ns = [q(0.5), q(0.9), q(0.99), q(0.999), histogram.max()];
+    let octaves = strata(&histogram, edges_ns, &slow);
+    let summary = AttachTap {
+        dir: tap.dir.display().to_string(),
+        figure: figure.name.clone(),
+        figures: tap.status.figures.iter().map(|f| f.name.clone()).collect(),
+        recording_tids: figure.recording_tids.clone(),
+        clock: tap.status.clock.clone(),
+        intervals,
+        messages: histogram.len(),
+        edges_ns,
+        slowest_per_interval: per_interval,
+        slowest_kept: slow.len(),
+        complete_above_ns: floor,
+    };
+    Ok(TapWindow {
+        summary,
+        slow,
+        octaves,
+        histogram,
+    })
+}
+
+/// A tolerance for where an interval starts and ends against the watched period, seconds.
+const SLACK_S: f64 = 0.005;
+
+/// Figure `figure`'s intervals that lie inside `period` (within [`SLACK_S`]), added up, and how
+/// many there were.
+fn window_histogram(
+    tap: &ServiceTap,
+    figure: &StatusFigure,
+    period: Period,
+) -> Result<(Histogram<u64>, usize), String> {
     let mut histogram = Histogram::<u64>::new(3).expect("3 digits");
     let mut intervals = 0;
     for file in &figure.files {
@@ -336,6 +377,12 @@ pub fn read_window(tap: &ServiceTap, figure: &StatusFigure, period: Period) -> R
             intervals += 1;
         }
     }
+    Ok((histogram, intervals))
+}
+
+/// Figure `figure`'s slowest messages received inside `period` (at most `MAX_SAMPLES`, slowest
+/// first), on `CLOCK_MONOTONIC`, and the latency above which every message is among them.
+fn slowest_in(tap: &ServiceTap, figure: &StatusFigure, period: Period) -> Result<(Vec<SlowSample>, u64), String> {
     // The tap's clock onto CLOCK_MONOTONIC.
     let offset = if tap.status.clock == "realtime" {
         StampClock::Realtime.now_ns() - StampClock::Monotonic.now_ns()
@@ -385,34 +432,7 @@ pub fn read_window(tap: &ServiceTap, figure: &StatusFigure, period: Period) -> R
     }
     slow.retain(|s| s.received_ns >= from && s.received_ns <= to);
     keep_slowest(&mut slow, MAX_SAMPLES, &mut floor);
-    let q = |p: f64| {
-        if histogram.is_empty() {
-            0
-        } else {
-            histogram.value_at_quantile(p)
-        }
-    };
-    let edges_ns = [q(0.5), q(0.9), q(0.99), q(0.999), histogram.max()];
-    let octaves = strata(&histogram, edges_ns, &slow);
-    let summary = AttachTap {
-        dir: tap.dir.display().to_string(),
-        figure: figure.name.clone(),
-        figures: tap.status.figures.iter().map(|f| f.name.clone()).collect(),
-        recording_tids: figure.recording_tids.clone(),
-        clock: tap.status.clock.clone(),
-        intervals,
-        messages: histogram.len(),
-        edges_ns,
-        slowest_per_interval: per_interval,
-        slowest_kept: slow.len(),
-        complete_above_ns: floor,
-    };
-    Ok(TapWindow {
-        summary,
-        slow,
-        octaves,
-        histogram,
-    })
+    Ok((slow, floor))
 }
 
 /// Orders `slow` slowest first and keeps at most `max` of them; when some go, `floor` rises to
