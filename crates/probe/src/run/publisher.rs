@@ -422,26 +422,7 @@ fn assemble(
     if let Some(o) = &mut rtt {
         o.explain = cfg.explain;
     }
-    let raw_jitter = r.jitter.take().map(|side| RawJitter {
-        side,
-        // Ping's slowest round trips (one-way: the subscriber keeps the slowest samples).
-        slow: rtt.as_ref().map(|o| o.slow.clone()).unwrap_or_default(),
-        sampled: rtt.as_ref().map(|o| o.sampled.clone()).unwrap_or_default(),
-        idle: cfg.idle.to_string(),
-        delivery_channel: false,
-        hot_path_lock: false,
-    });
-    let jitter = raw_jitter.as_ref().map(|raw| {
-        let ctx = crate::analysis::verdict::Context {
-            sub_idle: None,
-            pub_idle: Some(cfg.idle.clone()),
-            tail_threshold_ns: u64::MAX,
-            cores: aeron_latency::messaging::available_cores().len(),
-            ..Default::default()
-        };
-        let skipped = crate::analysis::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());
-        crate::analysis::jitter::build(&[&raw.side], &[], &[], &skipped, &ctx).0
-    });
+    let (raw_jitter, jitter) = pub_jitter(cfg, r.jitter.take(), rtt.as_ref());
     let lags = std::mem::take(&mut r.lags);
     PubRun {
         rtt,
@@ -483,6 +464,37 @@ fn assemble(
             prefaulted,
         },
     }
+}
+
+/// The publisher's jitter section from its hot thread's counters (`side`), and the raw
+/// material latency-probe combines with the subscriber's: ping's slowest round trips, in
+/// round-trip mode.
+fn pub_jitter(
+    cfg: &PubConfig,
+    side: Option<crate::model::JitterSide>,
+    rtt: Option<&SubOutcome>,
+) -> (Option<RawJitter>, Option<crate::model::JitterReport>) {
+    let raw_jitter = side.map(|side| RawJitter {
+        side,
+        // Ping's slowest round trips (one-way: the subscriber keeps the slowest samples).
+        slow: rtt.map(|o| o.slow.clone()).unwrap_or_default(),
+        sampled: rtt.map(|o| o.sampled.clone()).unwrap_or_default(),
+        idle: cfg.idle.to_string(),
+        delivery_channel: false,
+        hot_path_lock: false,
+    });
+    let jitter = raw_jitter.as_ref().map(|raw| {
+        let ctx = crate::analysis::verdict::Context {
+            sub_idle: None,
+            pub_idle: Some(cfg.idle.clone()),
+            tail_threshold_ns: u64::MAX,
+            cores: aeron_latency::messaging::available_cores().len(),
+            ..Default::default()
+        };
+        let skipped = crate::analysis::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());
+        crate::analysis::jitter::build(&[&raw.side], &[], &[], &skipped, &ctx).0
+    });
+    (raw_jitter, jitter)
 }
 
 /// What a publisher run produced: its report and, in round-trip mode, the echoes ping timed
