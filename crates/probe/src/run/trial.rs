@@ -196,8 +196,30 @@ struct Children {
     pub_lags: PathBuf,
 }
 
+/// Both children's command lines (shared flags first), and where their files go in `tmp`.
 fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
     let (sub_json, pub_json) = (tmp.join("sub.json"), tmp.join("pub.json"));
+    let (sub_raw, pub_raw) = (tmp.join("sub-jitter.json"), tmp.join("pub-jitter.json"));
+    let pub_lags = tmp.join("pub.lags");
+    let common = common_args(t, dir);
+    let mut sub = common.clone();
+    sub.extend(sub_args(t, (&sub_json, &sub_raw)));
+    let mut publ = common;
+    publ.extend(pub_args(t, (&pub_json, &pub_raw, &pub_lags)));
+    Children {
+        sub_args: sub,
+        pub_args: publ,
+        sub_json,
+        pub_json,
+        sub_raw,
+        pub_raw,
+        pub_lags,
+    }
+}
+
+/// What latency-sub and latency-pub are both given: the driver, the stream, idling,
+/// diagnostics, the publication, round-trip mode.
+fn common_args(t: &Trial, dir: &Path) -> Vec<String> {
     let s = |v: &dyn ToString| v.to_string();
     let mut common = vec![
         "--dir".into(),
@@ -229,9 +251,13 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
             s(&p.stream),
         ]);
     }
-    let (sub_raw, pub_raw) = (tmp.join("sub-jitter.json"), tmp.join("pub-jitter.json"));
-    let mut sub_args = common.clone();
-    sub_args.extend([
+    common
+}
+
+/// latency-sub's own arguments: its timeout, reports, delivery, planted causes, core.
+fn sub_args(t: &Trial, (sub_json, sub_raw): (&Path, &Path)) -> Vec<String> {
+    let s = |v: &dyn ToString| v.to_string();
+    let mut args: Vec<String> = vec![
         "--timeout".into(),
         format!("{:.1}", t.sub_timeout_s()),
         "--json".into(),
@@ -242,17 +268,23 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
         s(&t.delivery),
         "--live".into(),
         if t.live { "on" } else { "off" }.into(),
-    ]);
+    ];
     if t.hot_path_lock {
-        sub_args.push("--hot-path-lock".into());
+        args.push("--hot-path-lock".into());
     }
     if t.plant_helper {
-        sub_args.push("--plant-helper".into());
+        args.push("--plant-helper".into());
     }
     if let Some(c) = t.sub_core {
-        sub_args.extend(["--core".into(), s(&c)]);
+        args.extend(["--core".into(), s(&c)]);
     }
-    common.extend([
+    args
+}
+
+/// latency-pub's own arguments: the run's length and rate, reports, core, planted delay.
+fn pub_args(t: &Trial, (pub_json, pub_raw, pub_lags): (&Path, &Path, &Path)) -> Vec<String> {
+    let s = |v: &dyn ToString| v.to_string();
+    let mut args: Vec<String> = vec![
         "--duration".into(),
         s(&t.duration_s),
         "--rate".into(),
@@ -267,26 +299,17 @@ fn children(t: &Trial, dir: &Path, tmp: &Path) -> Children {
         s(&pub_json.display()),
         "--jitter-raw".into(),
         s(&pub_raw.display()),
-    ]);
+    ];
     if let Some(c) = t.pub_core {
-        common.extend(["--core".into(), s(&c)]);
+        args.extend(["--core".into(), s(&c)]);
     }
-    let pub_lags = tmp.join("pub.lags");
     if t.send_lags {
-        common.extend(["--send-lags".into(), s(&pub_lags.display())]);
+        args.extend(["--send-lags".into(), s(&pub_lags.display())]);
     }
     if t.plant_delay_ns > 0 {
-        common.extend(["--plant-delay-ns".into(), s(&t.plant_delay_ns)]);
+        args.extend(["--plant-delay-ns".into(), s(&t.plant_delay_ns)]);
     }
-    Children {
-        sub_args,
-        pub_args: common,
-        sub_json,
-        pub_json,
-        sub_raw,
-        pub_raw,
-        pub_lags,
-    }
+    args
 }
 
 /// The hiccup meter: only on a core no hot thread uses, unless forced; or why it does not run.
