@@ -87,47 +87,24 @@ impl std::fmt::Display for OutDirError {
 
 impl std::error::Error for OutDirError {}
 
-/// Writes `report` and its files into `dir` (created if missing); returns the paths written.
-/// A report without histograms (an older report, or a run that measured nothing) gets
-/// `report.json` and `groups.csv` only.
-///
-/// # Errors
-/// One line naming the file that could not be written and why.
-pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, OutDirError> {
-    let io = |p: &Path, e: &dyn std::fmt::Display| OutDirError {
+/// The file `p` could not be made or written, for `e`.
+fn io_error(p: &Path, e: &dyn std::fmt::Display) -> OutDirError {
+    OutDirError {
         path: p.to_owned(),
         cause: e.to_string(),
-    };
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, &e))?;
-    let mut written = Vec::new();
-    let json = dir.join("report.json");
-    write_json(report, &json).map_err(|e| io(&json, &e))?;
-    written.push(json);
-
-    let rows = group_points(report);
-    let csv = dir.join("groups.csv");
-    write_atomically(&csv, |out| write_groups_csv(&rows, out)).map_err(|e| io(&csv, &e))?;
-    written.push(csv);
-
-    let Some(h) = &report.histograms else {
-        return Ok(written);
-    };
-    let intended = decode(&h.intended).map_err(|e| io(&dir.join("latency.hgrm"), &e))?;
-    let actual = decode(&h.actual).map_err(|e| io(&dir.join("latency-actual.hgrm"), &e))?;
-    for (name, hist) in [("latency.hgrm", &intended), ("latency-actual.hgrm", &actual)] {
-        let p = dir.join(name);
-        write_atomically(&p, |out| write_hgrm(hist, out, NS_PER_US)).map_err(|e| io(&p, &e))?;
-        written.push(p);
     }
+}
 
-    let hlog = dir.join("latency.hlog");
+/// The 20 groups' histograms, both columns (the actual one tagged `actual`), as one
+/// HdrHistogram interval log.
+fn write_groups_hlog(h: &crate::model::Histograms, hlog: &Path) -> Result<(), OutDirError> {
     let mut decoded = Vec::with_capacity(GROUPS);
     for g in &h.groups {
         decoded.push((
             g.start_s,
             (g.end_s - g.start_s).max(0.0),
-            decode(&g.intended).map_err(|e| io(&hlog, &e))?,
-            decode(&g.actual).map_err(|e| io(&hlog, &e))?,
+            decode(&g.intended).map_err(|e| io_error(hlog, &e))?,
+            decode(&g.actual).map_err(|e| io_error(hlog, &e))?,
         ));
     }
     let iv = |actual: bool| -> Vec<Interval<'_>> {
@@ -152,10 +129,43 @@ pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, OutDirErro
         },
     ];
     // The log's own error, whole: its message is what `--out` prints.
-    write_atomically(&hlog, |out| {
+    write_atomically(hlog, |out| {
         write_hlog(&sets, h.start_epoch_s.max(0.0), out).map_err(std::io::Error::other)
     })
-    .map_err(|e| io(&hlog, &e))?;
+    .map_err(|e| io_error(hlog, &e))
+}
+
+/// Writes `report` and its files into `dir` (created if missing); returns the paths written.
+/// A report without histograms (an older report, or a run that measured nothing) gets
+/// `report.json` and `groups.csv` only.
+///
+/// # Errors
+/// One line naming the file that could not be written and why.
+pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, OutDirError> {
+    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, &e))?;
+    let mut written = Vec::new();
+    let json = dir.join("report.json");
+    write_json(report, &json).map_err(|e| io_error(&json, &e))?;
+    written.push(json);
+
+    let rows = group_points(report);
+    let csv = dir.join("groups.csv");
+    write_atomically(&csv, |out| write_groups_csv(&rows, out)).map_err(|e| io_error(&csv, &e))?;
+    written.push(csv);
+
+    let Some(h) = &report.histograms else {
+        return Ok(written);
+    };
+    let intended = decode(&h.intended).map_err(|e| io_error(&dir.join("latency.hgrm"), &e))?;
+    let actual = decode(&h.actual).map_err(|e| io_error(&dir.join("latency-actual.hgrm"), &e))?;
+    for (name, hist) in [("latency.hgrm", &intended), ("latency-actual.hgrm", &actual)] {
+        let p = dir.join(name);
+        write_atomically(&p, |out| write_hgrm(hist, out, NS_PER_US)).map_err(|e| io_error(&p, &e))?;
+        written.push(p);
+    }
+
+    let hlog = dir.join("latency.hlog");
+    write_groups_hlog(h, &hlog)?;
     written.push(hlog);
 
     let what = format!(
@@ -176,10 +186,10 @@ pub fn write_dir(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, OutDirErro
             &format!("latency by percentile: {what}"),
             &p,
         )
-        .map_err(|e| io(&p, &e))?;
+        .map_err(|e| io_error(&p, &e))?;
         written.push(p);
         let p = dir.join("groups.svg");
-        groups_svg(&rows, &format!("latency over the run, 20 groups: {what}"), &p).map_err(|e| io(&p, &e))?;
+        groups_svg(&rows, &format!("latency over the run, 20 groups: {what}"), &p).map_err(|e| io_error(&p, &e))?;
         written.push(p);
     }
     Ok(written)
