@@ -89,6 +89,24 @@ fn channel_syntax(channel: &str) -> Result<(), String> {
         }
         _ => return Err(format!("the media {media:?} is neither ipc nor udp")),
     }
+    let pairs = key_values(params)?;
+    let get = |key: &str| pairs.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| *v);
+    let control_mode = get("control-mode");
+    if let Some(mode) = control_mode {
+        if !matches!(mode, "manual" | "dynamic" | "response") {
+            return Err(format!(
+                "control-mode={mode} is not one of Aeron's: manual, dynamic or response"
+            ));
+        }
+    }
+    if media == "udp" {
+        check_udp(&get, control_mode)?;
+    }
+    Ok(())
+}
+
+/// The `key=value` parameters after the `?`, in the order given.
+fn key_values(params: Option<&str>) -> Result<Vec<(&str, &str)>, String> {
     let mut pairs: Vec<(&str, &str)> = Vec::new();
     if let Some(params) = params {
         if params.is_empty() {
@@ -111,35 +129,30 @@ fn channel_syntax(channel: &str) -> Result<(), String> {
             pairs.push((key, value));
         }
     }
-    let get = |key: &str| pairs.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| *v);
-    let control_mode = get("control-mode");
-    if let Some(mode) = control_mode {
-        if !matches!(mode, "manual" | "dynamic" | "response") {
-            return Err(format!(
-                "control-mode={mode} is not one of Aeron's: manual, dynamic or response"
-            ));
-        }
+    Ok(pairs)
+}
+
+/// A udp channel's addressing, in the order Aeron checks it: dynamic control needs a control
+/// address; some address (or tags, or manual or response control) is needed; each address is
+/// `host:port`.
+fn check_udp<'a>(get: &dyn Fn(&str) -> Option<&'a str>, control_mode: Option<&str>) -> Result<(), String> {
+    let (endpoint, control) = (get("endpoint"), get("control"));
+    // In the order Aeron checks them.
+    if control_mode == Some("dynamic") && control.is_none() {
+        return Err("control-mode=dynamic needs control=<host>:<port>".into());
     }
-    if media == "udp" {
-        let (endpoint, control) = (get("endpoint"), get("control"));
-        // In the order Aeron checks them.
-        if control_mode == Some("dynamic") && control.is_none() {
-            return Err("control-mode=dynamic needs control=<host>:<port>".into());
-        }
-        if endpoint.is_none()
-            && control.is_none()
-            && get("tags").is_none()
-            && !matches!(control_mode, Some("manual" | "response"))
-        {
-            return Err(
-                "a udp channel needs endpoint=<host>:<port> (or control=<host>:<port>, tags, control-mode=manual)"
-                    .into(),
-            );
-        }
-        for (key, value) in [("endpoint", endpoint), ("control", control)] {
-            if let Some(value) = value {
-                check_host_port(key, value)?;
-            }
+    if endpoint.is_none()
+        && control.is_none()
+        && get("tags").is_none()
+        && !matches!(control_mode, Some("manual" | "response"))
+    {
+        return Err(
+            "a udp channel needs endpoint=<host>:<port> (or control=<host>:<port>, tags, control-mode=manual)".into(),
+        );
+    }
+    for (key, value) in [("endpoint", endpoint), ("control", control)] {
+        if let Some(value) = value {
+            check_host_port(key, value)?;
         }
     }
     Ok(())
