@@ -568,6 +568,31 @@ fn report_tap(tap: Tap, moved: u64) -> bool {
     adds_up
 }
 
+/// Stops the media driver once `at` ticks were published and starts a new one in its
+/// directory (the clients notice and reconnect); false when the feed ended first.
+fn restart_driver_at(
+    at: u64,
+    shared: &Shared,
+    feed: &messaging::PinnedThread<()>,
+    driver: &mut Option<EmbeddedDriver>,
+) -> bool {
+    while shared.published.load(Ordering::Acquire) < at && !feed.is_finished() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if feed.is_finished() {
+        return false;
+    }
+    println!(
+        "restart: stopping the media driver after {} ticks",
+        shared.published.load(Ordering::Acquire)
+    );
+    if let Some(old) = driver.take() {
+        old.stop();
+    }
+    *driver = Some(spawn_driver(&shared.dir));
+    true
+}
+
 fn main() {
     let a = parse_args();
     let dir = PathBuf::from(format!("/dev/shm/order-gateway-{}", std::process::id()));
@@ -614,23 +639,9 @@ fn main() {
         let (s, n, rate) = (shared.clone(), a.ticks, a.rate);
         move || feed(s, n, rate)
     });
-    let restarted = Arc::new(AtomicBool::new(false));
-    if let Some(at) = a.restart_at {
-        while shared.published.load(Ordering::Acquire) < at && !feed.is_finished() {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if !feed.is_finished() {
-            println!(
-                "restart: stopping the media driver after {} ticks",
-                shared.published.load(Ordering::Acquire)
-            );
-            if let Some(old) = driver.take() {
-                old.stop();
-            }
-            driver = Some(spawn_driver(&dir));
-            restarted.store(true, Ordering::Release);
-        }
-    }
+    let restarted = a
+        .restart_at
+        .is_some_and(|at| restart_driver_at(at, &shared, &feed, &mut driver));
     feed.join().expect("feed");
     gateway.join().expect("gateway");
     let r = exchange.join().expect("exchange");
@@ -644,13 +655,8 @@ fn main() {
         r.out_of_order,
         shared.refused.load(Ordering::Relaxed),
         started.elapsed().as_secs_f64(),
-        if restarted.load(Ordering::Acquire) {
-            ", driver restarted once"
-        } else {
-            ""
-        }
+        if restarted { ", driver restarted once" } else { "" }
     );
-    let restarted = restarted.load(Ordering::Acquire);
     let mut ok = r.out_of_order == 0 && (restarted || r.orders == a.ticks);
     let tap = Arc::into_inner(shared).and_then(|s| s.tap);
     if let Some(tap) = tap {
