@@ -86,7 +86,8 @@ test: bootstrap
 	$(WITH_CMAKE) $(CARGO) +$(MSRV) check -p messaging --features tap --lib --target-dir target/msrv
 	$(WITH_CMAKE) LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) LATENCY_PROBE_REQUIRE_JAVA=$(REQUIRE_JAVA) \
 		TAP_REQUIRE_HDR_JAVA=$(REQUIRE_HDR_JAVA) TAP_REQUIRE_PROMETHEUS=$(REQUIRE_PROMETHEUS) $(CARGO) test --workspace
-	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000
+	# Paced, so the restart lands mid-stream (unpaced on 2 cores it often came after the last tick).
+	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000 --rate 100000
 	# latency-probe attach names the causes planted in that example, 3 runs each of 5 cases,
 	# each named in 2 of them at least on these debug builds (~3 min; make attach-check: 3 of 3).
 	LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) scripts/attach-check.py --debug --cost-rounds 0 --need 2
