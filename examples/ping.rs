@@ -278,79 +278,100 @@ fn ping(
     let started = Instant::now();
     let run_id = run_id();
     for seq in 0..warmup + count {
-        // Send: the stamp is taken once, before the first claim attempt.
+        // The stamp is taken once, before the first claim attempt.
         let sent_ns = clock.now_ns();
-        let mut first_failure: Option<Instant> = None;
-        loop {
-            match publ.try_claim(PING_LEN) {
-                Ok(mut claim) => {
-                    let buf = claim.buffer_mut();
-                    buf[..8].copy_from_slice(&seq.to_le_bytes());
-                    buf[8..16].copy_from_slice(&sent_ns.to_le_bytes());
-                    buf[16..24].copy_from_slice(&run_id.to_le_bytes());
-                    buf[24..].fill(0);
-                    claim.commit();
-                    break;
-                }
-                Err(e) if e.is_retryable() => {
-                    r.retries.count(&e);
-                    if first_failure.get_or_insert_with(Instant::now).elapsed() > ECHO_TIMEOUT {
-                        r.error = Some(format!(
-                            "could not send ping {seq} for {} s: {e}",
-                            ECHO_TIMEOUT.as_secs()
-                        ));
-                        return finish(r, started);
-                    }
-                    idle.idle_once();
-                }
-                Err(e) => {
-                    r.error = Some(format!("could not send ping {seq}: {e}"));
-                    return finish(r, started);
-                }
-            }
-        }
-
-        // Wait for the echo of this very message.
-        let mut rtt: Option<i64> = None;
-        let mut empty_polls = 0_u32;
-        let mut waiting_since: Option<Instant> = None;
-        while rtt.is_none() {
-            let n = sub
-                .poll(
-                    &mut |msg: &[u8], _h: &MessageHeader<'_>| {
-                        let now = clock.now_ns();
-                        match parse(msg) {
-                            Some((echo_seq, echo_sent, echo_run)) if echo_seq == seq && echo_run == run_id => {
-                                rtt = Some(now - echo_sent);
-                            }
-                            _ => r.unexpected += 1,
-                        }
-                    },
-                    1,
-                )
-                .unwrap_or(0);
-            if n == 0 {
-                empty_polls = empty_polls.wrapping_add(1);
-                if empty_polls.is_multiple_of(4096)
-                    && waiting_since.get_or_insert_with(Instant::now).elapsed() > ECHO_TIMEOUT
-                {
-                    r.error = Some(format!(
-                        "no echo of ping {seq} within {} s: is pong still running?",
-                        ECHO_TIMEOUT.as_secs()
-                    ));
-                    return finish(r, started);
-                }
-            }
-            idle.idle(n);
-        }
-        if seq >= warmup {
-            if let Some(ns) = rtt {
-                record(&mut r.rtt, ns);
+        let sent = send_ping(&mut publ, [seq, sent_ns as u64, run_id], &mut idle, &mut r.retries);
+        match sent.and_then(|()| await_echo(&mut sub, &clock, (seq, run_id), &mut idle, &mut r.unexpected)) {
+            Ok(rtt) if seq >= warmup => record(&mut r.rtt, rtt),
+            Ok(_) => {}
+            Err(e) => {
+                r.error = Some(e);
+                return finish(r, started);
             }
         }
         r.completed += 1;
     }
     finish(r, started)
+}
+
+/// Claims, writes and commits one ping (`[seq, sent_ns, run_id]`), retrying a claim refused
+/// for back-pressure or no subscriber for up to [`ECHO_TIMEOUT`].
+fn send_ping(
+    publ: &mut ConcurrentPublication,
+    [seq, sent_ns, run_id]: [u64; 3],
+    idle: &mut IdleStrategy,
+    retries: &mut Retries,
+) -> Result<(), String> {
+    let mut first_failure: Option<Instant> = None;
+    loop {
+        match publ.try_claim(PING_LEN) {
+            Ok(mut claim) => {
+                let buf = claim.buffer_mut();
+                buf[..8].copy_from_slice(&seq.to_le_bytes());
+                buf[8..16].copy_from_slice(&sent_ns.to_le_bytes());
+                buf[16..24].copy_from_slice(&run_id.to_le_bytes());
+                buf[24..].fill(0);
+                claim.commit();
+                return Ok(());
+            }
+            Err(e) if e.is_retryable() => {
+                retries.count(&e);
+                if first_failure.get_or_insert_with(Instant::now).elapsed() > ECHO_TIMEOUT {
+                    return Err(format!(
+                        "could not send ping {seq} for {} s: {e}",
+                        ECHO_TIMEOUT.as_secs()
+                    ));
+                }
+                idle.idle_once();
+            }
+            Err(e) => return Err(format!("could not send ping {seq}: {e}")),
+        }
+    }
+}
+
+/// Polls until the echo of ping `seq` of this run comes (others are counted in `unexpected`),
+/// for up to [`ECHO_TIMEOUT`]; its round trip, ns.
+fn await_echo(
+    sub: &mut Subscriber,
+    clock: &Clock,
+    (seq, run_id): (u64, u64),
+    idle: &mut IdleStrategy,
+    unexpected: &mut u64,
+) -> Result<i64, String> {
+    let mut rtt: Option<i64> = None;
+    let mut empty_polls = 0_u32;
+    let mut waiting_since: Option<Instant> = None;
+    loop {
+        let n = sub
+            .poll(
+                &mut |msg: &[u8], _h: &MessageHeader<'_>| {
+                    let now = clock.now_ns();
+                    match parse(msg) {
+                        Some((echo_seq, echo_sent, echo_run)) if echo_seq == seq && echo_run == run_id => {
+                            rtt = Some(now - echo_sent);
+                        }
+                        _ => *unexpected += 1,
+                    }
+                },
+                1,
+            )
+            .map_err(|e| format!("waiting for the echo of ping {seq}: {e}"))?;
+        if let Some(ns) = rtt {
+            return Ok(ns);
+        }
+        if n == 0 {
+            empty_polls = empty_polls.wrapping_add(1);
+            if empty_polls.is_multiple_of(4096)
+                && waiting_since.get_or_insert_with(Instant::now).elapsed() > ECHO_TIMEOUT
+            {
+                return Err(format!(
+                    "no echo of ping {seq} within {} s: is pong still running?",
+                    ECHO_TIMEOUT.as_secs()
+                ));
+            }
+        }
+        idle.idle(n);
+    }
 }
 
 fn finish(mut r: PingReport, started: Instant) -> PingReport {
