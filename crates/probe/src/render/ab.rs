@@ -99,13 +99,18 @@ pub fn render(r: &AbReport) -> String {
             r.confidence
         })
     );
-    let _ = writeln!(
-        o,
-        "{:<6} {:>10} {:>10} {:>8} {:>18} {:>7} verdict",
-        "", "A", "B", "change", "interval", "B<A"
-    );
-    for p in &r.percentiles {
-        let _ = writeln!(o, "{}", row(p));
+    if counted == 0 {
+        // A table of zeros would read as "no change".
+        let _ = writeln!(o, "no round counts: nothing to compare");
+    } else {
+        let _ = writeln!(
+            o,
+            "{:<6} {:>10} {:>10} {:>8} {:>18} {:>7} verdict",
+            "", "A", "B", "change", "interval", "B<A"
+        );
+        for p in &r.percentiles {
+            let _ = writeln!(o, "{}", row(p));
+        }
     }
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
@@ -114,4 +119,54 @@ pub fn render(r: &AbReport) -> String {
         let _ = writeln!(o, "INCOMPLETE: {why}");
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render;
+    use crate::model::{AbColumn, AbOrder, AbReport, AbRound, Stats};
+
+    fn report(rounds: Vec<AbRound>) -> AbReport {
+        AbReport {
+            schema_version: crate::model::SCHEMA_VERSION,
+            a: "A".into(),
+            b: "B".into(),
+            column: AbColumn::Intended,
+            order: AbOrder::Random,
+            seed: Some(1),
+            confidence: 0.99,
+            interval_confidence: 0.99,
+            stopped_early: false,
+            rounds_planned: 6,
+            percentiles: crate::analysis::ab::judge(&rounds, 0.99),
+            complete: false,
+            incomplete_reason: Some("interrupted".into()),
+            notes: Vec::new(),
+            rounds,
+        }
+    }
+
+    #[test]
+    fn a_comparison_with_no_round_says_so_instead_of_a_table_of_zeros() {
+        let text = render(&report(Vec::new()));
+        assert!(text.contains("no round counts: nothing to compare"), "{text}");
+        assert!(!text.contains("+0.0%") && !text.contains("verdict"), "{text}");
+        assert!(text.ends_with("INCOMPLETE: interrupted\n"), "{text}");
+        let stats = Stats {
+            p50: 200,
+            p99: 400,
+            ..Stats::default()
+        };
+        let one = AbRound {
+            round: 1,
+            order: "AB".into(),
+            a: stats,
+            b: stats,
+            a_floor_ns: None,
+            b_floor_ns: None,
+            set_aside: None,
+        };
+        let text = render(&report(vec![one]));
+        assert!(text.contains("verdict") && text.contains("p50"), "{text}");
+    }
 }

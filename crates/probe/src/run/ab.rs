@@ -278,12 +278,14 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
         let (r, a, b) = match run_round(ab, round, orders.next(round)) {
             // Ctrl-C: the arm that ran then was stopped; the verdict is over the rounds done.
             Err(_) if crate::sys::signals::interrupted() => {
-                incomplete_reason = Some(format!(
-                    "interrupted (SIGINT or SIGTERM) in round {round}: the verdict is over the {} of {} rounds \
-                     done before it",
-                    counted(&rounds),
-                    ab.rounds
-                ));
+                incomplete_reason = Some(match counted(&rounds) {
+                    0 => format!("interrupted (SIGINT or SIGTERM) in round {round}: no round was done before it"),
+                    n => format!(
+                        "interrupted (SIGINT or SIGTERM) in round {round}: the verdict is over the {n} of {} \
+                         rounds done before it",
+                        ab.rounds
+                    ),
+                });
                 break;
             }
             Err(e) => {
