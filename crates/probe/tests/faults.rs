@@ -1,8 +1,8 @@
 //! Faults in the middle of a run, as users meet them next to a real driver: the media driver
 //! killed, the subscriber killed, the publisher killed, a foreign publisher on our stream, a
-//! late subscriber, Ctrl-C, and the two sides started in either order. Each test is bounded in time and checks what the
-//! probes say and what they keep: exit codes, the one-line cause, and the report written with
-//! everything measured so far.
+//! malformed frame in a log, a late subscriber, Ctrl-C, and the two sides started in either
+//! order. Each test is bounded in time and checks what the probes say and what they keep: exit
+//! codes, the one-line cause, and the report written with everything measured so far.
 //!
 //! The driver that gets killed runs in a child process: this test binary itself, re-run with
 //! `FAULT_TEST_DRIVER_DIR` set, executes [`driver_process_for_fault_tests`].
@@ -333,6 +333,67 @@ fn foreign_bytes_on_our_stream_are_decode_errors_and_the_totals_still_add_up() {
     assert!(
         notes.iter().any(|n| n.as_str().unwrap().contains("200")),
         "the report points out the undecodable payloads: {notes:?}"
+    );
+    drop(driver);
+}
+
+/// Publishes, through a claim on `publ`, a frame whose length field says `length`: what a
+/// process writing into the log without Aeron's rules could leave there.
+fn plant_frame_length(publ: &mut messaging::ConcurrentPublication, length: i32) {
+    let t = Instant::now();
+    let mut claim = loop {
+        match publ.try_claim(64) {
+            Ok(c) => break c,
+            Err(e) if e.is_retryable() && t.elapsed() < Duration::from_secs(2) => std::thread::yield_now(),
+            Err(e) => panic!("claim: {e}"),
+        }
+    };
+    let payload = claim.buffer_mut().as_mut_ptr();
+    // SAFETY: a claim's buffer starts right after its frame's 32-byte header, inside the mapped
+    // log, and the frame is ours until published; its length field is the header's first 4
+    // bytes, which Aeron's readers load atomically. The claim is forgotten so that its drop
+    // does not publish the frame as padding over what is planted.
+    #[allow(unsafe_code)]
+    unsafe {
+        (*payload.sub(32).cast::<std::sync::atomic::AtomicI32>()).store(length, std::sync::atomic::Ordering::Release);
+    }
+    std::mem::forget(claim);
+}
+
+/// A process that is not an Aeron client writes a malformed frame into the log of another
+/// publication on our stream: latency-sub reads our publisher to the end, every message, and
+/// its report names the unreadable log (it used to pass over it without a word).
+#[test]
+fn a_malformed_frame_on_our_stream_is_named_and_ours_all_arrive() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let (sub_json, pub_json) = (tmp_json("malformed-sub"), tmp_json("malformed-pub"));
+    let sub_args = SideArgs::sub(&dir, 3013, 60).json(&sub_json);
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "malformed-sub");
+    let pub_args = SideArgs::publ(&dir, 3013, 2, 500).json(&pub_json);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "malformed-pub");
+
+    let client = messaging::Client::connect(&dir).expect("client");
+    let mut foreign = client.publication("aeron:ipc", 3013).expect("publication");
+    std::thread::sleep(Duration::from_millis(800));
+    plant_frame_length(&mut foreign, 7);
+
+    let (s, _, err) = publ.wait(Duration::from_secs(30), "latency-pub");
+    assert!(s.success(), "latency-pub: {err}");
+    let (s, _, err) = sub.wait(Duration::from_secs(30), "latency-sub");
+    assert!(s.success(), "latency-sub: {err}");
+    drop(foreign);
+    drop(client);
+    let r = read_json(&sub_json);
+    let p = read_json(&pub_json);
+    assert_eq!(r["received"], p["sent"], "every message of ours arrived: {r}");
+    assert_eq!((&r["lost"], &r["complete"]), (&0.into(), &true.into()), "{r}");
+    let notes = r["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("holds a frame of length 7 at position")),
+        "the report names the unreadable log: {notes:?}"
     );
     drop(driver);
 }

@@ -21,6 +21,9 @@ use aeron_latency::wire::{self, Kind, Message};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
+/// The most unreadable images a run reports (each is said once, when met).
+const POLL_ERRORS_KEPT: usize = 16;
+
 /// What a measuring poll loop keeps: the recorder, spans, stalls and slowest samples. The
 /// subscriber uses it, and so does ping (`--mode rtt`) for the echoes.
 pub(crate) struct State {
@@ -47,6 +50,8 @@ pub(crate) struct State {
     pub(crate) lock: Option<Arc<Mutex<u64>>>,
     /// The live line's shared counters, when it is on.
     pub(crate) live: Option<Arc<crate::run::live::Live>>,
+    /// Images a poll could not read (a malformed frame in a publisher's log), in words.
+    pub(crate) poll_errors: Vec<String>,
 }
 
 impl State {
@@ -69,6 +74,19 @@ impl State {
             bands: on.then(BandSampler::new),
             lock,
             live: None,
+            poll_errors: Vec::new(),
+        }
+    }
+
+    /// A poll met an image it cannot read ([`PollError::MalformedFrame`], said once per
+    /// image): kept for the report (at most [`POLL_ERRORS_KEPT`]); the other images are still
+    /// read. Not on the hot path: it allocates.
+    ///
+    /// [`PollError::MalformedFrame`]: aeron_latency::messaging::PollError::MalformedFrame
+    #[cold]
+    pub(crate) fn poll_failed(&mut self, e: &aeron_latency::messaging::PollError) {
+        if self.poll_errors.len() < POLL_ERRORS_KEPT {
+            self.poll_errors.push(e.to_string());
         }
     }
 
@@ -201,6 +219,7 @@ impl State {
             faults_measured,
             prefaulted: Vec::new(),
             setup_notes: Vec::new(),
+            poll_errors: self.poll_errors,
         }
     }
 
@@ -268,6 +287,8 @@ pub struct SubOutcome {
     pub prefaulted: Vec<String>,
     /// Warnings about the setup (a world-writable driver directory).
     pub setup_notes: Vec<String>,
+    /// Images the polls could not read (a malformed frame in a publisher's log), in words.
+    pub poll_errors: Vec<String>,
 }
 
 impl SubOutcome {

@@ -10,7 +10,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{
-    DriverLiveness, IdleStrategy, MessageHeader, OfferError, Publication, PublicationKind, Subscriber,
+    DriverLiveness, IdleStrategy, MessageHeader, OfferError, PollError, Publication, PublicationKind, Subscriber,
 };
 
 use aeron_latency::messaging::tap::Stamp;
@@ -615,12 +615,18 @@ fn await_echo<D: Diagnostics>(
     let mut polls: u32 = 0;
     loop {
         polls = polls.wrapping_add(1);
-        let Ok(n) = sub.poll(
+        let n = match sub.poll(
             &mut |bytes: &[u8], h: &MessageHeader<'_>| st.on_message(bytes, h.reserved_value()),
             16,
-        ) else {
+        ) {
+            Ok(n) => n,
             // The client lost its driver.
-            return Err(Stop::EchoDriverLost { seq });
+            Err(PollError::ClientClosed) => return Err(Stop::EchoDriverLost { seq }),
+            // One publisher's log unreadable: the report says so; pong's may still come.
+            Err(e) => {
+                st.poll_failed(&e);
+                0
+            }
         };
         if let Some((last, at)) = st.last {
             if last == seq {

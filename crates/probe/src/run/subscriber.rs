@@ -20,7 +20,7 @@ use crate::run::SetupError;
 use crate::sys::clock::now_ns;
 use aeron_latency::messaging::{
     driver_pid, AddError, Client, Concurrent, DriverLiveness, Exclusive, HandoffOptions, IdleStrategy, MessageHeader,
-    OfferError, PrefaultError, PrefaultStats, Publication, PublicationKind, Subscriber, ThreadBuilder,
+    OfferError, PollError, PrefaultError, PrefaultStats, Publication, PublicationKind, Subscriber, ThreadBuilder,
 };
 use crossbeam_channel::RecvTimeoutError;
 use std::path::PathBuf;
@@ -421,18 +421,26 @@ fn hot_loop(
     let mut stopped_early = None;
     let mut polls: u32 = 0;
     loop {
-        let n = sub
-            .poll(
-                &mut |bytes: &[u8], h: &MessageHeader<'_>| {
-                    if let Some(e) = echo.as_deref_mut() {
-                        // Pong: echo first, measure after (the echo is what ping waits for).
-                        e.send(bytes, h.reserved_value());
-                    }
-                    st.on_message(bytes, h.reserved_value());
-                },
-                64,
-            )
-            .unwrap_or(0);
+        let polled = sub.poll(
+            &mut |bytes: &[u8], h: &MessageHeader<'_>| {
+                if let Some(e) = echo.as_deref_mut() {
+                    // Pong: echo first, measure after (the echo is what ping waits for).
+                    e.send(bytes, h.reserved_value());
+                }
+                st.on_message(bytes, h.reserved_value());
+            },
+            64,
+        );
+        let n = match polled {
+            Ok(n) => n,
+            // The driver is gone: the liveness check below ends the run and says so.
+            Err(PollError::ClientClosed) => 0,
+            // One publisher's log unreadable: the report says so; the others are still read.
+            Err(e) => {
+                st.poll_failed(&e);
+                0
+            }
+        };
         st.after_poll();
         if st.done(ends.total) {
             break;
@@ -492,6 +500,35 @@ fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: 
     st.finish(stopped_early.or_else(|| ends.interrupted()))
 }
 
+/// Pong's echoing in its report: what it echoed, and a failure to echo (incomplete, unless
+/// only the end marker's echo failed).
+fn pong_notes(r: &mut crate::model::Report, e: &EchoStats) {
+    let retries: Vec<String> = e.retries.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    r.notes.push(format!(
+        "pong: echoed {} messages on stream {} (claims retried: {}); the latencies above are one-way, ping to \
+         pong, on this host's clock",
+        e.echoed,
+        e.stream,
+        if retries.is_empty() {
+            "none".into()
+        } else {
+            retries.join(", ")
+        }
+    ));
+    match &e.failure {
+        // Every message arrived and was echoed: only the end marker's echo failed. Ping
+        // does not wait for that one and may have gone already; not a failure.
+        Some(f) if r.sent == Some(r.received) && e.echoed >= r.received => r.notes.push(format!(
+            "pong: the end marker was not echoed (ping does not wait for it, and had gone): {f}"
+        )),
+        Some(f) => {
+            r.complete = false;
+            r.incomplete_reason = Some(f.clone());
+        }
+        None => {}
+    }
+}
+
 /// Builds the report from what the subscriber collected. The subscriber does not see the
 /// publisher's offer outcomes: `offer` stays empty (latency-probe fills it from latency-pub).
 #[must_use]
@@ -545,31 +582,10 @@ pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> cra
     r.faults.subscriber = out.faults_measured;
     r.faults.prefaulted.clone_from(&out.prefaulted);
     r.notes.extend(out.setup_notes.iter().cloned());
+    r.notes
+        .extend(out.poll_errors.iter().map(|e| format!("a poll failed: {e}")));
     if let Some(e) = &out.echo {
-        let retries: Vec<String> = e.retries.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        r.notes.push(format!(
-            "pong: echoed {} messages on stream {} (claims retried: {}); the latencies above are one-way, ping to \
-             pong, on this host's clock",
-            e.echoed,
-            e.stream,
-            if retries.is_empty() {
-                "none".into()
-            } else {
-                retries.join(", ")
-            }
-        ));
-        match &e.failure {
-            // Every message arrived and was echoed: only the end marker's echo failed. Ping
-            // does not wait for that one and may have gone already; not a failure.
-            Some(f) if r.sent == Some(r.received) && e.echoed >= r.received => r.notes.push(format!(
-                "pong: the end marker was not echoed (ping does not wait for it, and had gone): {f}"
-            )),
-            Some(f) => {
-                r.complete = false;
-                r.incomplete_reason = Some(f.clone());
-            }
-            None => {}
-        }
+        pong_notes(&mut r, e);
     }
     if let Some(why) = &out.stopped_early {
         r.complete = false;
