@@ -228,24 +228,7 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
             Cause::PreemptedForeign
         };
         let share = tail.share(cause, Some(t.tid));
-        let fix = if ours && t.role == crate::model::Role::Service {
-            format!(
-                "the service's own threads take this thread's core ({} cores here): give the thread a core of \
-                 its own and its helpers others (taskset -pc CORE TID), or isolate its core (isolcpus/nohz_full)",
-                lineup.ctx.cores
-            )
-        } else if ours {
-            format!(
-                "our own helpers have no core of their own ({} cores, both hot threads spin): give the media \
-                 driver and the aeron-rs conductors a spare core (taskset), or isolate the hot cores \
-                 (isolcpus/nohz_full) and keep the helpers off them",
-                lineup.ctx.cores
-            )
-        } else {
-            "another process runs on the hot core: isolate it (isolcpus=, cset shield, systemd CPUAffinity= \
-             for everything else) or move that process away"
-                .to_owned()
-        };
+        let fix = preemption_fix(ours, t.role, lineup.ctx.cores);
         findings.push(Finding {
             cause,
             thread: label(t),
@@ -262,6 +245,29 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
         });
     }
     findings
+}
+
+/// The fix for preemption of a hot thread: by its own process's threads (a service's, or the
+/// probe's helpers) or by another process.
+fn preemption_fix(ours: bool, role: crate::model::Role, cores: usize) -> String {
+    if ours && role == crate::model::Role::Service {
+        format!(
+            "the service's own threads take this thread's core ({} cores here): give the thread a core of \
+             its own and its helpers others (taskset -pc CORE TID), or isolate its core (isolcpus/nohz_full)",
+            cores
+        )
+    } else if ours {
+        format!(
+            "our own helpers have no core of their own ({} cores, both hot threads spin): give the media \
+             driver and the aeron-rs conductors a spare core (taskset), or isolate the hot cores \
+             (isolcpus/nohz_full) and keep the helpers off them",
+            cores
+        )
+    } else {
+        "another process runs on the hot core: isolate it (isolcpus=, cset shield, systemd CPUAffinity= \
+         for everything else) or move that process away"
+            .to_owned()
+    }
 }
 
 /// A hot thread's preemptions from `/proc`'s counts: who woke in the same period, and whether
