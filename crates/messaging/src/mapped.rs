@@ -96,6 +96,27 @@ impl Mapping {
     }
 }
 
+/// The publication-limit counter `limit_id` in the client's counters, checked to lie inside
+/// them (the words of [`AddError::LogInvalid`] when it does not). The pointer is valid while
+/// the client's `cnc.dat` mapping is: the [`Mapping`] that keeps it also keeps the client.
+fn limit_counter(client: &Inner, limit_id: i32) -> Result<*const AtomicI64, String> {
+    let values = cnc_file_descriptor::create_counter_values_buffer(&client.shared.cnc);
+    let limit_offset = CountersReader::counter_offset(limit_id);
+    if limit_id < 0 || limit_offset + COUNTER_LENGTH > values.capacity() {
+        return Err(format!("its publication-limit counter id {limit_id} is out of range"));
+    }
+    // SAFETY: in bounds (checked above) and 8-byte aligned (counters are 128 bytes apart in a
+    // page-aligned buffer); Aeron's driver only ever updates it atomically.
+    let limit = unsafe {
+        values
+            .buffer()
+            .add(limit_offset as usize)
+            .cast::<AtomicI64>()
+            .cast_const()
+    };
+    Ok(limit)
+}
+
 /// Maps the log of `spec` (with the client's `pre_touch`, faults every page in now), checks
 /// it as Aeron's C client does, and finds its limit counter.
 pub(crate) fn open(spec: LogSpec, client: Arc<Inner>) -> Result<(TermLog<RawLog>, Mapping), AddError> {
@@ -142,23 +163,7 @@ pub(crate) fn open(spec: LogSpec, client: Arc<Inner>) -> Result<(TermLog<RawLog>
         )));
     }
     check_log_length(spec.term_length, page_size, map.len()).map_err(invalid)?;
-    let values = cnc_file_descriptor::create_counter_values_buffer(&client.shared.cnc);
-    let limit_offset = CountersReader::counter_offset(spec.limit_id);
-    if spec.limit_id < 0 || limit_offset + COUNTER_LENGTH > values.capacity() {
-        return Err(invalid(format!(
-            "its publication-limit counter id {} is out of range",
-            spec.limit_id
-        )));
-    }
-    // SAFETY: in bounds (checked above) and 8-byte aligned (counters are 128 bytes apart in a
-    // page-aligned buffer); Aeron's driver only ever updates it atomically.
-    let limit = unsafe {
-        values
-            .buffer()
-            .add(limit_offset as usize)
-            .cast::<AtomicI64>()
-            .cast_const()
-    };
+    let limit = limit_counter(&client, spec.limit_id).map_err(invalid)?;
     // SAFETY: three terms of the checked term length from the start of the mapping, the
     // metadata in its last 4 KiB (page-aligned); `Mapping` owns the mapping and travels with
     // the TermLog in the publication.
