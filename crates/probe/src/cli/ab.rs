@@ -274,8 +274,7 @@ pub fn ab(a: &AbArgs) -> Result<(), Failure> {
     let x = check(a)?;
     // Ctrl-C or SIGTERM: the arm running then stops with its partial report (handed SIGINT
     // when only this process got it), and the verdict is over the rounds done, incomplete.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     std::fs::create_dir_all(&x.work_dir).map_err(|e| Failure::setup(format!("{}: {e}", x.work_dir.display())))?;
     eprintln!(
         "{AB}: {} rounds of A and B ({}), {} s each arm per round: about {:.0} s{}",

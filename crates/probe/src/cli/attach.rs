@@ -117,8 +117,7 @@ pub fn attach(a: &AttachArgs) -> Result<(), Failure> {
         explain: a.explain,
     };
     // Ctrl-C or SIGTERM ends the window early: the report covers what was watched until then.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     let report = watch(&target, how).map_err(Failure::setup)?;
     print!("{}", crate::render::attach::text(&report));
     if let Some(path) = &a.json {

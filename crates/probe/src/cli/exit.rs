@@ -52,6 +52,16 @@ impl Failure {
     }
 }
 
+/// Catches Ctrl-C (SIGINT) and SIGTERM for the rest of the program ([`crate::sys::signals`]):
+/// a command that measures stops in order and writes what it had.
+///
+/// # Errors
+/// The handler could not be installed ([`EXIT_SETUP`]).
+pub fn catch_interrupts() -> Result<(), Failure> {
+    crate::sys::signals::catch_interrupts()
+        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))
+}
+
 impl From<UsageError> for Failure {
     fn from(e: UsageError) -> Failure {
         Failure::setup(e)

@@ -117,8 +117,7 @@ pub fn loss(a: &LossArgs) -> Result<(), Failure> {
     };
     // Ctrl-C or SIGTERM: the arm running then stops with what its receivers measured, and no
     // more arms run.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     let report = crate::run::loss::run(&x).map_err(Failure::setup)?;
     emit(a.json.as_ref(), &crate::render::tuning::loss_text(&report), &report)?;
     if crate::sys::signals::interrupted() {

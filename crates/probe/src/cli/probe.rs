@@ -169,8 +169,7 @@ pub fn probe(a: &Args) -> Result<(), Failure> {
     let x = check(a)?;
     // Ctrl-C or SIGTERM: the children stop and write their reports (handed SIGINT when only
     // this process got it), and the partial report is printed and written, marked incomplete.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     let o = experiment::run(&x).map_err(|e| {
         if e.is_setup() {
             Failure::setup(e)
@@ -403,8 +402,7 @@ pub fn sweep(s: &SweepArgs) -> Result<(), Failure> {
     let cfg = check_sweep(s)?;
     // Ctrl-C or SIGTERM: the rate running then stops with its partial report, and the table
     // and files hold the rates done.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     let outcome = crate::run::sweep::sweep(&cfg).map_err(|e| {
         if e.is_setup() {
             Failure::setup(e)

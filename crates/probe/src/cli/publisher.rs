@@ -121,8 +121,7 @@ pub fn publish(a: &Args) -> Result<(), Failure> {
     }
     a.stream.check_driver()?;
     // Ctrl-C or SIGTERM ends the run with its end marker sent and its report written.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     let dir = dir_or_default(a.stream.dir.clone());
     let mut cfg = pub_config(&a.stream, &a.run, dir, wait, a.core, a.idle.clone());
     cfg.diagnostics = a.diagnostics.diagnostics;

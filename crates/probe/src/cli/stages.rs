@@ -193,8 +193,7 @@ pub fn stages(a: &StagesArgs) -> Result<(), Failure> {
     let plan = check(a)?;
     // Ctrl-C or SIGTERM must not leave archives or their directories behind: note it, stop,
     // clean up, report what was measured.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     let (report, failure) = crate::run::stages::run(&plan);
     print!("{}", text(&report));
     let written = write(a, &report);

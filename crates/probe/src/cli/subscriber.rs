@@ -70,8 +70,7 @@ pub struct Args {
 pub fn subscribe(a: &Args) -> Result<(), Failure> {
     let timeout = seconds("--timeout", a.timeout)?;
     // Ctrl-C or SIGTERM ends the run with its report written, marked incomplete.
-    crate::sys::signals::catch_interrupts()
-        .map_err(|e| Failure::setup(format!("could not install the SIGINT/SIGTERM handler: {e}")))?;
+    super::exit::catch_interrupts()?;
     if timeout.is_zero() {
         return Err(UsageError::new(
             "--timeout 0 gives up before anything arrives; give the seconds to wait, e.g. --timeout 60",
