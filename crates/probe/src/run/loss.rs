@@ -427,7 +427,7 @@ fn publish(x: &LossExperiment, pub_dir: &Path, port: u16, base: &Path) -> Result
     // Its stderr goes to a file (a pipe nobody reads while it runs could fill and stall it).
     let log = base.join("pub.stderr");
     let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
-    let publisher = Command::new(sibling("latency-pub"))
+    let mut publisher = Command::new(sibling("latency-pub"))
         .arg("--dir")
         .arg(pub_dir)
         .args([
@@ -449,7 +449,7 @@ fn publish(x: &LossExperiment, pub_dir: &Path, port: u16, base: &Path) -> Result
         .stderr(stderr)
         .spawn()
         .map_err(|e| format!("starting latency-pub: {e}"))?;
-    match wait_for_run(&mut { publisher }, INTERRUPTED_CHILD_GRACE) {
+    match wait_for_run(&mut publisher, INTERRUPTED_CHILD_GRACE) {
         Some(s) if s.success() => Ok(()),
         _ => {
             let said = std::fs::read_to_string(&log).unwrap_or_default();

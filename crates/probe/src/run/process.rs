@@ -104,7 +104,8 @@ pub fn wait_forwarding_interrupts(child: &mut Child, limit: Duration) -> Option<
 /// Waits for a child that bounds its own run (a latency-probe run by `ab` or `sweep`, a
 /// latency-pub run to its end) with no limit of this process's; on a caught SIGINT or SIGTERM,
 /// hands it SIGINT, as [`wait_forwarding_interrupts`] does, and waits up to `grace` for its
-/// report before killing it. `None` when it had to be killed or could not be waited for.
+/// report before killing it. Its exit status (a killed child's has no code); `None` only when
+/// it could not be waited for.
 pub fn wait_for_run(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     wait_handing_on(child, None, grace)
 }
