@@ -135,7 +135,7 @@ pub use publication::{
 };
 #[allow(deprecated)]
 pub use publication::{ExclusivePublisher, Publisher};
-pub use subscribe::{Handoff, HandoffOptions, SubscribeError};
+pub use subscribe::{Handoff, HandoffEnd, HandoffOptions, SubscribeError, HANDOFF_ERRORS_KEPT};
 pub use subscription::{ControlledAction, HeaderValues, MessageHeader, Subscriber};
 #[cfg(feature = "tap")]
 pub use tap::{RecordLatency, StampClock, Tap};

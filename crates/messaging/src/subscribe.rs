@@ -1,20 +1,108 @@
 //! [`Client::subscribe`]: a subscription polled by a thread of its own, which hands each
-//! message to the caller's handler ([`Handoff`], [`HandoffOptions`], [`SubscribeError`]).
+//! message to the caller's handler ([`Handoff`], [`HandoffOptions`], [`HandoffEnd`],
+//! [`SubscribeError`]).
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::client::Client;
-use crate::error::{AddError, SpawnError};
+use crate::error::{AddError, PollError, SpawnError};
 use crate::idle::IdleStrategy;
-use crate::subscription::MessageHeader;
+use crate::subscription::{MessageHeader, Subscriber};
 use crate::thread::{PinnedThread, ThreadBuilder};
 
+/// How many poll errors a [`Handoff`] keeps until they are taken (all are counted).
+pub const HANDOFF_ERRORS_KEPT: usize = 64;
+
+/// Why the thread behind [`Client::subscribe`] stopped polling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HandoffEnd {
+    /// The caller's `stop` flag was set, or the [`Handoff`] was stopped or dropped.
+    Stopped,
+    /// Every receiver of the channel is gone.
+    ReceiverGone,
+    /// The client lost its media driver ([`PollError::ClientClosed`]): nothing more will come;
+    /// [`DriverLiveness::error`](crate::DriverLiveness::error) says why.
+    ClientClosed,
+    /// The thread panicked (a bug in `messaging`: please report it).
+    Panicked,
+}
+
+impl HandoffEnd {
+    fn code(self) -> u8 {
+        match self {
+            Self::Stopped => 1,
+            Self::ReceiverGone => 2,
+            Self::ClientClosed => 3,
+            Self::Panicked => 4,
+        }
+    }
+
+    fn from_code(code: u8) -> Option<Self> {
+        match code {
+            1 => Some(Self::Stopped),
+            2 => Some(Self::ReceiverGone),
+            3 => Some(Self::ClientClosed),
+            4 => Some(Self::Panicked),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for HandoffEnd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Stopped => "stopped by the caller",
+            Self::ReceiverGone => "every receiver of the channel is gone",
+            Self::ClientClosed => {
+                "the client lost its media driver (Client::liveness().error() says why); build a new client"
+            }
+            Self::Panicked => "the hand-off thread panicked (a bug in messaging: please report it)",
+        })
+    }
+}
+
+/// What the polling thread and the [`Handoff`] share.
+#[derive(Default)]
+struct Shared {
+    delivered: AtomicU64,
+    /// Polls that failed and were polled past.
+    errors: AtomicU64,
+    /// The first of them not yet taken (the lock is taken only when a poll fails).
+    kept: Mutex<Vec<PollError>>,
+    /// [`HandoffEnd::code`], 0 while polling.
+    end: AtomicU8,
+}
+
+impl Shared {
+    fn failed(&self, e: PollError) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() < HANDOFF_ERRORS_KEPT {
+            kept.push(e);
+        }
+    }
+
+    fn ended(&self, end: HandoffEnd) {
+        let _ = self
+            .end
+            .compare_exchange(0, end.code(), Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
 /// The thread behind [`Client::subscribe`]: stops and joins when dropped.
+///
+/// A poll error that leaves the subscription readable (a
+/// [`PollError::MalformedFrame`] in one publisher's image) does not stop the thread: it is
+/// counted ([`poll_errors`](Self::poll_errors)), kept for [`take_poll_errors`](Self::take_poll_errors),
+/// and the other images are still delivered, as Aeron's agent runner hands an error to its
+/// error handler and goes on. The thread stops on the caller's `stop`, when every receiver is
+/// gone, or when the client loses its driver; [`end`](Self::end) says which.
 pub struct Handoff {
     stop: Arc<AtomicBool>,
-    delivered: Arc<AtomicU64>,
+    shared: Arc<Shared>,
     thread: Option<PinnedThread<()>>,
 }
 
@@ -22,7 +110,8 @@ impl fmt::Debug for Handoff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handoff")
             .field("delivered", &self.delivered())
-            .field("running", &self.thread.as_ref().is_some_and(|t| !t.is_finished()))
+            .field("poll_errors", &self.poll_errors())
+            .field("end", &self.end())
             .finish()
     }
 }
@@ -31,7 +120,32 @@ impl Handoff {
     /// Messages sent into the channel so far.
     #[must_use]
     pub fn delivered(&self) -> u64 {
-        self.delivered.load(Ordering::Relaxed)
+        self.shared.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Polls so far that returned an error and were polled past (each also kept for
+    /// [`take_poll_errors`](Self::take_poll_errors), up to [`HANDOFF_ERRORS_KEPT`]).
+    #[must_use]
+    pub fn poll_errors(&self) -> u64 {
+        self.shared.errors.load(Ordering::Relaxed)
+    }
+
+    /// The poll errors kept since the last call, oldest first: up to [`HANDOFF_ERRORS_KEPT`]
+    /// at a time; [`poll_errors`](Self::poll_errors) counts those not kept too.
+    #[must_use]
+    pub fn take_poll_errors(&self) -> Vec<PollError> {
+        let mut kept = self
+            .shared
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        std::mem::take(&mut *kept)
+    }
+
+    /// Why the thread stopped polling, or `None` while it polls.
+    #[must_use]
+    pub fn end(&self) -> Option<HandoffEnd> {
+        HandoffEnd::from_code(self.shared.end.load(Ordering::Acquire))
     }
 
     /// The polling thread's Linux thread id.
@@ -40,16 +154,20 @@ impl Handoff {
         self.thread.as_ref().map_or(0, PinnedThread::tid)
     }
 
-    /// Stops polling and waits for the thread.
-    pub fn stop(mut self) {
-        self.halt();
+    /// Stops polling, waits for the thread, and says why it stopped: [`HandoffEnd::Stopped`]
+    /// unless it had stopped already (its receivers gone, or the driver lost).
+    pub fn stop(mut self) -> HandoffEnd {
+        self.halt()
     }
 
-    fn halt(&mut self) {
+    fn halt(&mut self) -> HandoffEnd {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            if t.join().is_err() {
+                self.shared.ended(HandoffEnd::Panicked);
+            }
         }
+        self.end().unwrap_or(HandoffEnd::Panicked)
     }
 }
 
@@ -82,7 +200,9 @@ impl Default for HandoffOptions {
 
 impl Client {
     /// Seed 002's convenience API: a thread polls `channel`/`stream_id` and sends each message,
-    /// copied into a `Vec<u8>`, into `sender`, until `stop` is set or every receiver is gone.
+    /// copied into a `Vec<u8>`, into `sender`, until `stop` is set, every receiver is gone, or
+    /// the client loses its driver ([`Handoff::end`] says which; a poll error that leaves the
+    /// subscription readable is kept on the [`Handoff`] and polled past).
     ///
     /// This is the convenient path, not the fast one: each message is allocated, and
     /// `send` on a full bounded channel (and the receiver's `recv`/`recv_timeout`) park on a
@@ -99,42 +219,65 @@ impl Client {
         stop: Arc<AtomicBool>,
         options: HandoffOptions,
     ) -> Result<Handoff, SubscribeError> {
-        let mut sub = self.subscription(channel, stream_id).map_err(SubscribeError::Add)?;
-        let delivered = Arc::new(AtomicU64::new(0));
-        let (stop2, delivered2) = (stop.clone(), delivered.clone());
-        let HandoffOptions {
-            mut idle,
-            core,
-            fragment_limit,
-        } = options;
+        let sub = self.subscription(channel, stream_id).map_err(SubscribeError::Add)?;
+        let shared = Arc::new(Shared::default());
+        let (stop2, shared2) = (stop.clone(), shared.clone());
         let thread = ThreadBuilder::new()
             .name("aeron-handoff")
-            .affinity_opt(core)
+            .affinity_opt(options.core)
             .spawn(move || {
-                let mut disconnected = false;
-                while !stop2.load(Ordering::Acquire) && !disconnected {
-                    let n = sub.poll(
-                        &mut |msg: &[u8], _h: &MessageHeader<'_>| {
-                            if sender.send(msg.to_vec()).is_err() {
-                                disconnected = true;
-                            } else {
-                                delivered2.fetch_add(1, Ordering::Relaxed);
-                            }
-                        },
-                        fragment_limit,
-                    );
-                    // The client lost its driver: nothing more will come (the consumer sees
-                    // the channel end, and the client's liveness says why).
-                    let Ok(n) = n else { break };
-                    idle.idle(n);
-                }
+                let end = hand_off(sub, &sender, &stop2, &shared2, options);
+                shared2.ended(end);
             })
             .map_err(SubscribeError::Spawn)?;
         Ok(Handoff {
             stop,
-            delivered,
+            shared,
             thread: Some(thread),
         })
+    }
+}
+
+/// The hand-off thread's loop: polls until told to stop, the receivers are gone or the driver
+/// is lost, counting and keeping any other poll error and polling on.
+fn hand_off(
+    mut sub: Subscriber,
+    sender: &crossbeam_channel::Sender<Vec<u8>>,
+    stop: &AtomicBool,
+    shared: &Shared,
+    options: HandoffOptions,
+) -> HandoffEnd {
+    let HandoffOptions {
+        mut idle,
+        fragment_limit,
+        ..
+    } = options;
+    let mut disconnected = false;
+    loop {
+        if stop.load(Ordering::Acquire) {
+            return HandoffEnd::Stopped;
+        }
+        let polled = sub.poll(
+            &mut |msg: &[u8], _h: &MessageHeader<'_>| {
+                if sender.send(msg.to_vec()).is_err() {
+                    disconnected = true;
+                } else {
+                    shared.delivered.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+            fragment_limit,
+        );
+        if disconnected {
+            return HandoffEnd::ReceiverGone;
+        }
+        match polled {
+            Ok(n) => idle.idle(n),
+            Err(PollError::ClientClosed) => return HandoffEnd::ClientClosed,
+            Err(e) => {
+                shared.failed(e);
+                idle.idle(0);
+            }
+        }
     }
 }
 

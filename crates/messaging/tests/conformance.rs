@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use common::payload::{payload, reserved_of, send_one, sizes, verify, Stamped};
 use messaging::{
-    Client, DriverOption, EmbeddedDriver, HeaderValues, IdleStrategy, MessageHeader, Publication, PublicationKind,
-    Subscriber,
+    Client, DriverOption, EmbeddedDriver, HandoffEnd, HandoffOptions, HeaderValues, IdleStrategy, MessageHeader,
+    Publication, PublicationKind, Subscriber,
 };
 
 /// What a subscriber handed over: each message's sequence, or what was wrong with it.
@@ -629,4 +629,68 @@ fn a_malformed_frame_is_an_error_for_its_image_only() {
             .expect("no second error");
     }
     assert_eq!(got[2], Ok(2));
+}
+
+/// `Client::subscribe`'s thread meets a malformed frame in one publisher's log: it keeps the
+/// error for the caller and goes on handing over the other publishers' messages (it used to
+/// stop handing over anything, without a word).
+#[test]
+fn the_hand_off_thread_polls_past_a_malformed_frame_and_keeps_the_error() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handoff = client
+        .subscribe("aeron:ipc", 862, tx, stop, HandoffOptions::default())
+        .unwrap();
+    let mut good = client.exclusive_publication("aeron:ipc", 862).unwrap();
+    let mut short = client.exclusive_publication("aeron:ipc", 862).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !good.is_connected() || !short.is_connected() {
+        assert!(Instant::now() < deadline, "never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let short_at = short.position().unwrap();
+    plant_frame_length(&mut short, 7);
+    while handoff.poll_errors() == 0 {
+        assert!(Instant::now() < deadline, "the hand-off thread never met the frame");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    for i in 0..100 {
+        while let Err(e) = good.offer(&payload(i, 100)) {
+            assert!(e.is_retryable() && Instant::now() < deadline, "{e}");
+        }
+    }
+    for i in 0..100 {
+        let m = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the good image is still handed over");
+        assert_eq!(verify(&m), Ok(i));
+    }
+    assert_eq!(
+        handoff.take_poll_errors(),
+        [messaging::PollError::MalformedFrame {
+            session_id: short.session_id(),
+            position: short_at,
+            frame_length: 7
+        }]
+    );
+    assert!(handoff.take_poll_errors().is_empty(), "taken once");
+    assert_eq!(
+        (handoff.poll_errors(), handoff.delivered(), handoff.end()),
+        (1, 100, None)
+    );
+    // With its receiver gone, the thread stops at the next message and says why.
+    drop(rx);
+    while let Err(e) = good.offer(&payload(100, 100)) {
+        assert!(e.is_retryable() && Instant::now() < deadline, "{e}");
+    }
+    while handoff.end().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the hand-off thread never noticed its receiver gone"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(handoff.stop(), HandoffEnd::ReceiverGone);
 }

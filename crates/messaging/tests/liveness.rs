@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use common::move_messages;
 use messaging::{
-    AddError, AsyncError, Client, ControlledAction, DriverLiveness, EmbeddedDriver, LivenessError, MessageHeader,
-    OfferError, PollError,
+    AddError, AsyncError, Client, ControlledAction, DriverLiveness, EmbeddedDriver, HandoffEnd, HandoffOptions,
+    LivenessError, MessageHeader, OfferError, PollError,
 };
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
@@ -28,6 +28,16 @@ fn private_dir(tag: &str) -> PathBuf {
     let d = PathBuf::from(format!("/dev/shm/messaging-liveness-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
+}
+
+/// An embedded driver in `dir` with this file's short driver timeout.
+fn embedded_driver(dir: &Path) -> EmbeddedDriver {
+    EmbeddedDriver::builder()
+        .dir(dir)
+        .ipc_term_length(64 << 10)
+        .driver_timeout(TIMEOUT)
+        .spawn()
+        .expect("driver starts")
 }
 
 fn client(dir: &Path) -> Client {
@@ -80,14 +90,7 @@ fn time_to_notice(live: &DriverLiveness, since: Instant, limit: Duration) -> Dur
 #[test]
 fn after_a_driver_restart_a_new_client_carries_on() {
     let dir = private_dir("restart");
-    let spawn = || {
-        EmbeddedDriver::builder()
-            .dir(&dir)
-            .ipc_term_length(64 << 10)
-            .driver_timeout(TIMEOUT)
-            .spawn()
-            .expect("driver starts")
-    };
+    let spawn = || embedded_driver(&dir);
     let first = spawn();
     let old = client(&dir);
     move_messages(&old, 14, 50);
@@ -107,12 +110,7 @@ fn after_a_driver_restart_a_new_client_carries_on() {
 #[test]
 fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     let dir = private_dir("orderly");
-    let driver = EmbeddedDriver::builder()
-        .dir(&dir)
-        .ipc_term_length(64 << 10)
-        .driver_timeout(TIMEOUT)
-        .spawn()
-        .expect("driver starts");
+    let driver = embedded_driver(&dir);
     let (client, errors) = client_with_errors(&dir);
     let live = client.liveness();
     move_messages(&client, 10, 100);
@@ -160,6 +158,38 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     // The null heartbeat is seen by the next duty cycle, long before the driver timeout.
     assert!(took < TIMEOUT, "noticed after {took:?}");
     eprintln!("orderly stop noticed after {took:?}");
+}
+
+/// `Client::subscribe`'s thread stops when its client loses the driver, and says so; the
+/// consumer sees the channel end.
+#[test]
+fn the_hand_off_thread_ends_when_the_driver_stops() {
+    let dir = private_dir("handoff");
+    let driver = embedded_driver(&dir);
+    let client = client(&dir);
+    let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let handoff = client
+        .subscribe("aeron:ipc", 16, tx, stop, HandoffOptions::default())
+        .expect("subscribe");
+    let mut publ = client.publication("aeron:ipc", 16).expect("publication");
+    let connected = Instant::now();
+    while publ.offer(b"one").is_err() {
+        assert!(connected.elapsed() < TIMEOUT + SLACK, "never connected");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(rx.recv_timeout(TIMEOUT + SLACK).expect("handed over"), b"one");
+    let stopped = Instant::now();
+    driver.stop();
+    assert_eq!(
+        rx.recv_timeout(TIMEOUT + SLACK),
+        Err(crossbeam_channel::RecvTimeoutError::Disconnected),
+        "the channel ends with the thread"
+    );
+    eprintln!("hand-off thread ended {:?} after the stop", stopped.elapsed());
+    assert_eq!(handoff.end(), Some(HandoffEnd::ClientClosed));
+    assert_eq!((handoff.delivered(), handoff.poll_errors()), (1, 0));
+    assert_eq!(handoff.stop(), HandoffEnd::ClientClosed);
 }
 
 /// The body of [`common::DriverProcess`], run in the child.
