@@ -365,16 +365,30 @@ fn plant_frame_length(publ: &mut messaging::ConcurrentPublication, length: i32) 
 /// its report names the unreadable log (it used to pass over it without a word).
 #[test]
 fn a_malformed_frame_on_our_stream_is_named_and_ours_all_arrive() {
+    malformed_frame_named_and_ours_all_arrive("inline", 3013);
+}
+
+/// The same through messaging's hand-off thread (`--delivery channel`), which used to stop
+/// handing over anything at the first poll error, whichever image it came from.
+#[test]
+fn a_malformed_frame_on_our_stream_leaves_the_hand_off_thread_delivering() {
+    malformed_frame_named_and_ours_all_arrive("channel", 3014);
+}
+
+fn malformed_frame_named_and_ours_all_arrive(delivery: &str, stream: u32) {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();
-    let (sub_json, pub_json) = (tmp_json("malformed-sub"), tmp_json("malformed-pub"));
-    let sub_args = SideArgs::sub(&dir, 3013, 60).json(&sub_json);
-    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "malformed-sub");
-    let pub_args = SideArgs::publ(&dir, 3013, 2, 500).json(&pub_json);
-    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), "malformed-pub");
+    let tag = format!("malformed-{delivery}");
+    let (sub_json, pub_json) = (tmp_json(&format!("{tag}-sub")), tmp_json(&format!("{tag}-pub")));
+    let sub_args = SideArgs::sub(&dir, stream, 60)
+        .flag("--delivery", delivery)
+        .json(&sub_json);
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), &tag);
+    let pub_args = SideArgs::publ(&dir, stream, 2, 500).json(&pub_json);
+    let mut publ = Proc::spawn("latency-pub", &pub_args.args(), &tag);
 
     let client = messaging::Client::connect(&dir).expect("client");
-    let mut foreign = client.publication("aeron:ipc", 3013).expect("publication");
+    let mut foreign = client.publication("aeron:ipc", stream as i32).expect("publication");
     std::thread::sleep(Duration::from_millis(800));
     plant_frame_length(&mut foreign, 7);
 

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 
 /// The most unreadable images a run reports (each is said once, when met).
-const POLL_ERRORS_KEPT: usize = 16;
+pub(crate) const POLL_ERRORS_KEPT: usize = 16;
 
 /// What a measuring poll loop keeps: the recorder, spans, stalls and slowest samples. The
 /// subscriber uses it, and so does ping (`--mode rtt`) for the echoes.

@@ -15,6 +15,7 @@ use crate::run::publication::Add;
 use crate::run::receive::EchoStats;
 use crate::run::receive::State;
 use crate::run::receive::SubOutcome;
+use crate::run::receive::POLL_ERRORS_KEPT;
 use crate::run::Delivery;
 use crate::run::SetupError;
 use crate::sys::clock::now_ns;
@@ -347,7 +348,17 @@ fn receive_via_channel(
     let mut out = consumer
         .join()
         .map_err(|_| SetupError("the consuming thread panicked".into()))?;
-    handoff.stop();
+    out.poll_errors.extend(
+        handoff
+            .take_poll_errors()
+            .iter()
+            .take(POLL_ERRORS_KEPT)
+            .map(ToString::to_string),
+    );
+    let end = handoff.stop();
+    if let Some(why) = out.stopped_early.as_mut().filter(|w| *w == HANDOFF_STOPPED) {
+        *why = format!("{HANDOFF_STOPPED}: {end}");
+    }
     out.core = core;
     out.hot_tid = hot_tid;
     Ok(out)
@@ -472,6 +483,10 @@ fn hot_loop(
     st.finish(stopped_early.or_else(|| ends.interrupted()))
 }
 
+/// Why a `--delivery channel` run ended early when the channel ended (the hand-off thread's
+/// [`HandoffEnd`](aeron_latency::messaging::HandoffEnd) is added after it).
+const HANDOFF_STOPPED: &str = "the hand-off thread stopped delivering";
+
 fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: &Ends) -> SubOutcome {
     let started = Instant::now();
     let mut stopped_early = None;
@@ -485,7 +500,7 @@ fn consume_loop(rx: &crossbeam_channel::Receiver<Vec<u8>>, mut st: State, ends: 
             }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
-                stopped_early = Some("the hand-off thread stopped delivering".into());
+                stopped_early = Some(HANDOFF_STOPPED.into());
                 break;
             }
         }

@@ -106,7 +106,7 @@ impl SideArgs {
     }
 
     /// Adds `flag value`.
-    fn flag(mut self, flag: &str, value: impl ToString) -> SideArgs {
+    pub(crate) fn flag(mut self, flag: &str, value: impl ToString) -> SideArgs {
         self.0.push(flag.to_owned());
         self.0.push(value.to_string());
         self
