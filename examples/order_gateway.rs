@@ -55,7 +55,7 @@ use std::time::{Duration, Instant};
 use messaging::tap::{FigureRecorder, RecordLatency, Stamp, Tap};
 use messaging::{
     Client, ConcurrentPublication, ControlledAction, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError,
-    StampClock, Subscriber, ThreadBuilder,
+    PollError, StampClock, Subscriber, ThreadBuilder,
 };
 
 const TICKS: i32 = 10;
@@ -441,7 +441,8 @@ fn gateway(s: Arc<Shared>, idle: &str, stall: Stall, handoff: Option<Option<usiz
             match polled {
                 Ok(_) if s.finished.load(Ordering::Acquire) => break,
                 Ok(n) => idle.idle(n),
-                Err(_) => break, // the driver went: a new client, the same loop
+                Err(PollError::ClientClosed) => break, // the driver went: a new client, the same loop
+                Err(e) => polled_past("gateway", &e),  // one feed's log is unreadable: read the others
             }
         }
         drop(out); // closes the channel: gateway-send ends
@@ -499,13 +500,20 @@ fn exchange(s: Arc<Shared>, idle: &str, delay: Duration) -> Received {
             );
             match polled {
                 Ok(n) if !done => idle.idle(n),
-                Ok(_) => break,
-                Err(_) => break,
+                Ok(_) | Err(PollError::ClientClosed) => break,
+                Err(e) => polled_past("exchange", &e),
             }
         }
     }
     s.finished.store(true, Ordering::Release);
     r
+}
+
+/// A poll error that leaves the subscription readable (a malformed frame in one publisher's
+/// log, said once for that image): the other images are still read, so say it and poll on.
+#[cold]
+fn polled_past(role: &str, e: &PollError) {
+    eprintln!("order_gateway: {role}: {e}");
 }
 
 /// Starts a named thread, pinned to `core` when asked (a failed pin is an error: the run would
