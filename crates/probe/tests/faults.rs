@@ -513,7 +513,7 @@ fn interrupt_latency_probe(whole_group: bool, stream: u32) {
         json.to_str().unwrap(),
     ];
     let stderr = scratch(&format!("interrupted-probe-{whole_group}.err"));
-    let child = spawn_in_own_group("latency-probe", &args, &stderr);
+    let child = spawn_in_own_group("latency-probe", &args, None, &stderr);
     let mut probe = Proc { child, stderr };
     std::thread::sleep(Duration::from_millis(4_000));
     let pid = probe.child.id() as i32;

@@ -14,17 +14,23 @@ use std::time::{Duration, Instant};
 
 use common::{read_json, scratch, spawn_in_own_group, tmp_json};
 
-/// latency-probe with `args` in its own process group, its stderr in a file.
+/// latency-probe with `args` in its own process group, its stdout and stderr in files.
 struct Run {
     child: Child,
+    stdout: PathBuf,
     stderr: PathBuf,
 }
 
 impl Run {
     fn start(args: &[&str], tag: &str) -> Run {
-        let stderr = scratch(&format!("{tag}.err"));
-        let child = spawn_in_own_group("latency-probe", args, &stderr);
-        Run { child, stderr }
+        let (stdout, stderr) = (scratch(&format!("{tag}.out")), scratch(&format!("{tag}.err")));
+        let child = spawn_in_own_group("latency-probe", args, Some(&stdout), &stderr);
+        Run { child, stdout, stderr }
+    }
+
+    /// What it printed on stdout so far.
+    fn printed(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
     }
 
     fn said(&self) -> String {
@@ -74,6 +80,7 @@ impl Drop for Run {
             .status();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.stderr);
+        let _ = std::fs::remove_file(&self.stdout);
     }
 }
 
@@ -151,6 +158,15 @@ fn ctrl_c_ends_sweep_with_the_rates_done_and_the_running_one_marked_incomplete()
         err.contains("interrupted (SIGINT or SIGTERM): 2 of 3 rates ran"),
         "{err}"
     );
+    // The rate the sweep did not reach was never tried: the best is of the rates run.
+    let table = sweep.printed();
+    assert!(
+        table.contains("highest rate of the 2 rates run that met its target")
+            || table.contains("no rate of the 2 rates run met its target"),
+        "{table}"
+    );
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).expect("sweep.svg");
+    assert!(svg.contains("cut short: 2 of 3 rates ran"), "the chart's title says so");
     let summary = read_json(&out.join("sweep.json"));
     assert_eq!(summary["rates_planned"], 3, "{summary}");
     let points = summary["points"].as_array().expect("points");

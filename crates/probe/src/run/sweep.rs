@@ -149,9 +149,15 @@ pub fn sweep(s: &Sweep) -> Result<SweepOutcome, SweepError> {
         Some(t) => format!("achieved >= 99% of offered, nothing lost, p99 <= {t} us"),
         None => "achieved >= 99% of offered, nothing lost".to_owned(),
     };
+    // Cut short, the rates above the last one done were never tried: the figure is a floor.
+    let of_those = if crate::sys::signals::interrupted() {
+        format!(" of the {} rates run", reports.len())
+    } else {
+        String::new()
+    };
     match best {
-        Some(b) => println!("highest rate that met its target ({target}): {b:.0} msg/s"),
-        None => println!("no rate met its target ({target})"),
+        Some(b) => println!("highest rate{of_those} that met its target ({target}): {b:.0} msg/s"),
+        None => println!("no rate{of_those} met its target ({target})"),
     }
     if crate::sys::signals::interrupted() {
         eprintln!(
@@ -275,11 +281,14 @@ fn write_files(
         eprintln!("{ME}: could not write {}: {e}", json.display());
         ok = false;
     }
-    let title = format!(
+    let mut title = format!(
         "latency against offered load: {} {} B",
         reports[0].mode.as_str(),
         reports[0].msg_size
     );
+    if reports.len() < planned {
+        title.push_str(&format!(" (cut short: {} of {planned} rates ran)", reports.len()));
+    }
     if let Err(e) = sweep_svg(points, Some(target), &title, &svg) {
         eprintln!("{ME}: could not draw {}: {e}", svg.display());
         ok = false;

@@ -31,13 +31,22 @@ pub(crate) fn run_probe(args: &[&str]) -> Output {
 }
 
 /// Starts binary `name` with `args` in a process group of its own (as a terminal runs a
-/// command: a test can send SIGINT to the group, as Ctrl-C does), its stderr into `stderr`.
-pub(crate) fn spawn_in_own_group(name: &str, args: &[&str], stderr: &Path) -> std::process::Child {
+/// command: a test can send SIGINT to the group, as Ctrl-C does), its stderr into `stderr` and
+/// its stdout into `stdout` (or nowhere).
+pub(crate) fn spawn_in_own_group(
+    name: &str,
+    args: &[&str],
+    stdout: Option<&Path>,
+    stderr: &Path,
+) -> std::process::Child {
     use std::os::unix::process::CommandExt as _;
+    let out = stdout.map_or_else(std::process::Stdio::null, |p| {
+        std::fs::File::create(p).expect("stdout file").into()
+    });
     Command::new(bin(name))
         .args(args)
         .process_group(0)
-        .stdout(std::process::Stdio::null())
+        .stdout(out)
         .stderr(std::fs::File::create(stderr).expect("stderr file"))
         .spawn()
         .expect("binary runs")
