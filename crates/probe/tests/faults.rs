@@ -412,6 +412,78 @@ fn malformed_frame_named_and_ours_all_arrive(delivery: &str, stream: u32) {
     drop(driver);
 }
 
+/// Ping (here, this test) takes its echoes, goes away, and only then does its end marker reach
+/// pong. Ping never waits for that echo, so pong ends at once with its report complete; it
+/// used to retry the echo for `--wait` (10 s) before it ended.
+#[test]
+fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
+    use aeron_latency::wire::{self, Kind, Sample};
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let sub_json = tmp_json("pong-gone");
+    let pong_args = SideArgs::sub(&dir, 3015, 60)
+        .flag("--mode", "rtt")
+        .flag("--pong-stream", 3016)
+        .json(&sub_json);
+    let mut pong = Proc::spawn("latency-sub", &pong_args.args(), "pong-gone");
+
+    let client = messaging::Client::connect(&dir).expect("client");
+    let mut ping = client.exclusive_publication("aeron:ipc", 3015).expect("publication");
+    let mut echoes = client.subscription("aeron:ipc", 3016).expect("subscription");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_until(deadline, "pong connected both ways", || {
+        ping.is_connected() && echoes.is_connected()
+    });
+    let padding = 64;
+    let send = |ping: &mut messaging::ExclusivePublication, seq: u64, kind: Kind| {
+        let t = latency_probe::sys::clock::now_ns();
+        let sample = Sample {
+            seq,
+            intended_ns: t,
+            sent_ns: t,
+            publisher_id: 1,
+            kind,
+            warmup: 1,
+            planned: 3,
+        };
+        let mut buf = vec![0; wire::encoded_len(padding)];
+        wire::encode_into(&mut buf, &sample, padding).expect("encode");
+        while let Err(e) = ping.offer(&buf) {
+            assert!(e.is_retryable() && Instant::now() < deadline, "{e}");
+        }
+    };
+    let kinds = [Kind::Warmup, Kind::Measured, Kind::Measured, Kind::Measured];
+    for (seq, kind) in kinds.into_iter().enumerate() {
+        send(&mut ping, seq as u64, kind);
+    }
+    let mut echoed = 0;
+    wait_until(deadline, "the four echoes", || {
+        let _ = echoes.poll(&mut |_: &[u8], _: &messaging::MessageHeader<'_>| echoed += 1, 16);
+        echoed == kinds.len()
+    });
+    // Ping goes away (its echo subscription first), then its end marker goes out.
+    drop(echoes);
+    std::thread::sleep(Duration::from_millis(500));
+    send(&mut ping, kinds.len() as u64, Kind::End);
+    let (s, took, err) = pong.wait(Duration::from_secs(30), "pong");
+    assert!(s.success(), "pong: {err}");
+    drop((ping, client));
+    let r = read_json(&sub_json);
+    assert_eq!((&r["received"], &r["complete"]), (&4.into(), &true.into()), "{r}");
+    let notes = r["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("the end marker was not echoed")),
+        "{notes:?}"
+    );
+    assert!(
+        took < Duration::from_secs(5),
+        "pong ended {took:?} after the end marker: {err}"
+    );
+    drop(driver);
+}
+
 #[test]
 fn a_subscriber_that_joins_a_running_stream_counts_what_came_before_apart_not_as_lost() {
     let driver = in_process_driver();

@@ -23,6 +23,7 @@ use aeron_latency::messaging::{
     driver_pid, AddError, Client, Concurrent, DriverLiveness, Exclusive, HandoffOptions, IdleStrategy, MessageHeader,
     OfferError, PollError, PrefaultError, PrefaultStats, Publication, PublicationKind, Subscriber, ThreadBuilder,
 };
+use aeron_latency::wire;
 use crossbeam_channel::RecvTimeoutError;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -146,7 +147,7 @@ impl Echo {
                 Err(e) => {
                     self.retries.count(crate::run::send::outcome_of(&e));
                     let t = *since.get_or_insert_with(Instant::now);
-                    if !e.is_retryable() || t.elapsed() > self.wait {
+                    if !e.is_retryable() || t.elapsed() > self.wait || ping_gone_at_the_end(&e, bytes) {
                         self.stats.failure = Some(format!(
                             "echoing stopped after {} messages: {e} on stream {}",
                             self.stats.echoed, self.stats.stream
@@ -158,6 +159,15 @@ impl Echo {
             }
         }
     }
+}
+
+/// Whether an echo failed because ping went away after sending its end marker (`bytes`): ping
+/// does not wait for that echo, so retrying it for `--wait` would only hold pong's exit. Read
+/// only when an echo fails (it decodes the message).
+#[cold]
+fn ping_gone_at_the_end(e: &OfferError, bytes: &[u8]) -> bool {
+    matches!(e, OfferError::NotConnected)
+        && matches!(wire::decode_message(bytes), Ok(wire::Message::Full(s)) if s.kind == wire::Kind::End)
 }
 
 /// Receives until the end marker, `total` messages, or the timeout; never loses what it
