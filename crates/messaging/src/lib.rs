@@ -15,7 +15,8 @@
 //! - **Images and errors reach the service**: image available/unavailable events are queued
 //!   for [`Subscriber::poll_image_events`]; every asynchronous error (aeron-rs's, the loss of
 //!   the driver, what the driver logs) goes to [`ClientBuilder::error_handler`] as an
-//!   [`AsyncError`].
+//!   [`AsyncError`]; the thread behind [`Client::subscribe`] keeps each poll error it polled
+//!   past and says why it stopped ([`Handoff::take_poll_errors`], [`Handoff::end`]).
 //! - **No page faults while measuring**: [`Publication::prefault`] and [`Subscriber::prefault`]
 //!   map every page of the log buffers into this process before the measured phase, without
 //!   changing them (see [`PrefaultStats`]).
@@ -42,8 +43,11 @@
 //! - `embedded-driver` (off by default): [`EmbeddedDriver`], an Aeron C 1.54 media driver in
 //!   this process (builds Aeron from source: CMake >= 3.30, libclang). Without it, connect to a
 //!   running `aeronmd` or Java `MediaDriver` with [`Client::connect`].
-//! - `tap` (off by default): the latency of a service's own traffic; so far the send stamp,
-//!   `Publication::stamp_send_time` (the module `tap`).
+//! - `tap` (off by default): the latency of a service's own traffic, per hop and end to end,
+//!   with no byte added to its messages: publications stamp their send time into the frame's
+//!   reserved value (`Publication::stamp_send_time`), subscriptions record each message's
+//!   latency (`Subscriber::record_latency`), and a `Tap`'s thread writes HdrHistogram interval
+//!   logs, a status file and a Prometheus textfile (the module `tap`).
 //!
 //! # Example
 //! ```
