@@ -143,8 +143,10 @@ fn bad_input_is_one_line_and_exit_2() {
     std::fs::create_dir_all(&empty).unwrap();
     let logs = scratch("tap-bad-logs");
     write_tap(&logs, 50_000, 3, false);
+    let csv = dir.join("figures.csv");
+    std::fs::write(&csv, "figure,p99_ns\nfeed,2100\n").unwrap();
     let missing = PathBuf::from("/nonexistent/x.hlog");
-    let cases: [(Vec<&str>, &str); 8] = [
+    let cases: [(Vec<&str>, &str); 9] = [
         (
             vec!["tap", s(&logs), "--period", "1000:"],
             "no interval lies in --period 1000:inf",
@@ -155,6 +157,7 @@ fn bad_input_is_one_line_and_exit_2() {
         ),
         (vec!["tap", s(&missing)], "could not read /nonexistent/x.hlog"),
         (vec!["tap", s(&junk)], "is not an HdrHistogram interval log: line 2"),
+        (vec!["tap", s(&csv)], "line 1 is not an HdrHistogram interval log line (expected \"[Tag=T,]start,length,max,HISTFAAA...\" or a #[StartTime: ...] / #[BaseTime: ...] comment, found \"figure,p99_ns\")"),
         (vec!["tap", s(&empty)], "holds no .hlog file"),
         (
             vec!["tap", s(&logs), "--tag", "session-9"],

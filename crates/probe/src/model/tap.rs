@@ -203,7 +203,7 @@ fn parse_lines(text: &str, tag: Option<&str>) -> Result<ParsedLog, HlogParseErro
         let line = data_lines.get(k).copied().unwrap_or(0);
         let entry = entry.map_err(|e| HlogParseError::Line {
             line,
-            detail: format!("{e:?}"),
+            detail: line_detail(text, &e),
         })?;
         match entry {
             LogEntry::StartTime(t) => start = Some(t.as_secs_f64()),
@@ -235,6 +235,17 @@ fn parse_lines(text: &str, tag: Option<&str>) -> Result<ParsedLog, HlogParseErro
         }
     }
     Ok(log)
+}
+
+/// What a line the iterator refused holds, beside the shape it expects: its first characters.
+fn line_detail(text: &str, e: &hdrhistogram::serialization::interval_log::LogIteratorError) -> String {
+    let hdrhistogram::serialization::interval_log::LogIteratorError::ParseError { offset } = e;
+    let rest = text.get(*offset..).unwrap_or_default();
+    let found: String = rest.lines().next().unwrap_or_default().chars().take(40).collect();
+    format!(
+        "expected \"[Tag=T,]start,length,max,HISTFAAA...\" or a #[StartTime: ...] / #[BaseTime: ...] comment, \
+         found \"{found}\""
+    )
 }
 
 /// The 1-based line numbers of the lines the iterator yields entries for (everything but
