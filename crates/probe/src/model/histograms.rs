@@ -92,8 +92,8 @@ pub enum DecodeError {
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DecodeError::Base64(e) => write!(f, "a histogram in the report is not base64: {e}"),
-            DecodeError::Histogram(e) => write!(f, "a histogram in the report does not decode: {e:?}"),
+            DecodeError::Base64(e) => write!(f, "a histogram is not base64: {e}"),
+            DecodeError::Histogram(e) => write!(f, "a histogram does not decode as HdrHistogram V2 (DEFLATE): {e}"),
         }
     }
 }

@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::process::{wait_for_run, INTERRUPTED_PROBE_GRACE};
+use super::process::{exit_words, wait_for_run, INTERRUPTED_PROBE_GRACE};
 use crate::analysis::ab::Looks;
 use crate::model::{AbColumn, AbOrder, AbPercentile, AbReport, AbRound, Report, RoundHistograms};
 
@@ -144,24 +144,25 @@ impl Ab {
                     .spawn()
                     .map_err(|e| format!("{} did not start: {e}", probe.display()))
             })
-            .map(|mut child| wait_for_run(&mut child, INTERRUPTED_PROBE_GRACE).and_then(|s| s.code()))
+            .map(|mut child| wait_for_run(&mut child, INTERRUPTED_PROBE_GRACE))
             .map_err(failed);
         if let Some(cmd) = after {
             shell(cmd).map_err(|e| failed(format!("its command after ({cmd}) failed: {e}")))?;
         }
-        let code = status?;
+        let status = status?;
+        let exit = exit_words(status);
         let stderr = std::fs::read_to_string(&log).unwrap_or_default();
         let last_line = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
         let report: Report = std::fs::read_to_string(&json)
             .ok()
             .and_then(|s| serde_json::from_str(&s).ok())
-            .ok_or_else(|| failed(format!("latency-probe wrote no report (exit {code:?}): {last_line}")))?;
-        if code != Some(0) || !report.complete || report.lost > 0 {
+            .ok_or_else(|| failed(format!("latency-probe wrote no report ({exit}){}", said(last_line))))?;
+        if status.and_then(|s| s.code()) != Some(0) || !report.complete || report.lost > 0 {
             return Err(failed(format!(
-                "latency-probe exit {code:?}, {} lost{}: {}",
+                "latency-probe {exit}, {} lost{}{}",
                 report.lost,
                 if report.complete { "" } else { ", incomplete" },
-                report.incomplete_reason.as_deref().unwrap_or(last_line)
+                said(report.incomplete_reason.as_deref().unwrap_or(last_line))
             )));
         }
         Ok(report)
@@ -176,6 +177,15 @@ impl Ab {
     }
 }
 
+/// `": LINE"` for a run's last line on stderr, nothing when it said nothing.
+fn said(last_line: &str) -> String {
+    if last_line.is_empty() {
+        String::new()
+    } else {
+        format!(": {last_line}")
+    }
+}
+
 /// Runs `cmd` with `sh -c`; its failure in one line.
 fn shell(cmd: &str) -> Result<(), String> {
     let status = Command::new("sh")
@@ -185,7 +195,7 @@ fn shell(cmd: &str) -> Result<(), String> {
     if status.success() {
         Ok(())
     } else {
-        Err(format!("exit {:?}", status.code()))
+        Err(exit_words(Some(status)))
     }
 }
 

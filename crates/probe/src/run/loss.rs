@@ -14,7 +14,7 @@
 use crate::analysis::tuning::{buffer_plan, nak_plan, OVERSIZED_FACTOR};
 use crate::model::{BufferInputs, BufferPlan, LossArm, LossReport, NakInputs, NakPlan, NakSettings, Report, Stats};
 use crate::render::tuning::{env_name, properties};
-use crate::run::process::{sibling, wait_for_run, wait_forwarding_interrupts, INTERRUPTED_CHILD_GRACE};
+use crate::run::process::{exit_words, sibling, wait_for_run, wait_forwarding_interrupts, INTERRUPTED_CHILD_GRACE};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -451,9 +451,10 @@ fn publish(x: &LossExperiment, pub_dir: &Path, port: u16, base: &Path) -> Result
         .map_err(|e| format!("starting latency-pub: {e}"))?;
     match wait_for_run(&mut publisher, INTERRUPTED_CHILD_GRACE) {
         Some(s) if s.success() => Ok(()),
-        _ => {
+        status => {
             let said = std::fs::read_to_string(&log).unwrap_or_default();
-            let last = said.lines().last().unwrap_or("failed");
+            let exit = exit_words(status);
+            let last = said.lines().last().unwrap_or(&exit);
             // Its lines name it already.
             Err(format!(
                 "latency-pub: {}",

@@ -101,6 +101,18 @@ pub fn wait_forwarding_interrupts(child: &mut Child, limit: Duration) -> Option<
     wait_handing_on(child, Some(Instant::now() + limit), INTERRUPTED_CHILD_GRACE)
 }
 
+/// A child's exit in words, for a one-line cause: "exit 1", "killed by signal: 9 (SIGKILL)",
+/// or "exit unknown (it could not be waited for)".
+#[must_use]
+pub fn exit_words(status: Option<ExitStatus>) -> String {
+    match status {
+        Some(s) => s
+            .code()
+            .map_or_else(|| format!("killed by {s}"), |c| format!("exit {c}")),
+        None => "exit unknown (it could not be waited for)".to_owned(),
+    }
+}
+
 /// Waits for a child that bounds its own run (a latency-probe run by `ab` or `sweep`, a
 /// latency-pub run to its end) with no limit of this process's; on a caught SIGINT or SIGTERM,
 /// hands it SIGINT, as [`wait_forwarding_interrupts`] does, and waits up to `grace` for its
@@ -185,6 +197,17 @@ mod tests {
         let mut slow = Command::new("sleep").arg("30").spawn().unwrap();
         let s = wait_bounded(&mut slow, Duration::from_millis(100)).unwrap();
         assert_eq!(s.code(), None, "killed by a signal: {s:?}");
+    }
+
+    #[test]
+    fn an_exit_reads_as_words_not_as_a_debug_struct() {
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(exit_words(Some(ExitStatus::from_raw(3 << 8))), "exit 3");
+        assert_eq!(
+            exit_words(Some(ExitStatus::from_raw(9))),
+            "killed by signal: 9 (SIGKILL)"
+        );
+        assert_eq!(exit_words(None), "exit unknown (it could not be waited for)");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::units::format_ns;
 use std::fmt;
 use std::path::PathBuf;
 
-use super::process::{wait_for_run, EXIT_REFUSED, INTERRUPTED_PROBE_GRACE};
+use super::process::{exit_words, wait_for_run, EXIT_REFUSED, INTERRUPTED_PROBE_GRACE};
 
 const ME: &str = "latency-probe sweep";
 
@@ -231,13 +231,13 @@ fn one_rate(s: &Sweep, rate: u64) -> Result<Option<Report>, SweepError> {
             source,
         })?;
     // Ctrl-C: the run stops with its partial report (handed SIGINT when only sweep got one).
-    let code = wait_for_run(&mut child, INTERRUPTED_PROBE_GRACE).and_then(|s| s.code());
+    let status = wait_for_run(&mut child, INTERRUPTED_PROBE_GRACE);
     let report: Option<Report> = std::fs::read(&json).ok().and_then(|b| serde_json::from_slice(&b).ok());
     if report.is_none() {
-        if code == Some(EXIT_REFUSED) {
+        if status.and_then(|s| s.code()) == Some(EXIT_REFUSED) {
             return Err(SweepError::Refused { rate });
         }
-        let exit = code.map_or_else(|| "killed by a signal".to_owned(), |c| format!("exit {c}"));
+        let exit = exit_words(status);
         eprintln!("{ME}: no report at {rate} msg/s ({exit}); skipped");
     }
     Ok(report)

@@ -1,7 +1,7 @@
 //! One measurement of latency-probe: the floor, latency-sub and latency-pub as child processes,
 //! the floor again, and their reports combined into one.
 
-use super::process::{spawn, wait_forwarding_interrupts, SpawnError, EXIT_REFUSED};
+use super::process::{exit_words, spawn, wait_forwarding_interrupts, SpawnError, EXIT_REFUSED};
 use super::{Delivery, PongPath};
 use crate::measure::floor::FloorRun;
 use crate::measure::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest, HiccupSkipped};
@@ -166,10 +166,15 @@ impl fmt::Display for TrialError {
             } => write!(f, "latency-pub (ping) stopped before any round trip: {reason}"),
             TrialError::NoPingReport { reason: None, status } => write!(
                 f,
-                "latency-pub (ping) wrote no report (exit {status:?}); see its error above"
+                "latency-pub (ping) wrote no report ({}); see its error above",
+                exit_words(*status)
             ),
             TrialError::NoSubReport { status } => {
-                write!(f, "latency-sub wrote no report (exit {status:?}); see its error above")
+                write!(
+                    f,
+                    "latency-sub wrote no report ({}); see its error above",
+                    exit_words(*status)
+                )
             }
         }
     }
