@@ -221,3 +221,22 @@ fn a_stopped_driver_is_refused_and_the_error_says_it_stopped_beating() {
         "{msg}"
     );
 }
+
+/// A setting the C driver refuses is named in one line, in Aeron's words, with where Aeron
+/// said it: not the C binding's error struct (it printed `AeronCError { code: -1, kind:
+/// GenericError, lastError: "(22) Invalid argument\n[...` over several lines).
+#[test]
+fn a_setting_the_c_driver_refuses_is_one_line_in_aeron_s_words() {
+    let e = EmbeddedDriver::builder()
+        .private_dir()
+        .ipc_term_length(64 << 10)
+        .option(messaging::DriverOption::parse("aeron.mtu.length", "7").expect("a well-formed option"))
+        .spawn()
+        .expect_err("an MTU of 7 is refused");
+    let said = e.to_string();
+    assert!(
+        said.contains("mtuLength=7") && said.contains("in aeron_driver_context_validate_mtu_length"),
+        "{said}"
+    );
+    assert!(!said.contains("AeronCError") && !said.contains('\n'), "{said}");
+}

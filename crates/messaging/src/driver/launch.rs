@@ -277,7 +277,7 @@ impl EmbeddedDriverBuilder {
         for o in &self.options {
             apply(&ctx, o).map_err(|e| DriverLaunchError::Config {
                 setting: o.property(),
-                detail: format!("{e:?}"),
+                detail: c_words(&e),
             })?;
         }
         Ok(ctx)
@@ -363,8 +363,36 @@ fn check_space(parent: &Path, logs: u32, ipc_term: usize) -> Result<(), DriverLa
 fn rejected(setting: &'static str) -> impl Fn(AeronCError) -> DriverLaunchError {
     move |e| DriverLaunchError::Config {
         setting,
-        detail: format!("{e:?}"),
+        detail: c_words(&e),
     }
+}
+
+/// The C driver's error in one line: what Aeron said (its error text reads `(errno) strerror`,
+/// then `[function, file:line] what` per frame), as `what (strerror, in function)`.
+fn c_words(e: &AeronCError) -> String {
+    aeron_error_line(e.get_last_err_message()).unwrap_or_else(|| e.to_string())
+}
+
+/// [`c_words`] of Aeron's error text; `None` when it holds nothing.
+fn aeron_error_line(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let (first, frames) = lines.split_first()?;
+    let errno = first
+        .strip_prefix('(')
+        .and_then(|l| l.split_once(") "))
+        .map(|(_, words)| words);
+    // The first frame is where the error was set (callers append theirs after it): it says
+    // what was wrong. Frames read `[function, file:line] what`.
+    let Some((func, what)) = frames.iter().find_map(|f| {
+        let (place, what) = f.strip_prefix('[')?.split_once("] ")?;
+        Some((place.split(", ").next().unwrap_or(place), what))
+    }) else {
+        return Some(lines.join("; "));
+    };
+    Some(match errno {
+        Some(errno) => format!("{what} ({errno}, in {func})"),
+        None => format!("{what} (in {func})"),
+    })
 }
 
 /// Sets one option on the context.
@@ -449,8 +477,7 @@ fn run(
     let driver = match AeronDriver::new(&ctx).and_then(|d| d.start(true).map(|_| d)) {
         Ok(d) => d,
         Err(e) => {
-            let msg = e.message().map_or_else(|| format!("{e:?}"), str::to_owned);
-            let _ = ready.send(Err(msg));
+            let _ = ready.send(Err(c_words(&e)));
             return;
         }
     };
@@ -459,7 +486,7 @@ fn run(
         match driver.main_do_work() {
             Ok(work) => driver.main_idle_strategy(work),
             Err(e) => {
-                let message = e.message().map_or_else(|| format!("{e:?}"), str::to_owned);
+                let message = c_words(&e);
                 on_error(&crate::AsyncError::Driver {
                     message: format!("the embedded driver's work loop failed, the driver stopped: {message}"),
                     observations: 1,
@@ -475,6 +502,27 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Aeron's error text (what `aeron_errmsg()` held when the C driver refused an MTU of 7,
+    /// with a caller's frame appended) reads as one line: what, errno's words, where.
+    #[test]
+    fn aeron_s_error_text_reads_as_one_line() {
+        let text = "(22) Invalid argument\n[aeron_driver_context_validate_mtu_length, aeron_driver_context.c:1623] \
+                    mtuLength must be a > HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGTH: mtuLength=7\n\
+                    [aeron_driver_init, aeron_driver.c:900] validating the context\n";
+        assert_eq!(
+            aeron_error_line(text).as_deref(),
+            Some(
+                "mtuLength must be a > HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGTH: mtuLength=7 \
+                 (Invalid argument, in aeron_driver_context_validate_mtu_length)"
+            )
+        );
+        assert_eq!(aeron_error_line("").as_deref(), None);
+        assert_eq!(
+            aeron_error_line("something odd\nand more").as_deref(),
+            Some("something odd; and more")
+        );
+    }
 
     #[test]
     fn private_dirs_sit_beside_aeron_s_default() {
