@@ -157,7 +157,7 @@ impl DriverErrors {
                 let before = seen.insert((first, message.clone()), count);
                 if before.is_none_or(|b| b < count) {
                     report(AsyncError::Driver {
-                        message,
+                        message: crate::error::aeron_error_line(&message).unwrap_or(message),
                         observations: count.max(0) as u32,
                     });
                 }

@@ -237,6 +237,25 @@ fn subscribe_hands_owned_messages_to_a_channel_until_stopped() {
     handoff.stop();
 }
 
+/// A channel the driver refuses comes back as `AddError::Rejected` in one line, in the
+/// driver's words with where it said them (its error text is several lines).
+#[test]
+fn a_channel_the_driver_refuses_is_named_in_one_line() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let e = client
+        .publication("aeron:udp?endpoint=localhost:0", 1)
+        .expect_err("port 0 is refused for a publication");
+    assert!(matches!(e, messaging::AddError::Rejected { .. }), "{e:?}");
+    let said = e.to_string();
+    assert!(
+        said.contains("endpoint has port=0")
+            && said.contains("in aeron_driver_conductor_validate_endpoint_for_publication"),
+        "{said}"
+    );
+    assert!(!said.contains('\n'), "one line: {said}");
+}
+
 #[test]
 fn a_bad_channel_is_refused_before_the_driver_sees_it() {
     let d = driver();

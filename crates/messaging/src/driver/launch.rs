@@ -367,32 +367,10 @@ fn rejected(setting: &'static str) -> impl Fn(AeronCError) -> DriverLaunchError 
     }
 }
 
-/// The C driver's error in one line: what Aeron said (its error text reads `(errno) strerror`,
-/// then `[function, file:line] what` per frame), as `what (strerror, in function)`.
+/// The C driver's error in one line (`error::aeron_error_line`), or the binding's words when
+/// Aeron left no text.
 fn c_words(e: &AeronCError) -> String {
-    aeron_error_line(e.get_last_err_message()).unwrap_or_else(|| e.to_string())
-}
-
-/// [`c_words`] of Aeron's error text; `None` when it holds nothing.
-fn aeron_error_line(text: &str) -> Option<String> {
-    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    let (first, frames) = lines.split_first()?;
-    let errno = first
-        .strip_prefix('(')
-        .and_then(|l| l.split_once(") "))
-        .map(|(_, words)| words);
-    // The first frame is where the error was set (callers append theirs after it): it says
-    // what was wrong. Frames read `[function, file:line] what`.
-    let Some((func, what)) = frames.iter().find_map(|f| {
-        let (place, what) = f.strip_prefix('[')?.split_once("] ")?;
-        Some((place.split(", ").next().unwrap_or(place), what))
-    }) else {
-        return Some(lines.join("; "));
-    };
-    Some(match errno {
-        Some(errno) => format!("{what} ({errno}, in {func})"),
-        None => format!("{what} (in {func})"),
-    })
+    crate::error::aeron_error_line(e.get_last_err_message()).unwrap_or_else(|| e.to_string())
 }
 
 /// Sets one option on the context.
@@ -502,27 +480,6 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Aeron's error text (what `aeron_errmsg()` held when the C driver refused an MTU of 7,
-    /// with a caller's frame appended) reads as one line: what, errno's words, where.
-    #[test]
-    fn aeron_s_error_text_reads_as_one_line() {
-        let text = "(22) Invalid argument\n[aeron_driver_context_validate_mtu_length, aeron_driver_context.c:1623] \
-                    mtuLength must be a > HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGTH: mtuLength=7\n\
-                    [aeron_driver_init, aeron_driver.c:900] validating the context\n";
-        assert_eq!(
-            aeron_error_line(text).as_deref(),
-            Some(
-                "mtuLength must be a > HEADER_LENGTH and <= MAX_UDP_PAYLOAD_LENGTH: mtuLength=7 \
-                 (Invalid argument, in aeron_driver_context_validate_mtu_length)"
-            )
-        );
-        assert_eq!(aeron_error_line("").as_deref(), None);
-        assert_eq!(
-            aeron_error_line("something odd\nand more").as_deref(),
-            Some("something odd; and more")
-        );
-    }
 
     #[test]
     fn private_dirs_sit_beside_aeron_s_default() {

@@ -108,7 +108,7 @@ impl AddError {
                 Self::Rejected {
                     channel: channel.to_owned(),
                     stream_id,
-                    detail,
+                    detail: super::aeron_error_line(&detail).unwrap_or(detail),
                 }
             }
             other => Self::Rejected {

@@ -8,6 +8,7 @@
 //! process's threads; the tap (feature `tap`).
 
 mod add;
+mod aeron_text;
 mod connect;
 mod launch;
 mod liveness;
@@ -19,6 +20,7 @@ mod tap;
 mod thread;
 
 pub use add::AddError;
+pub(crate) use aeron_text::one_line as aeron_error_line;
 pub use connect::ConnectError;
 pub use launch::DriverLaunchError;
 pub use liveness::{AsyncError, LivenessError};
