@@ -408,6 +408,9 @@ fn latency_probe_refuses_bad_driver_and_output_flags_with_one_line_before_starti
             "see latency-probe --help",
         ),
         case(p, &["--no-such-flag"], "--no-such-flag", "see latency-probe --help"),
+        // A subcommand's flag: its own --help lists the flags meant.
+        case(p, &["nak", "--rtt", "50us"], "--budget", "see latency-probe nak --help"),
+        case(p, &["ab", "--rounds", "x"], "'--rounds", "see latency-probe ab --help"),
     ];
     for c in &cases {
         refuse(c);

@@ -3,7 +3,7 @@
 
 use super::UsageError;
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::fmt::Display;
 use std::process::ExitCode;
 
@@ -85,15 +85,27 @@ pub fn finish(program: &str, result: Result<(), Failure>) -> ExitCode {
 /// Parses the command line; a clap error (unknown flag, a value that does not parse, a value
 /// outside a list) becomes one line, `<program>: <cause>; see <program> --help`, exit
 /// [`EXIT_SETUP`]. `--help` and `--version` print as usual.
-pub fn parse_args<T: Parser>(program: &str) -> T {
+pub fn parse_args<T: Parser + CommandFactory>(program: &str) -> T {
     match T::try_parse() {
         Ok(args) => args,
         Err(e) => match e.kind() {
             ErrorKind::DisplayHelp
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
-            _ => fail(program, one_line(&e.render().to_string(), program), EXIT_SETUP),
+            _ => {
+                let command = command_of::<T>(program, std::env::args().nth(1).as_deref());
+                fail(program, one_line(&e.render().to_string(), &command), EXIT_SETUP)
+            }
         },
+    }
+}
+
+/// The command whose `--help` lists the flags an error is about: `program` and its subcommand
+/// when `first` (the first argument) names one (`latency-probe nak`), else `program`.
+fn command_of<T: CommandFactory>(program: &str, first: Option<&str>) -> String {
+    match first {
+        Some(sub) if T::command().find_subcommand(sub).is_some() => format!("{program} {sub}"),
+        _ => program.to_owned(),
     }
 }
 
@@ -148,6 +160,15 @@ mod tests {
             one_line(rendered, "latency-probe"),
             "unexpected argument '--flor' found (a similar argument exists: '--floor'); see latency-probe --help"
         );
+    }
+
+    #[test]
+    fn the_help_named_is_the_subcommand_s_when_one_is_given() {
+        type Probe = crate::cli::command::Cli;
+        assert_eq!(command_of::<Probe>("latency-probe", Some("nak")), "latency-probe nak");
+        assert_eq!(command_of::<Probe>("latency-probe", Some("--flor")), "latency-probe");
+        assert_eq!(command_of::<Probe>("latency-probe", Some("bogus")), "latency-probe");
+        assert_eq!(command_of::<Probe>("latency-probe", None), "latency-probe");
     }
 
     #[test]
