@@ -308,19 +308,38 @@ fn steal(r: &HostReadings) -> Check {
     }
 }
 
+/// A byte count for people: "23.5 GiB", "400 MiB", "64 KiB", "900 B" (binary units, one
+/// decimal when under 10 of a unit is not whole).
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    let (mut value, mut unit) = (n as f64, "B");
+    for u in UNITS {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = u;
+    }
+    if unit == "B" || value.fract() == 0.0 {
+        format!("{value:.0} {unit}")
+    } else {
+        format!("{value:.1} {unit}")
+    }
+}
+
 fn shm(r: &HostReadings, q: &DoctorRequest) -> Check {
-    let expected = format!(">= {} B for the run's logs", q.shm_needed);
+    let expected = format!(">= {} for the run's logs", bytes(q.shm_needed));
     match r.shm_free {
         Some(f) if f >= q.shm_needed => check(
             "log space",
-            format!("{f} B free in {}", q.shm_dir),
+            format!("{} free in {}", bytes(f), q.shm_dir),
             expected,
             CheckStatus::Pass,
             "",
         ),
         Some(f) => check(
             "log space",
-            format!("{f} B free in {}", q.shm_dir),
+            format!("{} free in {}", bytes(f), q.shm_dir),
             expected,
             CheckStatus::Fail,
             "the driver cannot create the logs: mount -o remount,size=<more> /dev/shm, or a smaller --term-length",
@@ -497,6 +516,15 @@ fn driver(r: &HostReadings, q: &DoctorRequest) -> Vec<Check> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_read_in_binary_units() {
+        assert_eq!(bytes(900), "900 B");
+        assert_eq!(bytes(64 << 10), "64 KiB");
+        assert_eq!(bytes(400 << 20), "400 MiB");
+        assert_eq!(bytes(25_227_210_752), "23.5 GiB");
+        assert_eq!(bytes(1536), "1.5 KiB");
+    }
 
     fn request(udp: bool) -> DoctorRequest {
         DoctorRequest {
