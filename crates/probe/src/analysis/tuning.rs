@@ -220,8 +220,9 @@ fn implosion_check(p: &NakPlan) -> Check {
     Check {
         check: "implosion guard".into(),
         measured: format!(
-            "{} receivers, backoff = {:.1} x RTT: about {n:.2} NAKs per loss",
+            "{} receiver{}, backoff = {:.1} x RTT: about {n:.2} NAKs per loss",
             i.receivers,
+            if i.receivers == 1 { "" } else { "s" },
             p.chosen.nak_multicast_max_backoff_ns as f64 / i.rtt_ns as f64
         ),
         expected: format!("<= {PROVEN_GROUP} receivers and <= {MAX_NAKS_PER_LOSS} NAKs per loss"),
