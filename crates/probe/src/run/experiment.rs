@@ -131,20 +131,7 @@ pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
         let children_ok = m.pub_status.is_some_and(|s| s.success()) && m.sub_status.is_some_and(|s| s.success());
         ok &= children_ok && m.report.complete && m.report.lost == 0;
         if x.runs > 1 {
-            let l = &m.report.latency_ns;
-            eprintln!(
-                "{ME}: run {run}/{}: p50 {} p99 {} p99.9 {} max {}{}",
-                x.runs,
-                format_ns(l.p50),
-                format_ns(l.p99),
-                format_ns(l.p999),
-                format_ns(l.max),
-                if m.report.complete && m.report.lost == 0 {
-                    ""
-                } else {
-                    " (incomplete)"
-                }
-            );
+            say_run(&m.report, run, x.runs);
         }
         statuses = (m.pub_status, m.sub_status);
         let mut report = m.report;
@@ -167,6 +154,19 @@ pub fn run(x: &Experiment) -> Result<Outcome, ExperimentError> {
         sub_status,
         ok,
     })
+}
+
+/// One run of several, in a line on stderr as it ends: its percentiles.
+fn say_run(r: &Report, run: u32, runs: u32) {
+    let l = &r.latency_ns;
+    eprintln!(
+        "{ME}: run {run}/{runs}: p50 {} p99 {} p99.9 {} max {}{}",
+        format_ns(l.p50),
+        format_ns(l.p99),
+        format_ns(l.p999),
+        format_ns(l.max),
+        if r.complete && r.lost == 0 { "" } else { " (incomplete)" }
+    );
 }
 
 impl Outcome {
