@@ -319,6 +319,17 @@ impl Monitor {
         }
     }
 
+    /// The hypervisor's steal in each group (from the group's boundary to the next one read).
+    fn steal_per_group(&self) -> Vec<Option<u64>> {
+        (0..GROUPS)
+            .map(|g| {
+                let a = self.steal[g]?;
+                let b = ((g + 1)..=GROUPS).find_map(|s| self.steal[s])?;
+                Some(b.saturating_sub(a))
+            })
+            .collect()
+    }
+
     /// Ends the run: per-thread totals and per-group differences, off-CPU episodes inside the
     /// measured period.
     #[must_use]
@@ -380,18 +391,11 @@ impl Monitor {
                 fault_times: w.reader.has_fault_sampler().then_some(fault_times),
                 fault_times_lost,
                 stalls,
-                // messaging reads and writes the logs without aeron-rs's locks now.
             });
             readers.push(w.reader);
         }
         crate::sys::perf::close_later((readers, self.check.take()));
-        let steal_ns = (0..GROUPS)
-            .map(|g| {
-                let a = self.steal[g]?;
-                let b = ((g + 1)..=GROUPS).find_map(|s| self.steal[s])?;
-                Some(b.saturating_sub(a))
-            })
-            .collect();
+        let steal_ns = self.steal_per_group();
         JitterSide {
             source: self.source,
             threads,
