@@ -169,67 +169,7 @@ fn apply_record(ty: u32, misc: u16, b: &[u8], fmt: &SwitchFormat, out: &mut Vec<
     };
     match ty {
         PERF_RECORD_SAMPLE => {
-            let (Some(time), Some(cpu)) = (u64_at(8), u64_at(16)) else {
-                return 0;
-            };
-            // The call chain (none without `fmt.chain`), then the raw tracepoint data.
-            let chain: &[u8] = if fmt.chain {
-                let Some(chain) = u64_at(24)
-                    .and_then(|nr| usize::try_from(nr).ok())
-                    .filter(|&n| n <= usize::from(MAX_STACK) + 8)
-                    .and_then(|n| b.get(32..32 + 8 * n))
-                else {
-                    return 0;
-                };
-                chain
-            } else {
-                &[]
-            };
-            let at = if fmt.chain { 32 + chain.len() } else { 24 };
-            let size = b
-                .get(at..at + 4)
-                .map_or(0, |s| u32::from_ne_bytes(s.try_into().expect("4 bytes")));
-            let Some(raw) = b.get(at + 4..at + 4 + size as usize) else {
-                return 0;
-            };
-            let int = |(o, n): (usize, usize)| -> i64 {
-                match raw.get(o..o + n) {
-                    Some(s) if n == 8 => i64::from_ne_bytes(s.try_into().expect("8 bytes")),
-                    Some(s) if n == 4 => i64::from(i32::from_ne_bytes(s.try_into().expect("4 bytes"))),
-                    _ => 0,
-                }
-            };
-            let state = int(fmt.prev_state);
-            // Runnable when switched out (state 0 "R", or the preempt flag "R+"): preempted (a
-            // user-space spinner is preempted on return from an interrupt, which also shows as
-            // "R") or, when the call chain passes through sched_yield, yielded; any task state
-            // bit means it blocked.
-            let kind = if state & STATE_PREEMPTED == 0 && state & 0xff != 0 {
-                OffCpuKind::Blocked
-            } else if state & STATE_PREEMPTED == 0 && in_yield(chain, fmt.yields) {
-                OffCpuKind::Yielded
-            } else {
-                OffCpuKind::Preempted
-            };
-            if let Some(last) = out.last_mut() {
-                if last.in_ns.is_none() {
-                    // Its switch-in was never seen: unknown length, count it as none rather
-                    // than stretch it to this switch-out.
-                    last.in_ns = Some(last.out_ns);
-                }
-            }
-            let mut comm = [0_u8; 16];
-            if let Some(c) = raw.get(fmt.next_comm.0..fmt.next_comm.0 + fmt.next_comm.1.min(16)) {
-                comm[..c.len()].copy_from_slice(c);
-            }
-            out.push(OffCpu {
-                out_ns: time as i64,
-                in_ns: None,
-                cpu: (cpu & 0xffff_ffff) as u32,
-                kind,
-                next_pid: int(fmt.next_pid) as i32,
-                next_comm: comm,
-            });
+            apply_sample(b, fmt, out);
             0
         }
         PERF_RECORD_SWITCH if misc & PERF_RECORD_MISC_SWITCH_OUT == 0 => {
@@ -244,6 +184,76 @@ fn apply_record(ty: u32, misc: u16, b: &[u8], fmt: &SwitchFormat, out: &mut Vec<
         PERF_RECORD_LOST => u64_at(8).unwrap_or(0),
         _ => 0,
     }
+}
+
+/// A `sched_switch` sample (this thread switched out): a new off-CPU episode, its kind read
+/// from the previous task's state and the call chain (layout in [`apply_record`]).
+fn apply_sample(b: &[u8], fmt: &SwitchFormat, out: &mut Vec<OffCpu>) {
+    let u64_at = |o: usize| {
+        b.get(o..o + 8)
+            .map(|s| u64::from_ne_bytes(s.try_into().expect("8 bytes")))
+    };
+    let (Some(time), Some(cpu)) = (u64_at(8), u64_at(16)) else {
+        return;
+    };
+    // The call chain (none without `fmt.chain`), then the raw tracepoint data.
+    let chain: &[u8] = if fmt.chain {
+        let Some(chain) = u64_at(24)
+            .and_then(|nr| usize::try_from(nr).ok())
+            .filter(|&n| n <= usize::from(MAX_STACK) + 8)
+            .and_then(|n| b.get(32..32 + 8 * n))
+        else {
+            return;
+        };
+        chain
+    } else {
+        &[]
+    };
+    let at = if fmt.chain { 32 + chain.len() } else { 24 };
+    let size = b
+        .get(at..at + 4)
+        .map_or(0, |s| u32::from_ne_bytes(s.try_into().expect("4 bytes")));
+    let Some(raw) = b.get(at + 4..at + 4 + size as usize) else {
+        return;
+    };
+    let int = |(o, n): (usize, usize)| -> i64 {
+        match raw.get(o..o + n) {
+            Some(s) if n == 8 => i64::from_ne_bytes(s.try_into().expect("8 bytes")),
+            Some(s) if n == 4 => i64::from(i32::from_ne_bytes(s.try_into().expect("4 bytes"))),
+            _ => 0,
+        }
+    };
+    let state = int(fmt.prev_state);
+    // Runnable when switched out (state 0 "R", or the preempt flag "R+"): preempted (a
+    // user-space spinner is preempted on return from an interrupt, which also shows as
+    // "R") or, when the call chain passes through sched_yield, yielded; any task state
+    // bit means it blocked.
+    let kind = if state & STATE_PREEMPTED == 0 && state & 0xff != 0 {
+        OffCpuKind::Blocked
+    } else if state & STATE_PREEMPTED == 0 && in_yield(chain, fmt.yields) {
+        OffCpuKind::Yielded
+    } else {
+        OffCpuKind::Preempted
+    };
+    if let Some(last) = out.last_mut() {
+        if last.in_ns.is_none() {
+            // Its switch-in was never seen: unknown length, count it as none rather
+            // than stretch it to this switch-out.
+            last.in_ns = Some(last.out_ns);
+        }
+    }
+    let mut comm = [0_u8; 16];
+    if let Some(c) = raw.get(fmt.next_comm.0..fmt.next_comm.0 + fmt.next_comm.1.min(16)) {
+        comm[..c.len()].copy_from_slice(c);
+    }
+    out.push(OffCpu {
+        out_ns: time as i64,
+        in_ns: None,
+        cpu: (cpu & 0xffff_ffff) as u32,
+        kind,
+        next_pid: int(fmt.next_pid) as i32,
+        next_comm: comm,
+    });
 }
 
 /// Where `sched_yield`'s kernel code lies, read once from `/proc/kallsyms`; empty when the
