@@ -344,23 +344,35 @@ fn drive<K: Add>(
     drop(publisher);
     drop(pong);
     drop(client);
-    let lost = sent.stop.as_ref().is_some_and(crate::run::send::Stop::subscriber_lost);
-    let subscriber_lost = match (lost, start_position, readers.last) {
-        (true, Some(start), Some((pos, at))) => {
-            let read_before = frames.messages_between(start, pos, term).min(sent.sent);
-            Some(SubscriberLost {
-                read_before,
-                sent_after: sent.sent - read_before,
-                silent_s: ended.duration_since(at).as_secs_f64(),
-            })
-        }
-        _ => None,
-    };
+    let subscriber_lost = start_position
+        .zip(readers.last)
+        .and_then(|(start, last)| subscriber_lost(&sent, (start, last), (frames, term), ended));
     Ok(Driven {
         sent,
         core,
         hot_tid,
         subscriber_lost,
+    })
+}
+
+/// When the run stopped because its subscriber went away: how many it had read (our stream
+/// from `start` to the highest position it reached, `last`, in `frames` on terms of `term`
+/// bytes), how many were sent after, and how long it had been silent at `ended`.
+fn subscriber_lost(
+    sent: &Sent,
+    (start, last): (i64, (i64, Instant)),
+    (frames, term): (crate::run::frames::Frames, i64),
+    ended: Instant,
+) -> Option<SubscriberLost> {
+    if !sent.stop.as_ref().is_some_and(crate::run::send::Stop::subscriber_lost) {
+        return None;
+    }
+    let (pos, at) = last;
+    let read_before = frames.messages_between(start, pos, term).min(sent.sent);
+    Some(SubscriberLost {
+        read_before,
+        sent_after: sent.sent - read_before,
+        silent_s: ended.duration_since(at).as_secs_f64(),
     })
 }
 
