@@ -275,25 +275,7 @@ fn receive_inline(
             Err(e) => prefaulted.push(format!("sub stream {}: not pre-faulted: {e}", cfg.stream)),
         }
     }
-    let mut echo = match &cfg.echo {
-        Some(path) => Some(Echo {
-            publisher: EchoPublication::add(client, cfg.publication, &path.channel, path.stream)
-                .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
-            stats: EchoStats {
-                stream: path.stream,
-                ..EchoStats::default()
-            },
-            retries: crate::model::OfferTally::default(),
-            wait: timeout.min(Duration::from_secs(10)),
-        }),
-        None => None,
-    };
-    if let Some(e) = echo.as_ref().filter(|_| cfg.prefault) {
-        match e.publisher.prefault() {
-            Ok(st) => prefaulted.push(format!("pong stream {} publication: {st}", e.stats.stream)),
-            Err(err) => prefaulted.push(format!("pong stream {}: not pre-faulted: {err}", e.stats.stream)),
-        }
-    }
+    let mut echo = add_echo(client, cfg, timeout, prefaulted)?;
     let (total, mut idle) = (cfg.total, cfg.idle.clone());
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let hot = ThreadBuilder::new()
@@ -320,6 +302,36 @@ fn receive_inline(
     out.core = core;
     out.hot_tid = hot_tid;
     Ok(out)
+}
+
+/// Pong's echo publication (round-trip mode; `None` one-way), pre-faulted when asked; gives up
+/// an echo after `timeout` (at most 10 s) of retries.
+fn add_echo(
+    client: &aeron_latency::messaging::Client,
+    cfg: &SubConfig,
+    timeout: Duration,
+    prefaulted: &mut Vec<String>,
+) -> Result<Option<Echo>, SetupError> {
+    let Some(path) = &cfg.echo else {
+        return Ok(None);
+    };
+    let echo = Echo {
+        publisher: EchoPublication::add(client, cfg.publication, &path.channel, path.stream)
+            .map_err(|e| SetupError(format!("--pong-channel/--pong-stream: {e}")))?,
+        stats: EchoStats {
+            stream: path.stream,
+            ..EchoStats::default()
+        },
+        retries: crate::model::OfferTally::default(),
+        wait: timeout.min(Duration::from_secs(10)),
+    };
+    if cfg.prefault {
+        match echo.publisher.prefault() {
+            Ok(st) => prefaulted.push(format!("pong stream {} publication: {st}", path.stream)),
+            Err(err) => prefaulted.push(format!("pong stream {}: not pre-faulted: {err}", path.stream)),
+        }
+    }
+    Ok(Some(echo))
 }
 
 /// `--delivery channel` (seed 002's shape): messaging's hand-off thread polls and sends each
