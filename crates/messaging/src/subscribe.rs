@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use crate::client::Client;
 use crate::error::{AddError, PollError, SpawnError};
 use crate::idle::IdleStrategy;
-use crate::subscription::{MessageHeader, Subscriber};
+use crate::subscription::{ControlledAction, MessageHeader, Subscriber};
 use crate::thread::{PinnedThread, ThreadBuilder};
 
 /// How many poll errors a [`Handoff`] keeps until they are taken (all are counted).
@@ -204,9 +204,14 @@ impl Client {
     /// the client loses its driver ([`Handoff::end`] says which; a poll error that leaves the
     /// subscription readable is kept on the [`Handoff`] and polled past).
     ///
-    /// This is the convenient path, not the fast one: each message is allocated, and
-    /// `send` on a full bounded channel (and the receiver's `recv`/`recv_timeout`) park on a
-    /// futex; the consumer's wake-ups are exactly the jitter `latency-probe --delivery channel`
+    /// A full bounded channel holds the thread back without blocking it: the message that
+    /// does not fit stays in the log and is handed over once there is room (the thread idles
+    /// meanwhile, and sees `stop`); a publisher ahead of the consumer is back-pressured by the
+    /// log, as with any slow subscriber. Nothing polled is dropped.
+    ///
+    /// This is the convenient path, not the fast one: each message is allocated, and the
+    /// receiver's `recv`/`recv_timeout` parks on a futex that each hand-over wakes; the
+    /// consumer's wake-ups are exactly the jitter `latency-probe --delivery channel`
     /// demonstrates. For latency, poll a [`Subscriber`](crate::Subscriber) on the consuming thread instead.
     ///
     /// # Errors
@@ -257,12 +262,18 @@ fn hand_off(
         if stop.load(Ordering::Acquire) {
             return HandoffEnd::Stopped;
         }
-        let polled = sub.poll(
-            &mut |msg: &[u8], _h: &MessageHeader<'_>| {
-                if sender.send(msg.to_vec()).is_err() {
-                    disconnected = true;
-                } else {
+        // Never blocks in `send`: a message that does not fit a full channel stays in the log
+        // (`Abort`) and comes again at the next poll, so `stop` is seen and nothing is dropped.
+        let polled = sub.controlled_poll(
+            &mut |msg: &[u8], _h: &MessageHeader<'_>| match sender.try_send(msg.to_vec()) {
+                Ok(()) => {
                     shared.delivered.fetch_add(1, Ordering::Relaxed);
+                    ControlledAction::Continue
+                }
+                Err(crossbeam_channel::TrySendError::Full(_)) => ControlledAction::Abort,
+                Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                    disconnected = true;
+                    ControlledAction::Abort
                 }
             },
             fragment_limit,

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::driver;
 use messaging::{
-    Client, ConcurrentPublication, EmbeddedDriver, HandoffOptions, IdleStrategy, MessageHeader, OfferError, Subscriber,
+    Client, ConcurrentPublication, EmbeddedDriver, HandoffEnd, HandoffOptions, IdleStrategy, MessageHeader, OfferError,
+    Subscriber,
 };
 
 fn offer_retrying(p: &mut ConcurrentPublication, msg: &[u8]) {
@@ -235,6 +236,42 @@ fn subscribe_hands_owned_messages_to_a_channel_until_stopped() {
     assert_eq!(handoff.delivered(), 100);
     stop.store(true, Ordering::Release);
     handoff.stop();
+}
+
+/// A consumer that stops reading and stops the hand-off while its bounded channel is full and
+/// messages keep coming: `stop` returns at once (the thread no longer blocks in `send`), and
+/// nothing polled is dropped: what did not fit stays in the log.
+#[test]
+fn subscribe_stops_while_its_channel_is_full() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let (tx, rx) = crossbeam_channel::bounded(2);
+    let stop = Arc::new(AtomicBool::new(false));
+    let handoff = client
+        .subscribe("aeron:ipc", 17, tx, stop, HandoffOptions::default())
+        .unwrap();
+    let mut publ = client.publication("aeron:ipc", 17).unwrap();
+    wait_connected(&publ);
+    for i in 0u8..10 {
+        offer_retrying(&mut publ, &[i; 3]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rx.len() < 2 {
+        assert!(Instant::now() < deadline, "the channel never filled");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(handoff.delivered(), 2, "only what fits is handed over");
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    std::thread::spawn(move || {
+        let _ = done_tx.send(handoff.stop());
+    });
+    assert_eq!(
+        done_rx.recv_timeout(Duration::from_secs(5)),
+        Ok(HandoffEnd::Stopped),
+        "stop returns with the channel full"
+    );
+    assert_eq!(rx.try_iter().collect::<Vec<_>>(), [vec![0; 3], vec![1; 3]]);
 }
 
 /// A channel the driver refuses comes back as `AddError::Rejected` in one line, in the
