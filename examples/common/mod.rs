@@ -9,8 +9,8 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{
-    available_cores, ConcurrentPublication, IdleStrategy, MessageHeader, OfferError, PinnedThread, SpawnError,
-    Subscriber, ThreadBuilder,
+    available_cores, ConcurrentPublication, IdleStrategy, MessageHeader, OfferError, PinnedThread, PollError,
+    SpawnError, Subscriber, ThreadBuilder,
 };
 use hdrhistogram::Histogram;
 
@@ -270,21 +270,31 @@ pub(crate) fn pong(
             report.stopped = format!("echoed the {} messages asked for", report.echoed);
             break;
         }
-        let n = sub
-            .poll(
-                &mut |msg: &[u8], _h: &MessageHeader<'_>| {
-                    if fatal.is_some() || limit.is_some_and(|l| report.echoed >= l) {
-                        return;
-                    }
-                    match echo(publ, msg, idle, &mut report.retries) {
-                        Ok(true) => report.echoed += 1,
-                        Ok(false) => report.dropped += 1,
-                        Err(e) => fatal = Some(e),
-                    }
-                },
-                FRAGMENT_LIMIT,
-            )
-            .unwrap_or(0);
+        let n = sub.poll(
+            &mut |msg: &[u8], _h: &MessageHeader<'_>| {
+                if fatal.is_some() || limit.is_some_and(|l| report.echoed >= l) {
+                    return;
+                }
+                match echo(publ, msg, idle, &mut report.retries) {
+                    Ok(true) => report.echoed += 1,
+                    Ok(false) => report.dropped += 1,
+                    Err(e) => fatal = Some(e),
+                }
+            },
+            FRAGMENT_LIMIT,
+        );
+        let n = match n {
+            Ok(n) => n,
+            Err(e @ PollError::ClientClosed) => {
+                report.stopped = e.to_string();
+                break;
+            }
+            // One publisher's log is unreadable; the others are still read.
+            Err(e) => {
+                eprintln!("pong: {e}");
+                0
+            }
+        };
         if let Some(e) = fatal {
             report.stopped = format!("the pong publication failed: {e}");
             break;
