@@ -204,10 +204,10 @@ impl Client {
     /// the client loses its driver ([`Handoff::end`] says which; a poll error that leaves the
     /// subscription readable is kept on the [`Handoff`] and polled past).
     ///
-    /// A full bounded channel holds the thread back without blocking it: the message that
-    /// does not fit stays in the log and is handed over once there is room (the thread idles
-    /// meanwhile, and sees `stop`); a publisher ahead of the consumer is back-pressured by the
-    /// log, as with any slow subscriber. Nothing polled is dropped.
+    /// A full bounded channel holds the thread back without blocking it for long: a message
+    /// that finds no room within a millisecond stays in the log and is handed over once there
+    /// is room (the thread looks at `stop` meanwhile); a publisher ahead of the consumer is
+    /// back-pressured by the log, as with any slow subscriber. Nothing polled is dropped.
     ///
     /// This is the convenient path, not the fast one: each message is allocated, and the
     /// receiver's `recv`/`recv_timeout` parks on a futex that each hand-over wakes; the
@@ -231,6 +231,7 @@ impl Client {
             .name("aeron-handoff")
             .affinity_opt(options.core)
             .spawn(move || {
+                let _guard = PanicGuard(&shared2);
                 let end = hand_off(sub, &sender, &stop2, &shared2, options);
                 shared2.ended(end);
             })
@@ -240,6 +241,21 @@ impl Client {
             shared,
             thread: Some(thread),
         })
+    }
+}
+
+/// How long the hand-off thread waits for room in a full channel before it leaves the message
+/// in the log and looks at `stop` again.
+const SEND_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Says [`HandoffEnd::Panicked`] when the hand-off thread unwinds, before anyone joins it.
+struct PanicGuard<'a>(&'a Shared);
+
+impl Drop for PanicGuard<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.ended(HandoffEnd::Panicked);
+        }
     }
 }
 
@@ -262,16 +278,18 @@ fn hand_off(
         if stop.load(Ordering::Acquire) {
             return HandoffEnd::Stopped;
         }
-        // Never blocks in `send`: a message that does not fit a full channel stays in the log
-        // (`Abort`) and comes again at the next poll, so `stop` is seen and nothing is dropped.
+        // Never blocks for long in `send`: a message that does not fit a full channel within
+        // SEND_WAIT stays in the log (`Abort`) and comes again at the next poll, so `stop` is
+        // seen and nothing is dropped; a receiver that frees room (or, on a zero-capacity
+        // channel, comes to take it, even with `try_recv`) gets it at once.
         let polled = sub.controlled_poll(
-            &mut |msg: &[u8], _h: &MessageHeader<'_>| match sender.try_send(msg.to_vec()) {
+            &mut |msg: &[u8], _h: &MessageHeader<'_>| match sender.send_timeout(msg.to_vec(), SEND_WAIT) {
                 Ok(()) => {
                     shared.delivered.fetch_add(1, Ordering::Relaxed);
                     ControlledAction::Continue
                 }
-                Err(crossbeam_channel::TrySendError::Full(_)) => ControlledAction::Abort,
-                Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+                Err(crossbeam_channel::SendTimeoutError::Timeout(_)) => ControlledAction::Abort,
+                Err(crossbeam_channel::SendTimeoutError::Disconnected(_)) => {
                     disconnected = true;
                     ControlledAction::Abort
                 }

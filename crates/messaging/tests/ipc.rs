@@ -238,11 +238,12 @@ fn subscribe_hands_owned_messages_to_a_channel_until_stopped() {
     handoff.stop();
 }
 
-/// A consumer that stops reading and stops the hand-off while its bounded channel is full and
-/// messages keep coming: `stop` returns at once (the thread no longer blocks in `send`), and
-/// nothing polled is dropped: what did not fit stays in the log.
+/// A consumer that stops reading while its bounded channel is full and messages keep coming:
+/// what does not fit stays in the log and is handed over, in order, once there is room
+/// (nothing dropped), and `stop` returns at once with the channel full (the thread no longer
+/// blocks in `send`).
 #[test]
-fn subscribe_stops_while_its_channel_is_full() {
+fn subscribe_holds_what_does_not_fit_and_stops_while_its_channel_is_full() {
     let d = driver();
     let client = Client::connect(d.dir()).unwrap();
     let (tx, rx) = crossbeam_channel::bounded(2);
@@ -252,16 +253,34 @@ fn subscribe_stops_while_its_channel_is_full() {
         .unwrap();
     let mut publ = client.publication("aeron:ipc", 17).unwrap();
     wait_connected(&publ);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let delivered = |n: u64| {
+        while handoff.delivered() < n {
+            assert!(Instant::now() < deadline, "{} of {n} handed over", handoff.delivered());
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
     for i in 0u8..10 {
         offer_retrying(&mut publ, &[i; 3]);
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while rx.len() < 2 {
-        assert!(Instant::now() < deadline, "the channel never filled");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    delivered(2);
     std::thread::sleep(Duration::from_millis(50));
     assert_eq!(handoff.delivered(), 2, "only what fits is handed over");
+    let got: Vec<Vec<u8>> = (0..10)
+        .map(|_| {
+            rx.recv_timeout(Duration::from_secs(10))
+                .expect("the held messages come")
+        })
+        .collect();
+    assert_eq!(
+        got,
+        (0u8..10).map(|i| vec![i; 3]).collect::<Vec<_>>(),
+        "all ten, in order"
+    );
+    for i in 10u8..20 {
+        offer_retrying(&mut publ, &[i; 3]);
+    }
+    delivered(12);
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
         let _ = done_tx.send(handoff.stop());
@@ -271,7 +290,36 @@ fn subscribe_stops_while_its_channel_is_full() {
         Ok(HandoffEnd::Stopped),
         "stop returns with the channel full"
     );
-    assert_eq!(rx.try_iter().collect::<Vec<_>>(), [vec![0; 3], vec![1; 3]]);
+    assert_eq!(rx.try_iter().collect::<Vec<_>>(), [vec![10; 3], vec![11; 3]]);
+}
+
+/// A zero-capacity channel whose consumer only tries (`try_recv`): each message is handed over
+/// while the hand-off thread waits in `send` for it.
+#[test]
+fn subscribe_hands_over_through_a_zero_capacity_channel_to_a_consumer_that_only_tries() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let (tx, rx) = crossbeam_channel::bounded(0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let handoff = client
+        .subscribe("aeron:ipc", 18, tx, stop, HandoffOptions::default())
+        .unwrap();
+    let mut publ = client.publication("aeron:ipc", 18).unwrap();
+    wait_connected(&publ);
+    for i in 0u8..5 {
+        offer_retrying(&mut publ, &[i; 3]);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got = Vec::new();
+    while got.len() < 5 {
+        assert!(Instant::now() < deadline, "got {got:?}");
+        match rx.try_recv() {
+            Ok(m) => got.push(m),
+            Err(_) => std::thread::yield_now(),
+        }
+    }
+    assert_eq!(got, (0u8..5).map(|i| vec![i; 3]).collect::<Vec<_>>());
+    assert_eq!(handoff.stop(), HandoffEnd::Stopped);
 }
 
 /// A channel the driver refuses comes back as `AddError::Rejected` in one line, in the
