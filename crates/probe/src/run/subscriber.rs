@@ -20,8 +20,9 @@ use crate::run::Delivery;
 use crate::run::SetupError;
 use crate::sys::clock::now_ns;
 use aeron_latency::messaging::{
-    driver_pid, AddError, Client, Concurrent, DriverLiveness, Exclusive, HandoffOptions, IdleStrategy, MessageHeader,
-    OfferError, PollError, PrefaultError, PrefaultStats, Publication, PublicationKind, Subscriber, ThreadBuilder,
+    driver_pid, AddError, Client, Concurrent, DriverLiveness, Exclusive, HandoffEnd, HandoffOptions, IdleStrategy,
+    MessageHeader, OfferError, PollError, PrefaultError, PrefaultStats, Publication, PublicationKind, Subscriber,
+    ThreadBuilder,
 };
 use aeron_latency::wire;
 use crossbeam_channel::RecvTimeoutError;
@@ -348,7 +349,7 @@ fn receive_via_channel(
         live,
         driver,
     } = side;
-    let (total, timeout) = (cfg.total, cfg.timeout);
+    let (total, timeout, driver_live) = (cfg.total, cfg.timeout, live.clone());
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
     let stop = Arc::new(AtomicBool::new(false));
@@ -379,7 +380,12 @@ fn receive_via_channel(
     );
     let end = handoff.stop();
     if let Some(why) = out.stopped_early.as_mut().filter(|w| *w == HANDOFF_STOPPED) {
-        *why = format!("{HANDOFF_STOPPED}: {end}");
+        // The driver's loss in the words every other path of the probe uses, when known.
+        let lost = crate::run::driver_lost(&driver_live);
+        *why = match end {
+            HandoffEnd::ClientClosed if !lost.is_empty() => lost,
+            other => format!("{HANDOFF_STOPPED}: {other}"),
+        };
     }
     out.core = core;
     out.hot_tid = hot_tid;
