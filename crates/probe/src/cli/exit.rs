@@ -83,7 +83,7 @@ pub fn finish(program: &str, result: Result<(), Failure>) -> ExitCode {
 }
 
 /// Parses the command line; a clap error (unknown flag, a value that does not parse, a value
-/// outside a list) becomes one line, `<program>: <cause>; see <program> --help`, exit
+/// outside a list) becomes one line, `<program>: <cause>; see <program> [subcommand] --help`, exit
 /// [`EXIT_SETUP`]. `--help` and `--version` print as usual.
 pub fn parse_args<T: Parser + CommandFactory>(program: &str) -> T {
     match T::try_parse() {
@@ -93,7 +93,8 @@ pub fn parse_args<T: Parser + CommandFactory>(program: &str) -> T {
             | ErrorKind::DisplayVersion
             | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
             _ => {
-                let command = command_of::<T>(program, std::env::args().nth(1).as_deref());
+                let first = std::env::args_os().nth(1);
+                let command = command_of::<T>(program, first.as_ref().and_then(|a| a.to_str()));
                 fail(program, one_line(&e.render().to_string(), &command), EXIT_SETUP)
             }
         },
