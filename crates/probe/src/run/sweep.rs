@@ -128,11 +128,13 @@ pub fn sweep(s: &Sweep) -> Result<SweepOutcome, SweepError> {
         "{:>12} {:>12} {:>10} {:>10} {:>10} {:>6}  met",
         "offered", "achieved", "p50", "p99", "p99.9", "lost"
     );
+    let mut attempted = 0;
     for &rate in &rates {
         if crate::sys::signals::interrupted() {
             // Ctrl-C: the rates done (the last one's report is marked interrupted) are kept.
             break;
         }
+        attempted += 1;
         let Some(r) = one_rate(s, rate)? else { continue };
         points.push(row(s, rate, &r));
         reports.push(r);
@@ -150,8 +152,9 @@ pub fn sweep(s: &Sweep) -> Result<SweepOutcome, SweepError> {
         None => "achieved >= 99% of offered, nothing lost".to_owned(),
     };
     // Cut short, the rates above the last one done were never tried: the figure is a floor.
-    let of_those = if crate::sys::signals::interrupted() {
-        format!(" of the {} rates run", reports.len())
+    let cut_short = crate::sys::signals::interrupted().then_some(attempted);
+    let of_those = if let Some(n) = cut_short {
+        format!(" of the {n} rates run")
     } else {
         String::new()
     };
@@ -159,14 +162,13 @@ pub fn sweep(s: &Sweep) -> Result<SweepOutcome, SweepError> {
         Some(b) => println!("highest rate{of_those} that met its target ({target}): {b:.0} msg/s"),
         None => println!("no rate{of_those} met its target ({target})"),
     }
-    if crate::sys::signals::interrupted() {
+    if let Some(n) = cut_short {
         eprintln!(
-            "{ME}: interrupted (SIGINT or SIGTERM): {} of {} rates ran; the files hold those",
-            reports.len(),
+            "{ME}: interrupted (SIGINT or SIGTERM): {n} of {} rates ran; the files hold those",
             rates.len()
         );
     }
-    let ok = write_files(s, rates.len(), (&points, &reports), best, &target);
+    let ok = write_files(s, (rates.len(), cut_short), (&points, &reports), best, &target);
     let incomplete = reports.iter().filter(|r| !r.complete || r.lost > 0).count();
     if incomplete > 0 {
         eprintln!(
@@ -243,10 +245,11 @@ fn one_rate(s: &Sweep, rate: u64) -> Result<Option<Report>, SweepError> {
     Ok(report)
 }
 
-/// sweep.csv, sweep.json and sweep.svg; false (after a one-line cause each) when one failed.
+/// sweep.csv, sweep.json and sweep.svg (of `planned` rates; `cut_short`: how many ran before
+/// an interrupt); false (after a one-line cause each) when one failed.
 fn write_files(
     s: &Sweep,
-    planned: usize,
+    (planned, cut_short): (usize, Option<usize>),
     (points, reports): (&[SweepPoint], &[Report]),
     best: Option<f64>,
     target: &str,
@@ -286,8 +289,8 @@ fn write_files(
         reports[0].mode.as_str(),
         reports[0].msg_size
     );
-    if reports.len() < planned {
-        title.push_str(&format!(" (cut short: {} of {planned} rates ran)", reports.len()));
+    if let Some(n) = cut_short {
+        title.push_str(&format!(" (cut short: {n} of {planned} rates ran)"));
     }
     if let Err(e) = sweep_svg(points, Some(target), &title, &svg) {
         eprintln!("{ME}: could not draw {}: {e}", svg.display());
