@@ -308,13 +308,14 @@ fn steal(r: &HostReadings) -> Check {
     }
 }
 
-/// A byte count for people: "23.5 GiB", "400 MiB", "64 KiB", "900 B" (binary units, one
-/// decimal when under 10 of a unit is not whole).
+/// A byte count for people: "23.5 GiB", "400 MiB", "64 KiB", "900 B" (binary units; one
+/// decimal unless the count is whole in its unit).
 fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     let (mut value, mut unit) = (n as f64, "B");
     for u in UNITS {
-        if value < 1024.0 {
+        // 1023.96 KiB would print as "1024.0 KiB": it is the next unit's 1.0.
+        if value < 1023.95 {
             break;
         }
         value /= 1024.0;
@@ -524,6 +525,7 @@ mod tests {
         assert_eq!(bytes(400 << 20), "400 MiB");
         assert_eq!(bytes(25_227_210_752), "23.5 GiB");
         assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes((1 << 20) - 1), "1.0 MiB");
     }
 
     fn request(udp: bool) -> DoctorRequest {
