@@ -456,14 +456,27 @@ fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
     for (seq, kind) in kinds.into_iter().enumerate() {
         send(&mut ping, seq as u64, kind);
     }
-    let mut echoed = 0;
+    let (mut echoed, mut pong_session) = (0, 0);
     wait_until(deadline, "the four echoes", || {
-        let _ = echoes.poll(&mut |_: &[u8], _: &messaging::MessageHeader<'_>| echoed += 1, 16);
+        let _ = echoes.poll(
+            &mut |_: &[u8], h: &messaging::MessageHeader<'_>| {
+                echoed += 1;
+                pong_session = h.session_id();
+            },
+            16,
+        );
         echoed == kinds.len()
     });
-    // Ping goes away (its echo subscription first), then its end marker goes out.
+    // Ping goes away (its echo subscription first: the driver drops its position on pong's
+    // echo stream), then its end marker goes out.
+    assert!(
+        !client.subscriber_positions(pong_session, 3016).is_empty(),
+        "ping reads pong's echoes"
+    );
     drop(echoes);
-    std::thread::sleep(Duration::from_millis(500));
+    wait_until(deadline, "the driver dropped ping's echo subscription", || {
+        client.subscriber_positions(pong_session, 3016).is_empty()
+    });
     send(&mut ping, kinds.len() as u64, Kind::End);
     let (s, took, err) = pong.wait(Duration::from_secs(30), "pong");
     assert!(s.success(), "pong: {err}");
