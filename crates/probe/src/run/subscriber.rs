@@ -371,6 +371,12 @@ fn receive_via_channel(
     let mut out = consumer
         .join()
         .map_err(|_| SetupError("the consuming thread panicked".into()))?;
+    // Stopped before its errors are taken, so that none comes in between.
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let asked = Instant::now();
+    while handoff.end().is_none() && asked.elapsed() < Duration::from_secs(1) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     out.poll_errors.extend(
         handoff
             .take_poll_errors()
