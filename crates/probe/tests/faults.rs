@@ -285,6 +285,21 @@ fn a_killed_publisher_ends_the_subscriber_at_its_timeout_with_a_partial_report_a
     drop(driver);
 }
 
+/// No publisher ever comes: latency-sub ends at its --timeout and names the flag's value (it
+/// named what was left of it after waiting for a publisher: "--timeout 0.0 s").
+#[test]
+fn a_publisher_that_never_comes_ends_the_subscriber_naming_its_timeout() {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let sub_args = SideArgs::sub(&dir, 3017, 2);
+    let mut sub = Proc::spawn("latency-sub", &sub_args.args(), "nopub-sub");
+    let (s, took, err) = sub.wait(Duration::from_secs(20), "latency-sub");
+    assert_eq!(s.code(), Some(1), "latency-sub: {err}");
+    assert!(took >= Duration::from_secs(2), "it ended at its --timeout, not before");
+    assert!(err.contains("--timeout 2.0 s reached"), "{err}");
+    drop(driver);
+}
+
 #[test]
 fn foreign_bytes_on_our_stream_are_decode_errors_and_the_totals_still_add_up() {
     let driver = in_process_driver();

@@ -277,7 +277,7 @@ fn receive_inline(
         }
     }
     let mut echo = add_echo(client, cfg, timeout, prefaulted)?;
-    let (total, mut idle) = (cfg.total, cfg.idle.clone());
+    let (total, flag, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let hot = ThreadBuilder::new()
         .name("latency-sub")
@@ -286,7 +286,7 @@ fn receive_inline(
             let mut subscriber = subscriber;
             let mut st = State::new(ready_rx.recv().ok(), lock, true);
             st.live = line;
-            let ends = Ends::new(total, timeout, live);
+            let ends = Ends::new(total, (timeout, flag), live);
             let sleeps = idle.sleeps();
             let mut out = hot_loop(&mut subscriber, st, &ends, &mut idle, sleeps, echo.as_mut());
             out.echo = echo.map(Echo::into_stats);
@@ -362,7 +362,7 @@ fn receive_via_channel(
         .spawn(move || {
             let mut st = State::new(ready_rx.recv().ok(), lock, false);
             st.live = line;
-            consume_loop(&rx, st, &Ends::new(total, timeout, live))
+            consume_loop(&rx, st, &Ends::new(total, (timeout, timeout), live))
         })
         .map_err(|e| SetupError(format!("--core: {e}")))?;
     monitor.watch_run(consumer.tid(), Role::Consumer, driver);
@@ -415,6 +415,9 @@ struct Ends {
     total: Option<u64>,
     /// After this long.
     timeout: Duration,
+    /// The `--timeout` given (the run's whole budget, of which `timeout` may be what was left
+    /// after waiting for a publisher): what the reason names.
+    flag: Duration,
     /// When the driver stops responding.
     live: DriverLiveness,
     /// When this process was seen interrupted (it stops [`INTERRUPT_GRACE`] later).
@@ -422,10 +425,11 @@ struct Ends {
 }
 
 impl Ends {
-    fn new(total: Option<u64>, timeout: Duration, live: DriverLiveness) -> Ends {
+    fn new(total: Option<u64>, (timeout, flag): (Duration, Duration), live: DriverLiveness) -> Ends {
         Ends {
             total,
             timeout,
+            flag,
             live,
             interrupted_at: std::cell::Cell::new(None),
         }
@@ -443,7 +447,7 @@ impl Ends {
                 return Some(crate::sys::signals::INTERRUPTED_REASON.to_owned());
             }
         }
-        (started.elapsed() > self.timeout).then(|| timeout_reason(self.timeout))
+        (started.elapsed() > self.timeout).then(|| timeout_reason(self.flag))
     }
 
     /// Why a loop that ended at the end marker still did not run as planned: it was
