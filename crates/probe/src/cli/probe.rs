@@ -190,8 +190,8 @@ pub fn probe(a: &Args) -> Result<(), Failure> {
             } else {
                 "run incomplete".into()
             },
-            o.pub_status.map_or("killed".into(), |s| s.to_string()),
-            o.sub_status.map_or("killed".into(), |s| s.to_string()),
+            crate::run::process::exit_words(o.pub_status),
+            crate::run::process::exit_words(o.sub_status),
         )));
     }
     if !out_ok {

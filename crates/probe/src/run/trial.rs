@@ -433,7 +433,11 @@ fn run_children(t: &Trial, c: &Children, tmp: &Path) -> Result<(Option<ExitStatu
         }
     };
     let run_s = t.run_seconds();
-    let pub_status = wait_forwarding_interrupts(&mut publ, Duration::from_secs_f64(run_s + 3.0 * t.wait_s + 30.0));
+    let pub_status = wait_child(
+        &mut publ,
+        "latency-pub",
+        Duration::from_secs_f64(run_s + 3.0 * t.wait_s + 30.0),
+    );
     if pub_status.and_then(|s| s.code()) == Some(EXIT_REFUSED) {
         // latency-pub refused the setup (e.g. --msg-size above an external driver's MTU) before
         // sending anything: do not wait for latency-sub's timeout.
@@ -442,8 +446,27 @@ fn run_children(t: &Trial, c: &Children, tmp: &Path) -> Result<(Option<ExitStatu
         let _ = std::fs::remove_dir_all(tmp);
         return Err(TrialError::PubRefused);
     }
-    let sub_status = wait_forwarding_interrupts(&mut sub, Duration::from_secs_f64(t.sub_timeout_s() + 10.0));
+    let sub_status = wait_child(
+        &mut sub,
+        "latency-sub",
+        Duration::from_secs_f64(t.sub_timeout_s() + 10.0),
+    );
     Ok((pub_status, sub_status))
+}
+
+/// Waits for the child `name` up to `limit` (handing an interrupt on); when it still ran then
+/// and was killed, says so on stderr, so that its exit ("killed by signal: 9") is not taken for
+/// someone else's doing.
+fn wait_child(child: &mut std::process::Child, name: &str, limit: Duration) -> Option<ExitStatus> {
+    let started = std::time::Instant::now();
+    let status = wait_forwarding_interrupts(child, limit);
+    if started.elapsed() >= limit && status.is_some_and(|s| s.code().is_none()) {
+        eprintln!(
+            "{ME}: {name} still ran {:.0} s after it started, past its run and a margin: killed it",
+            limit.as_secs_f64()
+        );
+    }
+    status
 }
 
 /// What the children wrote (each none when missing or unreadable).
