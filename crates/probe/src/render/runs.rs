@@ -5,26 +5,31 @@ use crate::model::Comparison;
 use crate::model::Report;
 use crate::units::format_ns;
 
+/// "1 run compared", "6 runs compared".
+fn runs_compared(n: u32) -> String {
+    format!("{n} run{} compared", if n == 1 { "" } else { "s" })
+}
+
 /// The comparison as text: the files, the table, what its verdicts can and cannot say.
 #[must_use]
 pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, c: &Comparison) -> String {
     let conf = crate::render::ab::format_confidence(c.confidence);
     let mut s = format!(
         "compare (latency from the intended send time; B vs A over each file's runs: Hodges-Lehmann change with \
-         its {conf}% rank-sum interval)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}, {} runs compared)\n  B: \
-         {b_name} ({} {}, {:.0} msg/s, {} B, {}, {} runs compared)\n",
+         its {conf}% rank-sum interval)\n  A: {a_name} ({} {}, {:.0} msg/s, {} B, {}, {})\n  B: \
+         {b_name} ({} {}, {:.0} msg/s, {} B, {}, {})\n",
         a.mode.as_str(),
         a.tool.name,
         a.rate_target,
         a.msg_size,
         a.started_at,
-        c.runs_a,
+        runs_compared(c.runs_a),
         b.mode.as_str(),
         b.tool.name,
         b.rate_target,
         b.msg_size,
         b.started_at,
-        c.runs_b,
+        runs_compared(c.runs_b),
     );
     s.push_str(&format!(
         "{:>8}{:>12}{:>12}{:>10}{:>20}  verdict\n",

@@ -22,6 +22,20 @@ pub enum CompareError {
         /// Why.
         source: serde_json::Error,
     },
+    /// The report holds no measured message: nothing to compare.
+    Empty {
+        /// The file.
+        path: PathBuf,
+        /// Why its run ended without one, when it says.
+        reason: Option<String>,
+    },
+    /// One report is of round trips, the other one-way: not the same figure.
+    Modes {
+        /// A's mode.
+        a: &'static str,
+        /// B's mode.
+        b: &'static str,
+    },
 }
 
 impl fmt::Display for CompareError {
@@ -37,6 +51,17 @@ impl fmt::Display for CompareError {
                 "{} is not a latency-probe or latency-sub JSON report ({source}); give the files --json or --out wrote",
                 path.display()
             ),
+            CompareError::Empty { path, reason } => write!(
+                f,
+                "{} holds no measured message{}: nothing to compare; run it again",
+                path.display(),
+                reason.as_ref().map_or_else(String::new, |r| format!(" (its run: {r})"))
+            ),
+            CompareError::Modes { a, b } => write!(
+                f,
+                "A is {a} and B is {b}: a round trip and a one-way latency are not the same figure; compare two \
+                 runs of one --mode"
+            ),
         }
     }
 }
@@ -46,6 +71,7 @@ impl std::error::Error for CompareError {
         match self {
             CompareError::Read { source, .. } => Some(source),
             CompareError::Parse { source, .. } => Some(source),
+            CompareError::Empty { .. } | CompareError::Modes { .. } => None,
         }
     }
 }
@@ -68,9 +94,24 @@ pub fn read_report(path: &Path) -> Result<Report, CompareError> {
 /// The comparison of the report in `a` (before) with the one in `b` (after), as text.
 ///
 /// # Errors
-/// A file cannot be read or is no report.
+/// A file cannot be read or is no report, a report measured nothing, or the two are of
+/// different modes.
 pub fn compare(a: &Path, b: &Path, confidence: f64) -> Result<String, CompareError> {
     let (ra, rb) = (read_report(a)?, read_report(b)?);
+    for (path, r) in [(a, &ra), (b, &rb)] {
+        if r.latency_ns.count == 0 {
+            return Err(CompareError::Empty {
+                path: path.to_path_buf(),
+                reason: r.incomplete_reason.clone(),
+            });
+        }
+    }
+    if ra.mode != rb.mode {
+        return Err(CompareError::Modes {
+            a: ra.mode.as_str(),
+            b: rb.mode.as_str(),
+        });
+    }
     let changes = crate::analysis::runs::compare(&ra, &rb, confidence);
     Ok(crate::render::runs::render_compare(
         &a.display().to_string(),
@@ -91,6 +132,39 @@ mod tests {
     fn a_kept_report_compares_with_itself() {
         let text = compare(Path::new(KEPT), Path::new(KEPT), 0.99).unwrap();
         assert!(text.contains("report-full.json"), "{text}");
+    }
+
+    /// The kept report with `edit` applied, written to a file of its own.
+    fn edited(tag: &str, edit: impl FnOnce(&mut serde_json::Value)) -> PathBuf {
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(KEPT).unwrap()).unwrap();
+        edit(&mut v);
+        let p = std::env::temp_dir().join(format!("latency-probe-compare-{}-{tag}.json", std::process::id()));
+        std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        p
+    }
+
+    /// A report that measured nothing, or one of the other mode, is refused in one line
+    /// instead of a table of 0 ns and +0.0% (or of round trips against one-way latencies).
+    #[test]
+    fn an_empty_report_or_another_mode_is_nothing_to_compare() {
+        let empty = edited("empty", |v| {
+            v["latency_ns"]["count"] = 0.into();
+            v["incomplete_reason"] = "the driver went".into();
+        });
+        let line = compare(Path::new(KEPT), &empty, 0.99).unwrap_err().to_string();
+        assert_eq!(
+            line,
+            format!(
+                "{} holds no measured message (its run: the driver went): nothing to compare; run it again",
+                empty.display()
+            )
+        );
+        let rtt = edited("rtt", |v| v["mode"] = "rtt".into());
+        let line = compare(Path::new(KEPT), &rtt, 0.99).unwrap_err().to_string();
+        assert!(line.starts_with("A is one-way and B is rtt: "), "{line}");
+        for p in [empty, rtt] {
+            let _ = std::fs::remove_file(p);
+        }
     }
 
     #[test]
