@@ -114,6 +114,7 @@ fn figure_detail(f: &TapFigure, groups: &[TapGroup], view: TapView) -> String {
     };
     let what = match view {
         TapView::Intervals => "intervals".to_owned(),
+        _ if groups.len() == 1 && f.intervals.len() == 1 => "1 group, its one interval".to_owned(),
         _ if groups.len() == f.intervals.len() => format!("{} groups, one interval each", groups.len()),
         _ => format!(
             "{} groups of {:.2} s",
