@@ -116,7 +116,7 @@ use latency_probe::measure::floor;
 
 use crate::c_client::{CFlow, CPing, C_THROUGHPUT_STREAM};
 use crate::common::{
-    round_trip_case, throughput_cases, Flowing, Mode, Paced, Placement, Plan, Row, TpCase, BIG_TERM, CHANNEL,
+    round_trip_case, throughput_cases, Flowing, Mode, Op, Paced, Placement, Plan, Row, TpCase, BIG_TERM, CHANNEL,
     MEASUREMENT, MSG_LEN, PROBE_MSG_LEN, ROUND_TRIP_TERM, SAMPLE_SIZE, TP_FRAGMENT_LIMIT, WARM_UP,
 };
 use crate::messaging::{Flow, OfferPoll, Ping, Variant};
@@ -338,114 +338,69 @@ impl BenchDriver {
     }
 }
 
+/// The round-trip cases' shared arguments: each [`Cases::run`] is one [`round_trip_case`].
+struct Cases<'a, 'c> {
+    c: &'c mut Criterion,
+    at: &'a Placement,
+    plan: &'a Plan,
+    rows: Vec<Row>,
+}
+
+impl Cases<'_, '_> {
+    fn run<C: Op>(&mut self, id: &str, start: impl FnOnce() -> C, finish: impl FnOnce(&mut C) -> String) {
+        round_trip_case(self.c, self.at, id, self.plan, &mut self.rows, start, finish);
+    }
+}
+
 /// The round-trip cases, in order, each with its own floor around it.
 fn round_trips(c: &mut Criterion, at: &Placement, plan: &Plan, dir: &Path) -> Vec<Row> {
     let responder = at.responder;
-    let mut rows = Vec::new();
-    round_trip_case(
+    let mut cases = Cases {
         c,
         at,
-        "raw",
         plan,
-        &mut rows,
-        || Raw::start(responder),
-        |_| String::new(),
-    );
-    round_trip_case(
-        c,
-        at,
-        "crossbeam",
-        plan,
-        &mut rows,
-        || Crossbeam::start(responder),
-        |_| String::new(),
-    );
-    round_trip_case(
-        c,
-        at,
+        rows: Vec::new(),
+    };
+    cases.run("raw", || Raw::start(responder), |_| String::new());
+    cases.run("crossbeam", || Crossbeam::start(responder), |_| String::new());
+    cases.run(
         "messaging",
-        plan,
-        &mut rows,
         || Ping::<Concurrent>::start(dir, responder, 0, MSG_LEN),
         Ping::finish,
     );
-    round_trip_case(
-        c,
-        at,
+    cases.run(
         "messaging_exclusive",
-        plan,
-        &mut rows,
         || Ping::<Exclusive>::start(dir, responder, 100, MSG_LEN),
         Ping::finish,
     );
-    round_trip_case(
-        c,
-        at,
+    cases.run(
         "messaging_exclusive_64",
-        plan,
-        &mut rows,
         || Ping::<Exclusive>::start(dir, responder, 200, PROBE_MSG_LEN),
         Ping::finish,
     );
-    round_trip_case(
-        c,
-        at,
+    cases.run(
         "messaging_exclusive_paced",
-        plan,
-        &mut rows,
         || Paced(Ping::<Exclusive>::start(dir, responder, 300, MSG_LEN)),
         |p| p.0.finish(),
     );
-    round_trip_case(
-        c,
-        at,
-        "offer_poll",
-        plan,
-        &mut rows,
-        || OfferPoll::start(dir),
-        |o| o.notes(),
-    );
-    round_trip_case(
-        c,
-        at,
-        "c_client",
-        plan,
-        &mut rows,
-        || CPing::start(dir, responder, 0, MSG_LEN),
-        CPing::finish,
-    );
-    round_trip_case(
-        c,
-        at,
+    cases.run("offer_poll", || OfferPoll::start(dir), |o| o.notes());
+    cases.run("c_client", || CPing::start(dir, responder, 0, MSG_LEN), CPing::finish);
+    cases.run(
         "c_client_64",
-        plan,
-        &mut rows,
         || CPing::start(dir, responder, 200, PROBE_MSG_LEN),
         CPing::finish,
     );
     #[cfg(feature = "iceoryx2")]
     {
         use crate::iceoryx::IcePing;
-        round_trip_case(
-            c,
-            at,
-            "iceoryx2",
-            plan,
-            &mut rows,
-            || IcePing::<MSG_LEN>::start(responder),
-            IcePing::finish,
-        );
-        round_trip_case(
-            c,
-            at,
+        cases.run("iceoryx2", || IcePing::<MSG_LEN>::start(responder), IcePing::finish);
+        cases.run(
             "iceoryx2_64",
-            plan,
-            &mut rows,
             || IcePing::<PROBE_MSG_LEN>::start(responder),
             IcePing::finish,
         );
     }
-    rows
+    cases.rows
 }
 
 /// How a throughput case starts its flow.
