@@ -81,36 +81,34 @@ fn one_clock_read(n: u32) -> f64 {
     t0.elapsed().as_nanos() as f64 / f64::from(n)
 }
 
-/// Runs the rounds; `tap_dir` receives the tap's logs (removed afterwards).
-pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
-    let tap_dir = std::env::temp_dir().join(format!("roundtrip-tap-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tap_dir);
-    let tap = Tap::builder(&tap_dir).start().expect("the bench's tap starts");
-    let channel = format!("{CHANNEL}?term-length={BIG_TERM}");
-    let client = at.unpinned(|| connect(dir));
-    // name, stamp, record, clock in the handler, fragment limit, stream
-    let specs = [
-        ("plain", false, false, false, TP_FRAGMENT_LIMIT, 1030),
-        ("stamped", true, false, false, TP_FRAGMENT_LIMIT, 1031),
-        ("recorded", true, true, false, TP_FRAGMENT_LIMIT, 1032),
-        ("stamped, 1 per poll", true, false, false, 1, 1033),
-        ("recorded, 1 per poll", true, true, false, 1, 1034),
-        ("clocked, 1 per poll", true, false, true, 1, 1035),
-    ];
-    let mut variants: Vec<Variant> = specs
+/// What each variant does: name, stamp, record, a clock read in the handler, fragment limit,
+/// stream.
+const SPECS: [(&str, bool, bool, bool, usize, i32); 6] = [
+    ("plain", false, false, false, TP_FRAGMENT_LIMIT, 1030),
+    ("stamped", true, false, false, TP_FRAGMENT_LIMIT, 1031),
+    ("recorded", true, true, false, TP_FRAGMENT_LIMIT, 1032),
+    ("stamped, 1 per poll", true, false, false, 1, 1033),
+    ("recorded, 1 per poll", true, true, false, 1, 1034),
+    ("clocked, 1 per poll", true, false, true, 1, 1035),
+];
+
+/// Each of [`SPECS`]: its exclusive publication and subscription on `channel`, connected,
+/// stamping and recording into `tap` as it says.
+fn start_variants(at: &Placement, client: &aeron_latency::messaging::Client, tap: &Tap, channel: &str) -> Vec<Variant> {
+    SPECS
         .iter()
         .map(|&(name, stamp, record, clocked, fragment_limit, stream)| {
             let (publ, sub) = at.unpinned(|| {
-                let mut sub = client.subscription(&channel, stream).expect("tap cost subscription");
+                let mut sub = client.subscription(channel, stream).expect("tap cost subscription");
                 let mut publ = client
-                    .exclusive_publication(&channel, stream)
+                    .exclusive_publication(channel, stream)
                     .expect("tap cost publication");
                 wait_for("tap cost stream", || publ.is_connected() && sub.is_connected());
                 if stamp {
                     publ.stamp_send_time(Some(StampClock::Monotonic));
                 }
                 if record {
-                    sub.record_latency(&tap, RecordLatency::hop(format!("bench-{stream}")))
+                    sub.record_latency(tap, RecordLatency::hop(format!("bench-{stream}")))
                         .expect("records");
                 }
                 (publ, sub)
@@ -124,7 +122,17 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
                 costs: Vec::new(),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Runs the rounds; `tap_dir` receives the tap's logs (removed afterwards).
+pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
+    let tap_dir = std::env::temp_dir().join(format!("roundtrip-tap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tap_dir);
+    let tap = Tap::builder(&tap_dir).start().expect("the bench's tap starts");
+    let channel = format!("{CHANNEL}?term-length={BIG_TERM}");
+    let client = at.unpinned(|| connect(dir));
+    let mut variants = start_variants(at, &client, &tap, &channel);
     // 3/4 of the publication window (half a 64 MiB term) at most, as the split rows.
     let frame = Publication::<Exclusive>::frame_length(crate::common::MSG_LEN);
     let k = plan.split_messages.min((BIG_TERM / 2 / frame * 3 / 4) as u64);
@@ -132,7 +140,7 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
     let mut clock = Vec::new();
     for r in 0..rounds {
         for j in 0..variants.len() {
-            let v = &mut variants[(r + j) % specs.len()];
+            let v = &mut variants[(r + j) % SPECS.len()];
             let cost = one_variant(v, k);
             v.costs.push(cost);
             std::thread::sleep(Duration::from_millis(5)); // the driver sees the positions
