@@ -406,18 +406,30 @@ fn round_trips(c: &mut Criterion, at: &Placement, plan: &Plan, dir: &Path) -> Ve
 /// How a throughput case starts its flow.
 type Start<'a> = Box<dyn Fn() -> Box<dyn Flowing> + 'a>;
 
-/// The throughput variants, in the order they run and are summarised.
-fn throughput_variants(dir: &Path, responder: Option<usize>) -> Vec<TpCase<'_>> {
-    let rs = |index: usize, use_offer: bool, fragment_limit: usize, term: Option<usize>, lagging: bool| -> Start<'_> {
+/// How each kind of throughput case starts its flow, on `dir`'s driver with the responder on
+/// `responder`.
+#[derive(Clone, Copy)]
+struct Starters<'a> {
+    dir: &'a Path,
+    responder: Option<usize>,
+}
+
+impl<'a> Starters<'a> {
+    /// messaging's concurrent publication.
+    fn concurrent(self, index: usize, use_offer: bool, fragment_limit: usize, term: usize, lagging: bool) -> Start<'a> {
+        let Starters { dir, responder } = self;
         let v = Variant {
             use_offer,
             fragment_limit,
-            term,
+            term: Some(term),
             lagging,
         };
         Box::new(move || Box::new(Flow::<Concurrent>::start(dir, responder, index, v)) as Box<dyn Flowing>)
-    };
-    let ex = |index: usize, use_offer: bool| -> Start<'_> {
+    }
+
+    /// messaging's exclusive publication.
+    fn exclusive(self, index: usize, use_offer: bool) -> Start<'a> {
+        let Starters { dir, responder } = self;
         let v = Variant {
             use_offer,
             fragment_limit: TP_FRAGMENT_LIMIT,
@@ -425,52 +437,63 @@ fn throughput_variants(dir: &Path, responder: Option<usize>) -> Vec<TpCase<'_>> 
             lagging: false,
         };
         Box::new(move || Box::new(Flow::<Exclusive>::start(dir, responder, index, v)) as Box<dyn Flowing>)
-    };
-    let c_exclusive = |stream: i32, lagging: bool| -> Start<'_> {
+    }
+
+    /// The C client's exclusive publication.
+    fn c_exclusive(self, stream: i32, lagging: bool) -> Start<'a> {
+        let Starters { dir, responder } = self;
         Box::new(move || {
             Box::new(CFlow::start(dir, responder, stream, lagging, |c, ch, st| {
                 c.exclusive_publication(ch, st)
             })) as Box<dyn Flowing>
         })
+    }
+
+    /// The C client's concurrent publication.
+    fn c_concurrent(self) -> Start<'a> {
+        let Starters { dir, responder } = self;
+        Box::new(move || {
+            Box::new(CFlow::start(dir, responder, C_THROUGHPUT_STREAM, false, |c, ch, st| {
+                c.publication(ch, st)
+            })) as Box<dyn Flowing>
+        })
+    }
+}
+
+/// The throughput variants, in the order they run and are summarised.
+fn throughput_variants(dir: &Path, responder: Option<usize>) -> Vec<TpCase<'_>> {
+    let on = Starters { dir, responder };
+    let rs = |index, use_offer, fragment_limit, term, lagging| {
+        on.concurrent(index, use_offer, fragment_limit, term, lagging)
     };
-    let c_concurrent: Start<'_> = Box::new(move || {
-        Box::new(CFlow::start(dir, responder, C_THROUGHPUT_STREAM, false, |c, ch, st| {
-            c.publication(ch, st)
-        })) as Box<dyn Flowing>
-    });
+    let ex = |index, use_offer| on.exclusive(index, use_offer);
+    let c_exclusive = |stream, lagging| on.c_exclusive(stream, lagging);
+    let c_concurrent = on.c_concurrent();
     let limit = TP_FRAGMENT_LIMIT;
     #[allow(unused_mut)]
     let mut cases = vec![
         tp(
             "messaging try_claim",
             Some("try_claim"),
-            rs(0, false, limit, Some(BIG_TERM), false),
+            rs(0, false, limit, BIG_TERM, false),
         ),
-        tp(
-            "messaging offer",
-            Some("offer"),
-            rs(1, true, limit, Some(BIG_TERM), false),
-        ),
+        tp("messaging offer", Some("offer"), rs(1, true, limit, BIG_TERM, false)),
         tp(
             "messaging exclusive try_claim",
             Some("exclusive_try_claim"),
             ex(6, false),
         ),
         tp("messaging exclusive offer", None, ex(7, true)),
-        tp(
-            "messaging try_claim, limit 16",
-            None,
-            rs(2, false, 16, Some(BIG_TERM), false),
-        ),
+        tp("messaging try_claim, limit 16", None, rs(2, false, 16, BIG_TERM, false)),
         tp(
             "messaging try_claim, 8 MiB term",
             None,
-            rs(3, false, limit, Some(8 << 20), false),
+            rs(3, false, limit, 8 << 20, false),
         ),
         tp(
             "messaging try_claim, 1 MiB term",
             None,
-            rs(4, false, limit, Some(1 << 20), false),
+            rs(4, false, limit, 1 << 20, false),
         ),
         tp("C client try_claim", Some("c_try_claim"), c_concurrent),
         tp(
@@ -481,7 +504,7 @@ fn throughput_variants(dir: &Path, responder: Option<usize>) -> Vec<TpCase<'_>> 
         tp(
             "messaging try_claim, lagging sub",
             None,
-            rs(5, false, limit, Some(BIG_TERM), true),
+            rs(5, false, limit, BIG_TERM, true),
         ),
         tp(
             "C exclusive, lagging sub",
