@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::driver;
 use messaging::{
-    Client, ConcurrentPublication, EmbeddedDriver, HandoffEnd, HandoffOptions, IdleStrategy, MessageHeader, OfferError,
-    Subscriber,
+    Client, ConcurrentPublication, EmbeddedDriver, Handoff, HandoffEnd, HandoffOptions, IdleStrategy, MessageHeader,
+    OfferError, Subscriber,
 };
 
 fn offer_retrying(p: &mut ConcurrentPublication, msg: &[u8]) {
@@ -238,6 +238,21 @@ fn subscribe_hands_owned_messages_to_a_channel_until_stopped() {
     handoff.stop();
 }
 
+/// `Client::subscribe` on IPC stream `stream` into `tx`, and a publication to it, connected.
+fn handoff_on(
+    client: &Client,
+    stream: i32,
+    tx: crossbeam_channel::Sender<Vec<u8>>,
+) -> (Handoff, ConcurrentPublication) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let handoff = client
+        .subscribe("aeron:ipc", stream, tx, stop, HandoffOptions::default())
+        .unwrap();
+    let publ = client.publication("aeron:ipc", stream).unwrap();
+    wait_connected(&publ);
+    (handoff, publ)
+}
+
 /// A consumer that stops reading while its bounded channel is full and messages keep coming:
 /// what does not fit stays in the log and is handed over, in order, once there is room
 /// (nothing dropped), and `stop` returns at once with the channel full (the thread no longer
@@ -247,12 +262,7 @@ fn subscribe_holds_what_does_not_fit_and_stops_while_its_channel_is_full() {
     let d = driver();
     let client = Client::connect(d.dir()).unwrap();
     let (tx, rx) = crossbeam_channel::bounded(2);
-    let stop = Arc::new(AtomicBool::new(false));
-    let handoff = client
-        .subscribe("aeron:ipc", 17, tx, stop, HandoffOptions::default())
-        .unwrap();
-    let mut publ = client.publication("aeron:ipc", 17).unwrap();
-    wait_connected(&publ);
+    let (handoff, mut publ) = handoff_on(&client, 17, tx);
     let deadline = Instant::now() + Duration::from_secs(10);
     let delivered = |n: u64| {
         while handoff.delivered() < n {
@@ -300,12 +310,7 @@ fn subscribe_hands_over_through_a_zero_capacity_channel_to_a_consumer_that_only_
     let d = driver();
     let client = Client::connect(d.dir()).unwrap();
     let (tx, rx) = crossbeam_channel::bounded(0);
-    let stop = Arc::new(AtomicBool::new(false));
-    let handoff = client
-        .subscribe("aeron:ipc", 18, tx, stop, HandoffOptions::default())
-        .unwrap();
-    let mut publ = client.publication("aeron:ipc", 18).unwrap();
-    wait_connected(&publ);
+    let (handoff, mut publ) = handoff_on(&client, 18, tx);
     for i in 0u8..5 {
         offer_retrying(&mut publ, &[i; 3]);
     }
