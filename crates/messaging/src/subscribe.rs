@@ -248,6 +248,24 @@ impl Client {
 /// in the log and looks at `stop` again.
 const SEND_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 
+/// Sends `msg` without blocking for long: at once when there is room (no clock read), else
+/// waiting up to [`SEND_WAIT`] for it (a receiver that frees room, or on a zero-capacity
+/// channel comes to take it, even with `try_recv`, gets it at once). A message that did not go
+/// stays in the log (the caller aborts it) and comes again at the next poll, so `stop` is
+/// seen and nothing is dropped.
+fn hand_over(
+    sender: &crossbeam_channel::Sender<Vec<u8>>,
+    msg: Vec<u8>,
+) -> Result<(), crossbeam_channel::SendTimeoutError<Vec<u8>>> {
+    match sender.try_send(msg) {
+        Ok(()) => Ok(()),
+        Err(crossbeam_channel::TrySendError::Full(msg)) => sender.send_timeout(msg, SEND_WAIT),
+        Err(crossbeam_channel::TrySendError::Disconnected(msg)) => {
+            Err(crossbeam_channel::SendTimeoutError::Disconnected(msg))
+        }
+    }
+}
+
 /// Says [`HandoffEnd::Panicked`] when the hand-off thread unwinds, before anyone joins it.
 struct PanicGuard<'a>(&'a Shared);
 
@@ -278,12 +296,8 @@ fn hand_off(
         if stop.load(Ordering::Acquire) {
             return HandoffEnd::Stopped;
         }
-        // Never blocks for long in `send`: a message that does not fit a full channel within
-        // SEND_WAIT stays in the log (`Abort`) and comes again at the next poll, so `stop` is
-        // seen and nothing is dropped; a receiver that frees room (or, on a zero-capacity
-        // channel, comes to take it, even with `try_recv`) gets it at once.
         let polled = sub.controlled_poll(
-            &mut |msg: &[u8], _h: &MessageHeader<'_>| match sender.send_timeout(msg.to_vec(), SEND_WAIT) {
+            &mut |msg: &[u8], _h: &MessageHeader<'_>| match hand_over(sender, msg.to_vec()) {
                 Ok(()) => {
                     shared.delivered.fetch_add(1, Ordering::Relaxed);
                     ControlledAction::Continue
