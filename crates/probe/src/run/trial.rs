@@ -462,7 +462,7 @@ fn wait_child(child: &mut std::process::Child, name: &str, limit: Duration) -> O
     let status = wait_forwarding_interrupts(child, limit);
     if started.elapsed() >= limit && status.is_some_and(|s| s.code().is_none()) {
         eprintln!(
-            "{ME}: {name} still ran {:.0} s after it started, past its run and a margin: killed it",
+            "{ME}: {name} was still running after a wait of {:.0} s for it (its run and a margin): killed it",
             limit.as_secs_f64()
         );
     }
