@@ -77,10 +77,11 @@ pub fn tap_text(figures: &[TapFigure], groups: &[Vec<TapGroup>], view: TapView) 
     let intervals: usize = figures.iter().map(|f| f.intervals.len()).sum();
     let _ = writeln!(
         out,
-        "tap: {} figure{}, {} intervals, {} + {:.2} s",
+        "tap: {} figure{}, {} interval{} in all, {} + {:.2} s",
         figures.len(),
         if figures.len() == 1 { "" } else { "s" },
         thousands(intervals as u64),
+        if intervals == 1 { "" } else { "s" },
         utc(start),
         end - start
     );
