@@ -255,12 +255,26 @@ fn data_line_numbers(text: &str) -> Vec<usize> {
         .enumerate()
         .filter(|(_, l)| {
             let l = l.trim();
-            !l.is_empty()
-                && (!l.starts_with('#') || l.starts_with("#[StartTime:") || l.starts_with("#[BaseTime:"))
-                && !l.starts_with("\"StartTimestamp\"")
+            !l.is_empty() && (!l.starts_with('#') || is_time_header(l)) && !l.starts_with("\"StartTimestamp\"")
         })
         .map(|(i, _)| i + 1)
         .collect()
+}
+
+/// A `#[StartTime: S.F ...]` or `#[BaseTime: S.F ...]` line as HdrHistogram's parser takes it
+/// (seconds, a point, digits, then a space); in another shape it is a comment it skips.
+fn is_time_header(line: &str) -> bool {
+    let Some(rest) = line
+        .strip_prefix("#[StartTime: ")
+        .or_else(|| line.strip_prefix("#[BaseTime: "))
+    else {
+        return false;
+    };
+    let Some((secs, rest)) = rest.split_once('.') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    !secs.is_empty() && secs.bytes().all(|b| b.is_ascii_digit()) && digits > 0 && rest[digits..].starts_with(' ')
 }
 
 /// The clock named by the tap's header comment (`#aeron-latency tap: figure F, clock C, ...`).
@@ -325,6 +339,14 @@ mod tests {
         assert!(e.to_string().starts_with("line 2:"), "{e}");
         let e = parse_hlog("#[StartTime: 1.000 (seconds since epoch)]\nnonsense\n", None).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
+        // A start time HdrHistogram's parser does not take (no space after the seconds) is a
+        // comment to it: the lines are still counted right.
+        let e = parse_hlog(
+            "#[StartTime: 1.0]\n#[BaseTime: x]\n0.000,1.000,2.000,not-base64!\n",
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("line 3:"), "{e}");
     }
 
     /// A log read while the tap appends to it may end in part of a line: the lines before it
