@@ -157,10 +157,13 @@ impl Handoff {
     /// Stops polling, waits for the thread, and says why it stopped: [`HandoffEnd::Stopped`]
     /// unless it had stopped already (its receivers gone, or the driver lost).
     pub fn stop(mut self) -> HandoffEnd {
-        self.halt()
+        self.close()
     }
 
-    fn halt(&mut self) -> HandoffEnd {
+    /// [`stop`](Self::stop) that keeps the `Handoff`, to read what the thread counted and kept
+    /// once it can add no more (its last [`take_poll_errors`](Self::take_poll_errors)). Closing
+    /// again returns the same end.
+    pub fn close(&mut self) -> HandoffEnd {
         self.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             if t.join().is_err() {
@@ -173,7 +176,7 @@ impl Handoff {
 
 impl Drop for Handoff {
     fn drop(&mut self) {
-        self.halt();
+        self.close();
     }
 }
 

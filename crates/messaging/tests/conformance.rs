@@ -640,7 +640,7 @@ fn the_hand_off_thread_polls_past_a_malformed_frame_and_keeps_the_error() {
     let client = Client::connect(d.dir()).unwrap();
     let (tx, rx) = crossbeam_channel::unbounded();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let handoff = client
+    let mut handoff = client
         .subscribe("aeron:ipc", 862, tx, stop, HandoffOptions::default())
         .unwrap();
     let mut good = client.exclusive_publication("aeron:ipc", 862).unwrap();
@@ -692,5 +692,8 @@ fn the_hand_off_thread_polls_past_a_malformed_frame_and_keeps_the_error() {
         );
         std::thread::sleep(Duration::from_millis(1));
     }
+    // Closed, it still answers (and closing again changes nothing); stop gives the same end.
+    assert_eq!(handoff.close(), HandoffEnd::ReceiverGone);
+    assert_eq!((handoff.close(), handoff.poll_errors()), (HandoffEnd::ReceiverGone, 1));
     assert_eq!(handoff.stop(), HandoffEnd::ReceiverGone);
 }

@@ -353,8 +353,8 @@ fn receive_via_channel(
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
     let stop = Arc::new(AtomicBool::new(false));
-    let handoff = client
-        .subscribe(&cfg.channel, cfg.stream, tx, stop.clone(), HandoffOptions::default())
+    let mut handoff = client
+        .subscribe(&cfg.channel, cfg.stream, tx, stop, HandoffOptions::default())
         .map_err(|e| SetupError(e.to_string()))?;
     let consumer = ThreadBuilder::new()
         .name("latency-sub")
@@ -371,12 +371,8 @@ fn receive_via_channel(
     let mut out = consumer
         .join()
         .map_err(|_| SetupError("the consuming thread panicked".into()))?;
-    // Stopped before its errors are taken, so that none comes in between.
-    stop.store(true, std::sync::atomic::Ordering::Release);
-    let asked = Instant::now();
-    while handoff.end().is_none() && asked.elapsed() < Duration::from_secs(1) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    // Closed before its errors are taken, so that none comes in between.
+    let end = handoff.close();
     out.poll_errors.extend(
         handoff
             .take_poll_errors()
@@ -384,7 +380,6 @@ fn receive_via_channel(
             .take(POLL_ERRORS_KEPT)
             .map(ToString::to_string),
     );
-    let end = handoff.stop();
     if let Some(why) = out.stopped_early.as_mut().filter(|w| *w == HANDOFF_STOPPED) {
         // The driver's loss in the words every other path of the probe uses, when known.
         let lost = crate::run::driver_lost(&driver_live);
