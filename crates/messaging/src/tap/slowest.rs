@@ -2,11 +2,17 @@
 //! received, so a tool can line them up at microsecond scale with what the recording thread
 //! went through (`latency-probe attach`).
 //!
-//! - On the recording thread, a [`Slowest`] is a min-heap of fixed size, allocated with its
-//!   source: a value enters only when it is above the heap's fastest (one compare per message
-//!   once the heap is full), and the time it is tied to is asked for only then (a subscription
-//!   gives its poll's clock read; a [`FigureRecorder`](super::FigureRecorder) reads the clock,
-//!   for the rare value that enters).
+//! - On the recording thread, a [`Slowest`] is a buffer of fixed size ([`SLOWEST_ROOM`] times
+//!   the values it keeps), allocated with its source, and a threshold: a value enters when it
+//!   is at or above the threshold (one compare per message), and the time it is tied to is
+//!   asked for only then (a subscription gives its poll's clock read; a
+//!   [`FigureRecorder`](super::FigureRecorder) reads the clock, for a value that enters). Once
+//!   the buffer has filled, a selection keeps the slowest and raises the threshold to just
+//!   above the fastest of them. A value that enters costs a store, and a selection over the
+//!   buffer once every `(SLOWEST_ROOM - 1) * n` that enter: a latency that rises message after
+//!   message (a consumer falling behind), where each value enters, costs a few ns a message
+//!   rather than a heap's sift through its levels for each (measured in
+//!   `docs/results/2026-11-27-tap-slowest-buffer.md`).
 //! - The writer appends one JSON line per source and interval to [`SLOWEST_FILE`] (format 1:
 //!   `figure`, `tag`, `tid`, `end_ns` on the tap's clock, `messages`, and `slowest` as
 //!   `[received_ns, latency_ns]` pairs by receive time); past [`SLOWEST_FILE_MAX`] bytes it
@@ -42,78 +48,95 @@ pub(crate) struct Slow {
     pub(crate) at_ns: i64,
 }
 
-/// The slowest values of one interval, a min-heap by latency (the fastest kept at the root).
+/// The buffer of a [`Slowest`] holds this many times the values it keeps: a selection over it
+/// runs once every `SLOWEST_ROOM - 1` times that many values entering.
+const SLOWEST_ROOM: usize = 4;
+
+/// The slowest values of one interval: a buffer with a threshold (see the module's doc).
 #[derive(Debug, Clone)]
 pub(crate) struct Slowest {
-    heap: Box<[Slow]>,
+    /// `SLOWEST_ROOM * keep` values, the first `len` of them held.
+    buf: Box<[Slow]>,
     len: usize,
+    /// How many it keeps.
+    keep: usize,
+    /// A value enters at or above it: 0 until `keep` values came, then just above the fastest
+    /// of the slowest `keep` so far.
+    enter: u64,
 }
 
 impl Slowest {
     /// Room for `cap` values (0: keeps none), allocated now.
     pub(crate) fn new(cap: usize) -> Slowest {
+        let keep = cap.min(SLOWEST_MAX);
         Slowest {
-            heap: vec![Slow::default(); cap.min(SLOWEST_MAX)].into_boxed_slice(),
+            buf: vec![Slow::default(); keep * SLOWEST_ROOM].into_boxed_slice(),
             len: 0,
+            keep,
+            enter: if keep == 0 { u64::MAX } else { 0 },
         }
     }
 
-    /// Keeps `latency_ns` if it is among the slowest so far; `at` is asked only then.
+    /// Keeps `latency_ns` if it may be among the slowest so far; `at` is asked only then.
     #[inline(always)]
     pub(crate) fn offer(&mut self, latency_ns: u64, at: impl FnOnce() -> i64) {
-        if self.len < self.heap.len() {
-            self.push(Slow {
-                latency_ns,
-                at_ns: at(),
-            });
-        } else if self.len > 0 && latency_ns > self.heap[0].latency_ns {
-            self.replace_root(Slow {
+        if latency_ns >= self.enter && self.keep > 0 {
+            self.admit(Slow {
                 latency_ns,
                 at_ns: at(),
             });
         }
     }
 
-    #[cold]
-    fn push(&mut self, s: Slow) {
-        let mut i = self.len;
-        self.heap[i] = s;
-        self.len += 1;
-        while i > 0 {
-            let parent = (i - 1) / 2;
-            if self.heap[parent].latency_ns <= self.heap[i].latency_ns {
-                break;
-            }
-            self.heap.swap(parent, i);
-            i = parent;
-        }
-    }
-
-    #[cold]
-    fn replace_root(&mut self, s: Slow) {
-        self.heap[0] = s;
-        let mut i = 0;
-        loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
-            let mut least = i;
-            if l < self.len && self.heap[l].latency_ns < self.heap[least].latency_ns {
-                least = l;
-            }
-            if r < self.len && self.heap[r].latency_ns < self.heap[least].latency_ns {
-                least = r;
-            }
-            if least == i {
+    /// Out of line: the compare in [`offer`](Self::offer) is all most messages pay.
+    #[inline(never)]
+    fn admit(&mut self, s: Slow) {
+        if self.len == self.buf.len() {
+            self.select();
+            if s.latency_ns < self.enter {
                 return;
             }
-            self.heap.swap(i, least);
-            i = least;
+        }
+        self.buf[self.len] = s;
+        self.len += 1;
+        if self.len == self.keep && self.enter == 0 {
+            self.first_threshold();
         }
     }
 
-    /// Moves what it holds to `to` and empties it (on the writer's thread).
+    /// The first `keep` values came: the next must be above the fastest of them.
+    #[cold]
+    #[inline(never)]
+    fn first_threshold(&mut self) {
+        let fastest = self.buf[..self.len].iter().map(|s| s.latency_ns).min().unwrap_or(0);
+        self.enter = fastest.saturating_add(1);
+    }
+
+    /// Keeps the slowest `keep` of what the buffer holds (in place, no allocation) and raises
+    /// the threshold above the fastest of them.
+    #[cold]
+    #[inline(never)]
+    fn select(&mut self) {
+        if self.len <= self.keep {
+            return;
+        }
+        let first = self.len - self.keep;
+        let held = &mut self.buf[..self.len];
+        // The `first`-th fastest: those after it are the slowest `keep`, none faster than it.
+        held.select_nth_unstable_by_key(first, |s| s.latency_ns);
+        self.enter = self.enter.max(held[first].latency_ns.saturating_add(1));
+        held.copy_within(first.., 0);
+        self.len = self.keep;
+    }
+
+    /// Moves the slowest it holds to `to` and empties it (on the writer's thread).
     pub(crate) fn drain_into(&mut self, to: &mut Vec<Slow>) {
-        to.extend_from_slice(&self.heap[..self.len]);
+        self.select();
+        to.extend_from_slice(&self.buf[..self.len]);
         self.len = 0;
+        if self.keep > 0 {
+            self.enter = 0;
+        }
     }
 }
 
@@ -235,32 +258,54 @@ impl SlowestFile {
 mod tests {
     use super::*;
 
-    /// The heap keeps exactly the slowest `cap` of any sequence, ties and all.
+    /// Kept: exactly the slowest `cap` of any sequence (random, rising, falling, all equal,
+    /// few distinct values), each with the time it was offered at; drained means empty, and
+    /// the next interval keeps its own slowest.
     #[test]
-    fn the_heap_keeps_the_slowest() {
+    fn it_keeps_exactly_the_slowest() {
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        for cap in [0, 1, 2, 7, 128] {
-            let mut s = Slowest::new(cap);
-            let mut all = Vec::new();
-            for i in 0..5_000_i64 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                let v = x % 10_000;
-                all.push(v);
-                s.offer(v, || i);
+        let mut random = Vec::new();
+        for _ in 0..5_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            random.push(x % 10_000);
+        }
+        let sequences: [(&str, Vec<u64>); 5] = [
+            ("random", random),
+            ("rising", (0..5_000).map(|i| 1_000 + i * 7).collect()),
+            ("falling", (0..5_000).map(|i| 100_000 - i * 7).collect()),
+            ("equal", vec![42; 5_000]),
+            ("few values", (0..5_000).map(|i| [3, 9, 3, 1, 9][i % 5]).collect()),
+        ];
+        for (name, values) in &sequences {
+            for cap in [0, 1, 2, 7, 128] {
+                let mut s = Slowest::new(cap);
+                // Two intervals: the second keeps its own.
+                for half in values.chunks(values.len() / 2) {
+                    for (i, &v) in half.iter().enumerate() {
+                        s.offer(v, || i as i64 * 1_000 + (v % 1_000) as i64);
+                    }
+                    let mut got = Vec::new();
+                    s.drain_into(&mut got);
+                    let mut kept: Vec<u64> = got.iter().map(|s| s.latency_ns).collect();
+                    kept.sort_unstable();
+                    let mut all = half.to_vec();
+                    all.sort_unstable();
+                    assert_eq!(kept, all[all.len() - cap..], "{name}, cap {cap}");
+                    // Each kept value comes with the time it was offered at.
+                    for k in &got {
+                        let i = (k.at_ns / 1_000) as usize;
+                        assert_eq!(
+                            (half[i], k.at_ns % 1_000),
+                            (k.latency_ns, (k.latency_ns % 1_000) as i64)
+                        );
+                    }
+                    let mut again = Vec::new();
+                    s.drain_into(&mut again);
+                    assert!(again.is_empty(), "drained means empty");
+                }
             }
-            let mut got = Vec::new();
-            s.drain_into(&mut got);
-            let mut kept: Vec<u64> = got.iter().map(|s| s.latency_ns).collect();
-            kept.sort_unstable();
-            all.sort_unstable();
-            assert_eq!(kept, all[all.len() - cap..], "cap {cap}");
-            // Each kept value comes with the time it was offered at.
-            assert!(got.iter().all(|s| all.contains(&s.latency_ns) && s.at_ns >= 0));
-            let mut again = Vec::new();
-            s.drain_into(&mut again);
-            assert!(again.is_empty(), "drained means empty");
         }
     }
 
@@ -276,6 +321,22 @@ mod tests {
             });
         }
         assert_eq!(asked, 3, "5 and 6 fill it, 7 enters; 1, 2, 3 do not");
+        // Past a selection a value enters only above the fastest it kept.
+        let mut s = Slowest::new(2);
+        for v in 1..=8 {
+            s.offer(v, || 0); // 1, 2 fill it; 3..=8 enter and fill the buffer
+        }
+        let mut asked = 0;
+        for v in [9, 1, 2, 3, 4, 5, 6, 7, 8, 10] {
+            s.offer(v, || {
+                asked += 1;
+                0
+            });
+        }
+        assert_eq!(
+            asked, 3,
+            "9 selects (keeping 7 and 8) and enters; then 8 and 10, above 7"
+        );
     }
 
     #[test]
