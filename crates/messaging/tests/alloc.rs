@@ -446,19 +446,27 @@ fn stamped_offer_and_try_claim_allocate_nothing() {
 #[test]
 fn recording_polls_allocate_nothing() {
     let d = driver();
-    let dir = std::env::temp_dir().join(format!("tap-alloc-{}", std::process::id()));
+    // The default number of slowest kept, and two (a buffer of 8): the selection that keeps
+    // them then runs many times an interval, so it is among what is counted.
+    for (keep, first_stream) in [(messaging::tap::SLOWEST_DEFAULT, 41), (2, 43)] {
+        recording_allocates_nothing(&d, keep, first_stream);
+    }
+}
+
+#[cfg(feature = "tap")]
+fn recording_allocates_nothing(d: &EmbeddedDriver, keep: usize, first_stream: i32) {
+    let dir = std::env::temp_dir().join(format!("tap-alloc-{}-{keep}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    // Two slowest kept (a buffer of 8): the selection that keeps them runs many times an
-    // interval, so it is among what is counted.
     let tap = messaging::tap::Tap::builder(&dir)
         .interval(Duration::from_millis(2))
-        .slowest(2)
+        .slowest(keep)
         .start()
         .expect("tap starts");
     type Run = fn(&mut Stream<Exclusive>, Send, usize) -> Counted;
-    let runs: [(i32, &str, Run); 2] = [(41, "one thread", one_thread), (42, "two threads", two_threads)];
-    for (stream_id, threads, run) in runs {
-        let mut s = stream::<Exclusive>(&d, stream_id);
+    let runs: [(&str, Run); 2] = [("one thread", one_thread), ("two threads", two_threads)];
+    for (stream_id, (threads, run)) in (first_stream..).zip(runs) {
+        let threads = format!("{threads}, {keep} slowest kept");
+        let mut s = stream::<Exclusive>(d, stream_id);
         s.publisher.stamp_send_time(Some(messaging::StampClock::Monotonic));
         let figure = messaging::tap::RecordLatency::hop(format!("s{stream_id}"));
         s.subscriber.record_latency(&tap, figure).expect("records");

@@ -462,8 +462,8 @@ impl FigureRecorder {
     }
 
     /// Records one latency, nanoseconds (a negative one is counted, not recorded). A value
-    /// among the interval's slowest so far is kept with the time it was recorded (one clock
-    /// read, for those only).
+    /// that may be among the interval's slowest is kept with the time it was recorded (one
+    /// clock read, for those only).
     #[inline]
     pub fn record(&mut self, ns: i64) {
         // The thread that records now is the source's (a recorder handed to another thread is

@@ -9,9 +9,9 @@
 //!   [`FigureRecorder`](super::FigureRecorder) reads the clock, for a value that enters). Once
 //!   the buffer has filled, a selection keeps the slowest and raises the threshold to just
 //!   above the fastest of them. A value that enters costs a store, and a selection over the
-//!   buffer once every `(SLOWEST_ROOM - 1) * n` that enter: a latency that rises message after
-//!   message (a consumer falling behind), where each value enters, costs a few ns a message
-//!   rather than a heap's sift through its levels for each (measured in
+//!   buffer once every `SLOWEST_ROOM - 1` times the number kept that enter: a latency that
+//!   rises message after message (a consumer falling behind), where each value enters, costs
+//!   a few ns a message rather than a heap's sift through its levels for each (measured in
 //!   `docs/results/2026-11-27-tap-slowest-buffer.md`).
 //! - The writer appends one JSON line per source and interval to [`SLOWEST_FILE`] (format 1:
 //!   `figure`, `tag`, `tid`, `end_ns` on the tap's clock, `messages`, and `slowest` as
@@ -122,7 +122,8 @@ impl Slowest {
         }
         let first = self.len - self.keep;
         let held = &mut self.buf[..self.len];
-        // The `first`-th fastest: those after it are the slowest `keep`, none faster than it.
+        // Index `first` gets the value it would have sorted: those after it are the slowest
+        // `keep`, and it is the fastest of them.
         held.select_nth_unstable_by_key(first, |s| s.latency_ns);
         self.enter = self.enter.max(held[first].latency_ns.saturating_add(1));
         held.copy_within(first.., 0);
@@ -271,12 +272,21 @@ mod tests {
             x ^= x << 17;
             random.push(x % 10_000);
         }
-        let sequences: [(&str, Vec<u64>); 5] = [
+        let sequences: [(&str, Vec<u64>); 7] = [
             ("random", random),
             ("rising", (0..5_000).map(|i| 1_000 + i * 7).collect()),
             ("falling", (0..5_000).map(|i| 100_000 - i * 7).collect()),
             ("equal", vec![42; 5_000]),
             ("few values", (0..5_000).map(|i| [3, 9, 3, 1, 9][i % 5]).collect()),
+            // Ties just above the first values: the first threshold lets them in.
+            (
+                "one low, then ties",
+                (0..5_000).map(|i| if i % 2_500 == 0 { 5 } else { 6 }).collect(),
+            ),
+            (
+                "the highest value",
+                (0..5_000).map(|i| if i % 3 == 0 { u64::MAX } else { i }).collect(),
+            ),
         ];
         for (name, values) in &sequences {
             for cap in [0, 1, 2, 7, 128] {

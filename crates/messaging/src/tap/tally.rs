@@ -97,7 +97,7 @@ impl Tally {
     }
 
     /// Records one latency, ns: no allocation; beyond the sign and the clamp, one compare with
-    /// the fastest of the interval's slowest (`at`, the time the value is tied to, is asked
+    /// the threshold of the interval's slowest (`at`, the time the value is tied to, is asked
     /// only when it enters them).
     #[inline(always)]
     pub(crate) fn record(&mut self, ns: i64, at: impl FnOnce() -> i64) {
