@@ -287,6 +287,44 @@ fn ten_stamped(client: &Client, tap: &Tap, stream: i32, figure: &str) -> (Subscr
     (sub, publ)
 }
 
+/// While a subscription records and polls, each interval it hands over holds every message it
+/// kept before the handover, also when they are few: its logs hold all ten before it stops.
+#[test]
+fn an_interval_handed_over_holds_what_was_kept_before_it() {
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let dir = tap_dir("handed-over");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(5)).start().unwrap();
+    let (mut sub, _publ) = ten_stamped(&client, &tap, 93, "k");
+    let mut got = 0;
+    while got < 10 {
+        got += sub.poll(&mut |_, _| {}, 10).unwrap();
+    }
+    // Empty polls answer the writer's asks.
+    let log = dir.join("k.hlog");
+    let logged = || {
+        let whole = std::fs::read(&log).is_ok_and(|t| IntervalLogIterator::new(&t).all(|e| e.is_ok()));
+        if whole {
+            total(&read_logs(std::slice::from_ref(&log), None))
+        } else {
+            0
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while logged() < 10 {
+        assert!(
+            Instant::now() < deadline,
+            "the ten never reached the log while recording"
+        );
+        sub.poll(&mut |_, _| {}, 10).unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(sub);
+    let s = tap.stop().unwrap();
+    assert_eq!(figure(&s, "k").recorded, 10, "each once");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// A subscription still recording at stop that nobody polls cannot hand its last interval
 /// over: the summary says so (`unanswered`) and the logs miss it; stopping recording first
 /// hands everything over.
