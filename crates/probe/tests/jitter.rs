@@ -374,12 +374,62 @@ impl Drop for Hog {
     }
 }
 
+/// How many runs of [`three_runs`] may be set aside because another process of this machine
+/// was the largest cause of a band (kdamond, a tokio worker of the VM's agent): the probe named
+/// it rightly, but then the run cannot show the plant.
+const INTERFERED_MAX: usize = 2;
+
+/// The first band whose largest cause is the preemption of a measured thread by a process
+/// nobody planted (not `hogz`), as `band: words`.
+fn interfered(v: &Value) -> Option<String> {
+    let bands = v["jitter"]["bands"].as_array()?;
+    bands.iter().find_map(|b| {
+        let top = &b["causes"][0];
+        let by = top["by"].as_str().unwrap_or("");
+        (top["cause"] == "preempted-foreign" && !by.contains("hogz")).then(|| {
+            format!(
+                "{}: {}",
+                b["band"].as_str().unwrap_or("?"),
+                top["words"].as_str().unwrap_or("?")
+            )
+        })
+    })
+}
+
+/// What sets a run aside: another process on top of a band, not a planted one, not ours (the
+/// causes as a CI run of 2026-11-27 reported them, with kdamond on top of p90-p99).
+#[test]
+fn only_an_unplanted_process_on_top_of_a_band_sets_a_run_aside() {
+    let report = |cause: &str, by: &str| {
+        serde_json::json!({"jitter": {"bands": [
+            {"band": "p50-p90", "causes": [{"cause": "stall", "words": "a stall"}]},
+            {"band": "p90-p99", "causes": [
+                {"cause": cause, "by": by, "words": format!("latency-sub preempted by {by}")},
+                {"cause": "preempted-own", "by": "latency-sub/plant-helper", "words": "the helper"},
+            ]},
+        ]}})
+    };
+    let kdamond = report("preempted-foreign", "kdamond.0 (pid 77, not ours)");
+    assert_eq!(
+        interfered(&kdamond).as_deref(),
+        Some("p90-p99: latency-sub preempted by kdamond.0 (pid 77, not ours)")
+    );
+    assert_eq!(interfered(&report("preempted-foreign", "hogz (pid 9, not ours)")), None);
+    assert_eq!(interfered(&report("preempted-own", "latency-sub/plant-helper")), None);
+}
+
 /// Runs a pinned probe with diagnostics by perf and `extra` flags, three times (each with a
-/// fresh `plant` alive for the run), and hands each report to `check`.
+/// fresh `plant` alive for the run), and hands each report to `check`. A run whose `check`
+/// fails while another process of the machine was a band's largest cause ([`interfered`]) is
+/// set aside and run again, at most [`INTERFERED_MAX`] times; any other failure fails.
 fn three_runs<P>(tag: &str, extra: &[&str], plant: impl Fn() -> P, check: impl Fn(&Value)) {
     // The plant too must not overlap another test's run.
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    for i in 1..=3 {
+    let (mut passed, mut set_aside) = (0, 0);
+    for i in 1.. {
+        if passed == 3 {
+            break;
+        }
         // 3 s: a single hiccup of the machine (10 ms is common on this VM) then weighs a third of
         // what it does in a 1 s run against the plant's share of the band.
         let mut args = vec![
@@ -397,7 +447,17 @@ fn three_runs<P>(tag: &str, extra: &[&str], plant: impl Fn() -> P, check: impl F
         let v = probe_alone(&format!("band-{tag}-{i}"), &args);
         drop(p);
         eprintln!("run {i}: {}", v["jitter"]["verdict"]["headline"]);
-        check(&v);
+        match (interfered(&v), set_aside < INTERFERED_MAX) {
+            (Some(by), true) => {
+                if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(&v))).is_err() {
+                    set_aside += 1;
+                    eprintln!("run {i} set aside ({set_aside} of at most {INTERFERED_MAX}): {by}");
+                    continue;
+                }
+            }
+            _ => check(&v),
+        }
+        passed += 1;
     }
 }
 
