@@ -2,9 +2,10 @@
 //! every handle of a client shares, which tells the driver the client closed when it goes.
 
 use std::collections::HashMap;
+use std::mem::ManuallyDrop;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aeron_rs::aeron::Aeron;
@@ -101,6 +102,43 @@ pub(crate) struct Shared {
 unsafe impl Send for Shared {}
 // SAFETY: as above; all access goes through the Mutex, the atomics or read-only loads.
 unsafe impl Sync for Shared {}
+
+/// An aeron-rs subscription or publication that is only dropped between the conductor's duty
+/// cycles. aeron-rs's conductor upgrades its weak reference to one while it handles an event
+/// (an image that comes or goes, an error), holding aeron-rs's conductor lock; were that
+/// clone the last, the handle's own `Drop` would take the same lock again on the conductor
+/// thread and hang the client for ever. Dropped under [`Shared::aeron`], which the conductor
+/// loop holds for each duty cycle, ours is always the last reference.
+pub(crate) struct AeronHandle<T> {
+    handle: ManuallyDrop<T>,
+    shared: Arc<Shared>,
+}
+
+impl<T> AeronHandle<T> {
+    pub(crate) fn new(handle: T, shared: Arc<Shared>) -> Self {
+        Self {
+            handle: ManuallyDrop::new(handle),
+            shared,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for AeronHandle<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.handle
+    }
+}
+
+impl<T> Drop for AeronHandle<T> {
+    fn drop(&mut self) {
+        let cycle = self.shared.aeron.lock().unwrap_or_else(PoisonError::into_inner);
+        // SAFETY: dropped once, here, and never used again.
+        unsafe { ManuallyDrop::drop(&mut self.handle) };
+        drop(cycle);
+    }
+}
 
 /// Milliseconds since the epoch, the clock of the driver's heartbeat.
 fn epoch_ms() -> i64 {

@@ -61,7 +61,7 @@ use std::sync::{Arc, Mutex};
 use aeron_rs::exclusive_publication::ExclusivePublication as AeronExclusivePublication;
 use aeron_rs::publication::Publication as AeronPublication;
 
-use crate::conductor::{Inner, ACTIVE};
+use crate::conductor::{AeronHandle, Inner, ACTIVE};
 use crate::error::{AddError, OfferError, PrefaultError};
 use crate::log::appender::{concurrent_position, reserve_concurrent, ExclusiveTail, Reserved, TermLog};
 use crate::log::frame::{framed_length, DATA_HEADER_LEN};
@@ -221,7 +221,7 @@ pub struct Publication<K: PublicationKind> {
     /// Keeps the publication registered with the driver; dropping it removes it (a unit test
     /// locks it to show nothing here waits for it).
     #[allow(dead_code, reason = "held for its Drop")]
-    pub(crate) registration: Registration,
+    pub(crate) registration: AeronHandle<Registration>,
 }
 
 impl<K: PublicationKind> fmt::Debug for Publication<K> {
@@ -245,6 +245,7 @@ impl<K: PublicationKind> Publication<K> {
         client: Arc<Inner>,
         channel: &str,
     ) -> Result<Self, AddError> {
+        let registration = AeronHandle::new(registration, client.shared.clone());
         let live = client.shared.lost.state.clone();
         let (log, mapping) = crate::mapped::open(spec, client)?;
         Ok(Publication {

@@ -41,7 +41,7 @@ use aeron_rs::subscription::Subscription;
 use aeron_rs::utils::log_buffers::LogBuffers;
 use crossbeam_channel::Receiver;
 
-use crate::conductor::Inner;
+use crate::conductor::{AeronHandle, Inner};
 use crate::error::{PollError, PrefaultError};
 #[cfg(doc)]
 use crate::images::IMAGE_EVENT_CAPACITY;
@@ -219,7 +219,7 @@ pub struct HeaderValues {
 pub struct Subscriber {
     /// Keeps the subscription registered (and its images found and retired by aeron-rs's
     /// conductor); never locked by `poll`.
-    pub(crate) subscription: Arc<Mutex<Subscription>>,
+    pub(crate) subscription: AeronHandle<Arc<Mutex<Subscription>>>,
     /// The images this thread reads, in the order they came, and where the next poll starts.
     readers: Vec<ReaderImage>,
     round_robin: usize,
@@ -249,7 +249,7 @@ impl fmt::Debug for Subscriber {
 
 impl Subscriber {
     pub(crate) fn new(
-        subscription: Arc<Mutex<Subscription>>,
+        subscription: AeronHandle<Arc<Mutex<Subscription>>>,
         client: Arc<Inner>,
         images: Arc<Images>,
         changes: Receiver<Change>,

@@ -13,7 +13,7 @@ use aeron_rs::utils::errors::{AeronError, GenericError};
 
 use super::Client;
 use crate::channel::check_channel;
-use crate::conductor::Inner;
+use crate::conductor::{AeronHandle, Inner};
 use crate::error::AddError;
 use crate::images::Images;
 use crate::publication::{ConcurrentPublication, ExclusivePublication, Publication, Registration};
@@ -280,6 +280,7 @@ impl PendingSubscription {
         let Some(s) = found else {
             return Ok(None);
         };
+        let s = AeronHandle::new(s, p.inner.shared.clone());
         let changes = self.changes.take().ok_or(AddError::ClientClosed)?;
         Ok(Some(Subscriber::new(
             s,

@@ -177,7 +177,7 @@ mod tests {
             assert!(Instant::now() < deadline, "no image");
             idle.idle_once();
         }
-        let crate::publication::Registration::Concurrent(publication) = &publ.registration else {
+        let crate::publication::Registration::Concurrent(publication) = &*publ.registration else {
             unreachable!("a concurrent publication")
         };
         let (shared, publication, subscription) = (
