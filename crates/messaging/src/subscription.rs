@@ -501,8 +501,10 @@ impl Subscriber {
     }
 
     /// How many publishers' images are available (Aeron's available-image notifications less
-    /// the unavailable ones): one atomic load, never the conductor's lock. It counts an image
-    /// as its handler runs, a moment before aeron-rs hands it to `poll`.
+    /// the unavailable ones): one atomic load, never the conductor's lock. An image counted
+    /// here is read by this subscriber's next [`poll`](Self::poll) (as in Aeron, where
+    /// `isConnected` and `poll` look at the same image list); aeron-rs's own list, which
+    /// [`prefault`](Self::prefault) maps, may take a moment longer.
     #[must_use]
     pub fn image_count(&self) -> usize {
         self.images.count()

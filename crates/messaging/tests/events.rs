@@ -1,6 +1,7 @@
 //! What reaches a service besides messages, against a real driver: image available and
-//! unavailable events (with the publisher's session, in order, counted exactly), and errors the
-//! media driver logs, handed to the client's error handler instead of stderr.
+//! unavailable events (with the publisher's session, in order, counted exactly), an image
+//! counted is one the next poll reads, and errors the media driver logs, handed to the client's
+//! error handler instead of stderr.
 #![cfg(feature = "embedded-driver")]
 
 mod common;
@@ -8,7 +9,7 @@ mod common;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use messaging::{AsyncError, Client, EmbeddedDriver, ImageEvent, ImageEventKind, Subscriber};
+use messaging::{AsyncError, Client, EmbeddedDriver, ImageEvent, ImageEventKind, MessageHeader, Subscriber};
 
 /// Takes image events until `done` says so; fails the test after 10 s.
 fn events_until(sub: &mut Subscriber, mut done: impl FnMut(&[ImageEvent]) -> bool) -> Vec<ImageEvent> {
@@ -78,6 +79,62 @@ fn images_come_and_go_as_events_and_the_count_follows_them() {
     assert_eq!(sub.image_events_dropped(), 0);
     // Nothing more: every event was handed over exactly once.
     assert_eq!(sub.poll_image_events(|e| panic!("unexpected {e}")), 0);
+}
+
+/// A subscriber that saw `image_count() > 0` reads the image in its very next poll (Aeron's
+/// contract: `isConnected` and `poll` see the same images), and dropping it right after never
+/// hangs the client. Each round adds a subscription to a connected stream, spins until it
+/// counts its image, offers one message, polls once (the message must be there) and drops the
+/// subscriber while the client conductor may still be handling that image: the rounds give
+/// the conductor many chances to be caught in either window.
+#[test]
+fn an_image_counted_is_read_by_the_next_poll_and_dropping_it_then_never_hangs() {
+    const ROUNDS: u64 = 200;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let d = common::driver();
+        let client = Client::connect(d.dir()).unwrap();
+        let mut keeper = client.subscription("aeron:ipc", 52).unwrap();
+        let mut publ = client.exclusive_publication("aeron:ipc", 52).unwrap();
+        while !publ.is_connected() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for round in 0..ROUNDS {
+            let mut sub = client.subscription("aeron:ipc", 52).unwrap();
+            while sub.image_count() == 0 {
+                std::thread::yield_now();
+            }
+            let sent: [u8; 8] = u64::to_le_bytes(round);
+            while let Err(e) = publ.offer(&sent) {
+                assert!(e.is_retryable(), "round {round}: {e}");
+                std::thread::yield_now();
+            }
+            // An IPC image joins where the slowest subscriber is (Aeron's join position), so
+            // it may start a few of the keeper's messages back: this round's comes last.
+            let mut got = Vec::new();
+            let read = sub.poll(&mut |m: &[u8], _: &MessageHeader<'_>| got.push(m.to_vec()), 1_000);
+            assert_eq!(
+                (read.map(|n| n == got.len()), got.last()),
+                (Ok(true), Some(&sent.to_vec())),
+                "round {round}: the image was counted but the poll did not read it"
+            );
+            drop(sub);
+            // The first subscription keeps the stream connected; drained, it never holds it back.
+            keeper.poll(&mut |_: &[u8], _: &MessageHeader<'_>| {}, 10).unwrap();
+            let _ = tx.send(round);
+        }
+    });
+    let mut done = 0;
+    while done < ROUNDS {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(round) => done = round + 1,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                panic!("round {done} of {ROUNDS} hung for 30 s: the client's conductor is stuck")
+            }
+            // The rounds' thread panicked: its message is above.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("round {done} failed"),
+        }
+    }
 }
 
 #[test]

@@ -114,9 +114,11 @@ impl Client {
                 a.add_subscription_opt(
                     c,
                     stream_id,
+                    // The reader goes to the poll side before the image is counted: a
+                    // caller that saw `image_count() > 0` then reads it in its next poll.
                     Box::new(move |image: &Image| {
-                        on_available.0.on_available(image);
                         on_available.1.available(image);
+                        on_available.0.on_available(image);
                     }),
                     Box::new(move |image: &Image| {
                         on_unavailable.0.on_unavailable(image);
