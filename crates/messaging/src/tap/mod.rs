@@ -83,6 +83,7 @@
 //! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 //! ```
 
+mod builder;
 mod collect;
 mod export;
 mod handover;
@@ -95,13 +96,14 @@ mod summary;
 mod tally;
 mod writer;
 
+pub use builder::TapBuilder;
 pub use export::BUCKETS_S;
 pub(crate) use record::SubscriberTap;
 pub use record::{FigureRecorder, RecordLatency};
 pub use slowest::{SLOWEST_DEFAULT, SLOWEST_FILE, SLOWEST_FILE_MAX, SLOWEST_FILE_OLD, SLOWEST_MAX};
 pub use stamp::{Latency, Stamp, MAX_AGE_NS, MAX_FORWARDED_HOP_NS};
 pub use summary::{FigureSummary, TapSummary};
-pub use writer::{Tap, TapBuilder, PROMETHEUS_FILE, STATUS_FILE};
+pub use writer::{Tap, PROMETHEUS_FILE, STATUS_FILE};
 
 /// The clock a send stamp is read from. Both are nanoseconds as `clock_gettime` gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

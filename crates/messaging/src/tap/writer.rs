@@ -14,10 +14,12 @@ use std::time::{Duration, Instant, SystemTime};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 
+use super::builder::TapBuilder;
+use super::collect::collect;
 use super::export::{self, FigureView};
 use super::handover::Handover;
 use super::record::{Counts, FigureRecorder, Source};
-use super::slowest::{SlowestFile, SLOWEST_DEFAULT, SLOWEST_FILE, SLOWEST_MAX};
+use super::slowest::{SlowestFile, SLOWEST_DEFAULT, SLOWEST_FILE};
 use super::summary::{FigureSummary, TapSummary};
 use super::StampClock;
 use crate::error::TapError;
@@ -29,129 +31,46 @@ pub const STATUS_FILE: &str = "tap.json";
 /// reads `*.prom`).
 pub const PROMETHEUS_FILE: &str = "tap.prom";
 
-/// Starts a [`Tap`]: where it writes, how often, how it rotates, on which clock.
-#[derive(Debug, Clone)]
-pub struct TapBuilder {
-    dir: PathBuf,
-    interval: Duration,
-    rotate_bytes: Option<u64>,
-    rotate_every: Option<Duration>,
-    clock: StampClock,
-    highest: Duration,
-    writer_core: Option<usize>,
-    prometheus: bool,
-    slowest: usize,
-}
-
-impl TapBuilder {
-    /// How often an interval is written (default 1 s, HdrHistogram's usual).
-    #[must_use]
-    pub fn interval(mut self, every: Duration) -> Self {
-        self.interval = every.max(Duration::from_millis(1));
-        self
+/// [`TapBuilder::start`]: creates the directory and starts the writer thread.
+pub(crate) fn start(b: TapBuilder) -> Result<Tap, TapError> {
+    let dir_err = |source| TapError::Dir {
+        dir: b.dir.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&b.dir).map_err(dir_err)?;
+    let earlier = std::fs::read_dir(&b.dir)
+        .map_err(dir_err)?
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".hlog") || [STATUS_FILE, PROMETHEUS_FILE, SLOWEST_FILE].contains(&n.as_str()));
+    if let Some(file) = earlier {
+        return Err(TapError::NotEmpty { dir: b.dir, file });
     }
-
-    /// Starts a figure's next log once its current one holds this many bytes (default: never).
-    #[must_use]
-    pub fn rotate_bytes(mut self, bytes: u64) -> Self {
-        self.rotate_bytes = Some(bytes);
-        self
-    }
-
-    /// Starts a figure's next log once its current one is this old (default: never).
-    #[must_use]
-    pub fn rotate_every(mut self, age: Duration) -> Self {
-        self.rotate_every = Some(age);
-        self
-    }
-
-    /// The clock the subscriptions read receive times from; the publishers must stamp on the
-    /// same one (default [`StampClock::Monotonic`]: one host). Recorded in the status file.
-    #[must_use]
-    pub fn clock(mut self, clock: StampClock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// The highest latency the histograms hold (default 10 s); above it a latency is recorded
-    /// at the highest value and counted as saturated.
-    #[must_use]
-    pub fn highest(mut self, highest: Duration) -> Self {
-        self.highest = highest.max(Duration::from_micros(1));
-        self
-    }
-
-    /// Pins the writer thread to `core` (default: not pinned; keep it off the hot cores).
-    #[must_use]
-    pub fn writer_core(mut self, core: Option<usize>) -> Self {
-        self.writer_core = core;
-        self
-    }
-
-    /// How many of each interval's slowest messages each source keeps, with their receive
-    /// times, for [`SLOWEST_FILE`] (default [`SLOWEST_DEFAULT`], at most [`SLOWEST_MAX`]; 0:
-    /// none and no file). Cover the band you want explained: the p99 band needs more than 1%
-    /// of an interval's messages (at 10,000 a second and 1 s intervals, 100). A source holds
-    /// `2 * 4 * n` of 16 B (16 KiB at the default).
-    #[must_use]
-    pub fn slowest(mut self, n: usize) -> Self {
-        self.slowest = n.min(SLOWEST_MAX);
-        self
-    }
-
-    /// Whether to write the Prometheus textfile [`PROMETHEUS_FILE`] (default yes).
-    #[must_use]
-    pub fn prometheus(mut self, on: bool) -> Self {
-        self.prometheus = on;
-        self
-    }
-
-    /// Creates the directory and starts the writer thread.
-    ///
-    /// # Errors
-    /// [`TapError::Dir`] when the directory cannot be made or written,
-    /// [`TapError::NotEmpty`] when it holds an earlier tap's files, [`TapError::Spawn`] when
-    /// the writer thread cannot start or be pinned.
-    pub fn start(self) -> Result<Tap, TapError> {
-        let dir_err = |source| TapError::Dir {
-            dir: self.dir.clone(),
-            source,
-        };
-        std::fs::create_dir_all(&self.dir).map_err(dir_err)?;
-        let earlier = std::fs::read_dir(&self.dir)
-            .map_err(dir_err)?
-            .filter_map(Result::ok)
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .find(|n| n.ends_with(".hlog") || [STATUS_FILE, PROMETHEUS_FILE, SLOWEST_FILE].contains(&n.as_str()));
-        if let Some(file) = earlier {
-            return Err(TapError::NotEmpty { dir: self.dir, file });
-        }
-        let highest_ns = u64::try_from(self.highest.as_nanos()).unwrap_or(u64::MAX).max(2);
-        let shared = Arc::new(Shared {
-            clock: self.clock,
-            dir: self.dir.clone(),
-            highest_ns,
-            slowest: self.slowest,
-            registry: Mutex::default(),
-            stop: AtomicBool::new(false),
-            recorders: AtomicU64::new(0),
-            error: Mutex::default(),
-        });
-        let mut w = Writer::new(shared.clone(), &self);
-        w.write_exports().map_err(|e| match e {
-            TapError::Write { source, .. } => dir_err(source),
-            other => other,
-        })?;
-        let thread = ThreadBuilder::new()
-            .name("aeron-tap")
-            .affinity_opt(self.writer_core)
-            .spawn(move || w.run())
-            .map_err(TapError::Spawn)?;
-        Ok(Tap {
-            shared,
-            thread: Some(thread),
-        })
-    }
+    let highest_ns = u64::try_from(b.highest.as_nanos()).unwrap_or(u64::MAX).max(2);
+    let shared = Arc::new(Shared {
+        clock: b.clock,
+        dir: b.dir.clone(),
+        highest_ns,
+        slowest: b.slowest,
+        registry: Mutex::default(),
+        stop: AtomicBool::new(false),
+        recorders: AtomicU64::new(0),
+        error: Mutex::default(),
+    });
+    let mut w = Writer::new(shared.clone(), &b);
+    w.write_exports().map_err(|e| match e {
+        TapError::Write { source, .. } => dir_err(source),
+        other => other,
+    })?;
+    let thread = ThreadBuilder::new()
+        .name("aeron-tap")
+        .affinity_opt(b.writer_core)
+        .spawn(move || w.run())
+        .map_err(TapError::Spawn)?;
+    Ok(Tap {
+        shared,
+        thread: Some(thread),
+    })
 }
 
 /// The tap of one process: the figures its subscriptions and recorders record, and the thread
@@ -461,7 +380,7 @@ impl Writer {
             let r = shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
             r.sources.clone()
         };
-        let mut got = super::collect::collect(snapshot, self.interval, stopping, shared.highest_ns);
+        let mut got = collect(snapshot, self.interval, stopping, shared.highest_ns);
         // The interval ends when everything is taken.
         let to = Instant::now();
         let figures = {
