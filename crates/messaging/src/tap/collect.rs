@@ -43,19 +43,23 @@ pub(crate) fn handover_wait(interval: Duration) -> Duration {
 }
 
 /// Takes one interval from the sources `snapshot` lists (the registry's list, which only
-/// grows at its end until the writer prunes it after the interval).
+/// grows at its end until the writer prunes it after the interval). A source's counts come
+/// from `spare` (emptied histograms of earlier intervals) while it has some: a histogram of
+/// the default range is ~200 KiB, which a fresh allocation would fault in page by page on
+/// every interval.
 pub(crate) fn collect(
     snapshot: impl Fn() -> Vec<Arc<Source>>,
     interval: Duration,
     stopping: bool,
     highest_ns: u64,
+    spare: &mut Vec<Counts>,
 ) -> Collected {
     let wait = handover_wait(interval);
     let mut sources = snapshot();
     let mut counts: Vec<Option<Counts>> = Vec::new();
     let mut waited = Duration::ZERO;
     for _ in 0..if stopping { 2 } else { 1 } {
-        let pass = take_pass(&sources, &mut counts, highest_ns, false);
+        let pass = take_pass(&sources, &mut counts, highest_ns, spare, false);
         let live: Vec<(&Handover, u64)> = pass
             .answers
             .iter()
@@ -70,7 +74,7 @@ pub(crate) fn collect(
         );
         sources = now;
     }
-    let pass = take_pass(&sources, &mut counts, highest_ns, true);
+    let pass = take_pass(&sources, &mut counts, highest_ns, spare, true);
     let unanswered = pass.answers.iter().filter(|a| a.live && a.inactive.is_none()).count() as u64;
     Collected {
         retired: pass.retired,
@@ -106,6 +110,7 @@ fn take_pass<'a>(
     sources: &'a [Arc<Source>],
     counts: &mut Vec<Option<Counts>>,
     highest_ns: u64,
+    spare: &mut Vec<Counts>,
     last: bool,
 ) -> Pass<'a> {
     counts.resize_with(sources.len(), || None);
@@ -116,7 +121,8 @@ fn take_pass<'a>(
         retired.push(gone);
         let take = |t: &mut Tally| {
             if !t.is_empty() {
-                t.drain_into(c.get_or_insert_with(|| Counts::new(highest_ns)));
+                let fresh = || spare.pop().unwrap_or_else(|| Counts::new(highest_ns));
+                t.drain_into(c.get_or_insert_with(fresh));
             }
         };
         match &s.intervals {

@@ -304,6 +304,8 @@ struct Writer {
     files: Vec<Vec<PathBuf>>,
     logs: Vec<Option<LogFile>>,
     interval_sum: Counts,
+    /// Emptied counts of earlier intervals, for the next ones (no allocation per interval).
+    spare: Vec<Counts>,
     serializer: V2DeflateSerializer,
     slowest: SlowestFile,
 }
@@ -312,6 +314,7 @@ impl Writer {
     fn new(shared: Arc<Shared>, b: &TapBuilder) -> Writer {
         Writer {
             interval_sum: Counts::new(shared.highest_ns),
+            spare: Vec::new(),
             shared,
             interval: b.interval,
             rotate_bytes: b.rotate_bytes,
@@ -380,7 +383,7 @@ impl Writer {
             let r = shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
             r.sources.clone()
         };
-        let mut got = collect(snapshot, self.interval, stopping, shared.highest_ns);
+        let mut got = collect(snapshot, self.interval, stopping, shared.highest_ns, &mut self.spare);
         // The interval ends when everything is taken.
         let to = Instant::now();
         let figures = {
@@ -474,6 +477,10 @@ impl Writer {
                 line(&c.histogram, Tag::new(tag));
             }
             line(&self.interval_sum.histogram, None);
+        }
+        for (_, mut c) in taken {
+            c.reset();
+            self.spare.push(c);
         }
         let log = self.logs[f].as_mut().expect("opened by rotate_if_due");
         log.bytes += lines.len() as u64;
