@@ -22,7 +22,10 @@ window is read from the tap's log with `latency-probe tap --period`, and the rat
 each round is printed with their median. Timing model: the tap's (CLOCK_MONOTONIC, the
 gateway's poll minus the feed's send stamp).
 
-Exit 1 when a planted case is not named in every run (--need N: in N of them). Needs root (perf), a C compiler (cc) and
+Exit 1 when a planted case is not named in every run (--need N: in N of them). A run that did not
+name its plant while a thread nobody planted was the largest cause of a band (on these two cores
+the example's own tap writer, kdamond, a kworker) is set aside, said so, and run again, at most
+twice per case. Needs root (perf), a C compiler (cc) and
 the release builds (`make attach-check` builds them first), or with --debug the debug ones
 (`make test` runs the planted cases so, without the cost).
 
@@ -166,6 +169,27 @@ def named(case, r):
     return "hogz" not in headline and not futex, headline
 
 
+# What the check plants that preempts the gateway; any other thread on top of a band (the
+# example's own tap writer on these two cores, kdamond, a kworker) was rightly named, but then
+# the run cannot show the plant: such a run is set aside and run again, at most this often per case.
+PLANTED = ("hogz",)
+INTERFERED_MAX = 2
+
+
+def interfered(r):
+    """The first band whose largest cause is a preemption by a thread nobody planted, as
+    `band: words`; None when there is none."""
+    for band in r["jitter"].get("bands") or []:
+        causes = band.get("causes") or []
+        if not causes:
+            continue
+        top = causes[0]
+        by = top.get("by") or ""
+        if top.get("cause") in ("preempted-foreign", "preempted-own") and not any(p in by for p in PLANTED):
+            return f"{band.get('band', '?')}: {top.get('words', '?')}"
+    return None
+
+
 def own(r):
     """What attach used itself, from its report."""
     c = r.get("own_cost")
@@ -182,9 +206,10 @@ def planted(args, tmp, hogz):
         if case == "container" and (os.geteuid() != 0 or not shutil.which("unshare")):
             print("container: skipped: making namespaces needs root and unshare (util-linux)")
             continue
-        named_in = 0
+        named_in, set_aside, run = 0, 0, -1
         hop = "inside-gateway" if case == "handoff" else "feed-to-gateway"
-        for run in range(args.runs):
+        while run + 1 - set_aside < args.runs:
+            run += 1
             extra = {"handoff": ["--handoff"], "stall": ["--stall-us", "200", "--stall-every", "50"]}.get(case, [])
             # Ticks for well past the watch (it is killed after): its start-up may take seconds.
             with Gateway(tmp, f"{case}{run}", args.watch + 60, extra, container=case == "container") as g:
@@ -200,6 +225,12 @@ def planted(args, tmp, hogz):
                     hog.kill()
                     hog.wait()
             ok, headline = named(case, r)
+            by = None if ok or case == "clean" else interfered(r)
+            if by and set_aside < INTERFERED_MAX:
+                set_aside += 1
+                print(f"{case} run {run + 1}: set aside ({set_aside} of at most {INTERFERED_MAX}): "
+                      f"not named while a thread nobody planted was on top of {by[:240]}")
+                continue
             named_in += ok
             says = ("no planted cause named" if ok else "A PLANTED CAUSE NAMED") if case == "clean" else \
                 ("named" if ok else "NOT NAMED")
