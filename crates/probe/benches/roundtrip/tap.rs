@@ -12,7 +12,13 @@
 //!   time, so every message pays the per-poll part (a clock read, the handover check);
 //! - `clocked, 1 per poll`: stamped, one fragment a poll, and the handler reads the clock
 //!   once per message: the clock read where recording reads it (after the frame is read, so
-//!   it waits for that read as the recording's does), for "recording beyond its clock read".
+//!   it waits for that read as the recording's does), for "recording beyond its clock read";
+//! - `clocked, keeping up` and `recorded, keeping up`: the same two, but each message is
+//!   polled right after it is published (publish one, poll one), so the latencies stay a few
+//!   tens of ns and do not rise: a subscriber that keeps up. In the rows above the whole
+//!   round is published before it is polled, so when a poll costs more than a publish each
+//!   message is older than the one before (a subscriber falling behind), and each one enters
+//!   the interval's slowest.
 //!
 //! A round publishes k messages on each stream in turn (the order rotating from round to round)
 //! and then polls them all; the costs per message are each round's time over k. The change a
@@ -37,6 +43,9 @@ struct Variant {
     fragment_limit: usize,
     /// The handler reads the clock once per message.
     clocked: bool,
+    /// Each message is polled right after it is published (its round's time is all in the
+    /// poll column).
+    keeping_up: bool,
     /// Per round: publish ns/msg, poll ns/msg.
     costs: Vec<(f64, f64)>,
 }
@@ -59,6 +68,9 @@ pub(crate) struct TapCost {
     pub(crate) clock_in_poll: (f64, f64, f64),
     /// Recording at one fragment a poll beyond a clock read in place (recorded - clocked).
     pub(crate) record_each_beyond_clock: (f64, f64, f64),
+    /// The same, each message polled right after it was published (recorded - clocked,
+    /// keeping up).
+    pub(crate) record_kept_up_beyond_clock: (f64, f64, f64),
 }
 
 fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
@@ -81,15 +93,17 @@ fn one_clock_read(n: u32) -> f64 {
     t0.elapsed().as_nanos() as f64 / f64::from(n)
 }
 
-/// What each variant does: name, stamp, record, a clock read in the handler, fragment limit,
-/// stream.
-const SPECS: [(&str, bool, bool, bool, usize, i32); 6] = [
+/// What each variant does: name, stamp, record, a clock read in the handler, fragment limit
+/// (0: keeping up, one message published then polled), stream.
+const SPECS: [(&str, bool, bool, bool, usize, i32); 8] = [
     ("plain", false, false, false, TP_FRAGMENT_LIMIT, 1030),
     ("stamped", true, false, false, TP_FRAGMENT_LIMIT, 1031),
     ("recorded", true, true, false, TP_FRAGMENT_LIMIT, 1032),
     ("stamped, 1 per poll", true, false, false, 1, 1033),
     ("recorded, 1 per poll", true, true, false, 1, 1034),
     ("clocked, 1 per poll", true, false, true, 1, 1035),
+    ("clocked, keeping up", true, false, true, 0, 1036),
+    ("recorded, keeping up", true, true, false, 0, 1037),
 ];
 
 /// Each of [`SPECS`]: its exclusive publication and subscription on `channel`, connected,
@@ -117,8 +131,9 @@ fn start_variants(at: &Placement, client: &aeron_latency::messaging::Client, tap
                 name,
                 publ,
                 sub,
-                fragment_limit,
+                fragment_limit: fragment_limit.max(1),
                 clocked,
+                keeping_up: fragment_limit == 0,
                 costs: Vec::new(),
             }
         })
@@ -174,6 +189,7 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
         record_each: diff(4, 3, |c| c.1),
         clock_in_poll: diff(5, 3, |c| c.1),
         record_each_beyond_clock: diff(4, 5, |c| c.1),
+        record_kept_up_beyond_clock: diff(7, 6, |c| c.1),
     };
     drop(variants); // their recorders retire: the tap takes all they hold
     let summary = tap.stop().expect("the bench's tap wrote its logs");
@@ -188,8 +204,12 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
     cost
 }
 
-/// One variant's round: publish k, then poll them all; ns per message each.
+/// One variant's round: publish k, then poll them all; ns per message each. Keeping up, each
+/// message is polled once published: (0, publish and poll ns per message).
 fn one_variant(v: &mut Variant, k: u64) -> (f64, f64) {
+    if v.keeping_up {
+        return (0.0, keeping_up(v, k));
+    }
     let base = v.costs.len() as u64 * k;
     let t0 = Instant::now();
     for seq in 1..=k {
@@ -201,17 +221,7 @@ fn one_variant(v: &mut Variant, k: u64) -> (f64, f64) {
     let clocked = v.clocked;
     let mut clock_sum = 0_i64;
     spin_until("tap cost: polling back", || {
-        got += v
-            .sub
-            .poll(
-                &mut |_: &[u8], _: &MessageHeader<'_>| {
-                    if clocked {
-                        clock_sum = clock_sum.wrapping_add(StampClock::Monotonic.now_ns());
-                    }
-                },
-                limit,
-            )
-            .unwrap_or(0) as u64;
+        got += poll_once(&mut v.sub, limit, clocked, &mut clock_sum);
         got >= k
     });
     std::hint::black_box(clock_sum);
@@ -220,6 +230,36 @@ fn one_variant(v: &mut Variant, k: u64) -> (f64, f64) {
         (t1 - t0).as_nanos() as f64 / k as f64,
         (t2 - t1).as_nanos() as f64 / k as f64,
     )
+}
+
+/// One poll of up to `limit` fragments; with `clocked`, the handler reads the clock once per
+/// message into `clock_sum`. The fragments read.
+#[inline(always)]
+fn poll_once(sub: &mut Subscriber, limit: usize, clocked: bool, clock_sum: &mut i64) -> u64 {
+    let mut handler = |_: &[u8], _: &MessageHeader<'_>| {
+        if clocked {
+            *clock_sum = clock_sum.wrapping_add(StampClock::Monotonic.now_ns());
+        }
+    };
+    sub.poll(&mut handler, limit).unwrap_or(0) as u64
+}
+
+/// A round of a variant that keeps up: publish one, poll it, k times; ns per message.
+fn keeping_up(v: &mut Variant, k: u64) -> f64 {
+    let base = v.costs.len() as u64 * k;
+    let clocked = v.clocked;
+    let mut clock_sum = 0_i64;
+    let t0 = Instant::now();
+    for seq in 1..=k {
+        let _ = publish(&mut v.publ, &message(base + seq), false);
+        let mut got = 0;
+        spin_until("tap cost: polling back", || {
+            got += poll_once(&mut v.sub, 1, clocked, &mut clock_sum);
+            got >= 1
+        });
+    }
+    std::hint::black_box(clock_sum);
+    t0.elapsed().as_nanos() as f64 / k as f64
 }
 
 /// Prints the rounds' findings.
@@ -232,7 +272,11 @@ pub(crate) fn print(c: &TapCost) {
     );
     println!("{:<24} {:>11} {:>9}", "", "publish ns", "poll ns");
     for (name, p, q) in &c.variants {
-        println!("{name:<24} {p:>11.1} {q:>9.1}");
+        if name.ends_with("keeping up") {
+            println!("{name:<24} {:>21}", format!("{q:.1} (both)"));
+        } else {
+            println!("{name:<24} {p:>11.1} {q:>9.1}");
+        }
     }
     let show = |(m, lo, hi): (f64, f64, f64)| format!("{m:+.1} ns/msg [{lo:+.1}, {hi:+.1}]");
     println!("one clock read (StampClock::Monotonic.now_ns): {:.1} ns", c.clock_ns);
@@ -253,5 +297,9 @@ pub(crate) fn print(c: &TapCost) {
     println!(
         "  recording beyond that clock read (recorded - clocked, 1 fragment a poll): {}",
         show(c.record_each_beyond_clock)
+    );
+    println!(
+        "  the same, keeping up (each message polled once published, latencies not rising): {}",
+        show(c.record_kept_up_beyond_clock)
     );
 }
