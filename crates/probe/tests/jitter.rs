@@ -377,8 +377,9 @@ impl Drop for Hog {
 /// How many runs of [`three_runs`] may be set aside because a thread nobody planted was the
 /// largest cause of a band (kdamond or a tokio worker of the VM's agent; our media driver
 /// moved onto a hot core while a hog held the other): the probe named it rightly, but then the
-/// run cannot show the plant.
-const INTERFERED_MAX: usize = 2;
+/// run cannot show the plant. Four: a CI run of 2026-11-27 saw three in one test (kdamond
+/// twice, then the agent's tokio worker).
+const INTERFERED_MAX: usize = 4;
 
 /// What the tests plant that preempts a measured thread (the channel hand-off's thread too).
 const PLANTED: [&str; 4] = ["hogz", "plant-helper", "lock-helper", "aeron-handoff"];
