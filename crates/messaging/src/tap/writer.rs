@@ -411,6 +411,10 @@ impl Writer {
             }
         }
         self.last_round = Some(round);
+        // Spare counts for the sources still there, no more: publishers that came and went do
+        // not leave their histograms behind.
+        let live = got.retired.iter().filter(|r| !**r).count();
+        self.spare.truncate(live);
         if got.retired.iter().any(|r| *r) {
             let gone: Vec<&Arc<Source>> = got
                 .sources
