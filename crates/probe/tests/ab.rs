@@ -91,20 +91,26 @@ fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
         .all(|r| r["a"]["count"].as_u64() == Some(3_000) && r["b"]["count"].as_u64() == Some(3_000)));
 
     let dir = std::env::temp_dir().join(format!("ab-out-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let (out, planted) = ab(
-        "ab-planted",
-        &[
-            "--rounds",
-            "8",
-            "--b",
-            "--plant-delay-ns 20000",
-            "--fail-on",
-            "worse",
-            "--out",
-            dir.to_str().unwrap(),
-        ],
-    );
+    // A run in which B, 20 us slower by plant, was faster than A at p50 in some round was
+    // disturbed by something else on the machine (a CI run of 2026-11-27: one such round of
+    // eight, "no change"): it is set aside once, said so, and run again.
+    let (out, planted) = (1..=2)
+        .find_map(|attempt| {
+            let _ = std::fs::remove_dir_all(&dir);
+            let args = ["--rounds", "8", "--b", "--plant-delay-ns 20000", "--fail-on", "worse"];
+            let (out, planted) = ab(
+                &format!("ab-planted-{attempt}"),
+                &[&args[..], &["--out", dir.to_str().unwrap()]].concat(),
+            );
+            let v = verdict(&planted, "p50");
+            let disturbed = v["verdict"] != "worse" && v["b_better_rounds"].as_u64().unwrap_or(0) > 0;
+            if attempt == 1 && disturbed {
+                eprintln!("planted run 1 set aside: B was faster than A in a round: {v}");
+                return None;
+            }
+            Some((out, planted))
+        })
+        .expect("the second attempt is always kept");
     let v = verdict(&planted, "p50");
     assert_eq!(v["verdict"], "worse", "planted +20 us at p50: {v}");
     assert!(
