@@ -6,7 +6,8 @@
 //!   [`Subscriber::is_connected`](crate::Subscriber::is_connected) are one atomic load each,
 //!   never the client conductor's lock: fit for a hot loop;
 //! - an image they count is read by the subscriber's next poll (its reader is handed to the
-//!   poll side before it is counted);
+//!   poll side before it is counted), unless its position counter is not one of the driver's
+//!   counters (no Aeron driver does that), when no poll reads it;
 //! - every image that becomes available or unavailable is one [`ImageEvent`], queued by the
 //!   client conductor thread (which does nothing else with it: Aeron's rule for these
 //!   handlers) and taken from the service's own thread with
