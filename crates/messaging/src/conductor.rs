@@ -15,7 +15,7 @@ use aeron_rs::command::correlated_message_flyweight::CORRELATED_MESSAGE_LENGTH;
 use aeron_rs::concurrent::atomic_buffer::AtomicBuffer;
 use aeron_rs::concurrent::counters::CountersReader;
 use aeron_rs::concurrent::ring_buffer::ManyToOneRingBuffer;
-use aeron_rs::utils::errors::error_log_reader;
+use aeron_rs::utils::errors::{error_log_reader, AeronError};
 use aeron_rs::utils::memory_mapped_file::MemoryMappedFile;
 
 use crate::error::{AddError, AsyncError, LivenessError};
@@ -93,6 +93,9 @@ pub(crate) struct Shared {
     pub(crate) timeout_ms: i64,
     /// Our own mapping of the driver's cnc.dat (outlives `heartbeat` and `Inner::to_driver`).
     pub(crate) cnc: MemoryMappedFile,
+    /// Subscriptions whose pending add was dropped before it handed them over
+    /// ([`release_abandoned`]).
+    pub(crate) abandoned: Mutex<Vec<i64>>,
 }
 
 // SAFETY: `Aeron` holds `Arc<Mutex<..>>`s and raw pointers into memory maps it owns for its
@@ -222,12 +225,26 @@ pub(crate) fn conductor_loop(shared: &Shared, mut errors: DriverErrors) {
             std::thread::sleep(CONDUCTOR_IDLE);
             continue;
         }
-        if let Ok(g) = shared.aeron.lock() {
-            if let Some(a) = g.as_ref() {
+        if let Ok(mut g) = shared.aeron.lock() {
+            if let Some(a) = g.as_mut() {
                 a.conductor_agent_invoker().invoke();
+                release_abandoned(a, &shared.abandoned);
             }
         }
         std::thread::sleep(CONDUCTOR_IDLE);
+    }
+}
+
+/// Drops the subscriptions whose pending add was dropped before it handed them over, once the
+/// driver has answered. aeron-rs holds a strong reference to a new subscription until it is
+/// found; were it still there when the client closes, aeron-rs would drop it under its own
+/// conductor lock (`close_all_resources`) and hang, as [`AeronHandle`] explains. Found and
+/// dropped here, between duty cycles, it is removed from the driver at once. Registrations the
+/// driver has not answered yet stay listed; the rest (refused, timed out) are forgotten.
+fn release_abandoned(aeron: &mut Aeron, abandoned: &Mutex<Vec<i64>>) {
+    let mut ids = abandoned.lock().unwrap_or_else(PoisonError::into_inner);
+    if !ids.is_empty() {
+        ids.retain(|&id| matches!(aeron.find_subscription(id), Err(AeronError::SubscriptionNotReady(_))));
     }
 }
 
@@ -302,6 +319,9 @@ impl Drop for Inner {
             let _ = t.join();
         }
         if let Ok(mut g) = self.shared.aeron.lock() {
+            if let Some(a) = g.as_mut() {
+                release_abandoned(a, &self.shared.abandoned);
+            }
             g.take();
         }
         self.send_client_close();

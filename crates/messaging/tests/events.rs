@@ -1,7 +1,8 @@
 //! What reaches a service besides messages, against a real driver: image available and
 //! unavailable events (with the publisher's session, in order, counted exactly), an image
-//! counted is one the next poll reads, and errors the media driver logs, handed to the client's
-//! error handler instead of stderr.
+//! counted is one the next poll reads, dropping subscribers and pending subscriptions never hangs
+//! the client, and errors the media driver logs, handed to the client's error handler instead
+//! of stderr.
 #![cfg(feature = "embedded-driver")]
 
 mod common;
@@ -96,12 +97,16 @@ fn an_image_counted_is_read_by_the_next_poll_and_dropping_it_then_never_hangs() 
         let client = Client::connect(d.dir()).unwrap();
         let mut keeper = client.subscription("aeron:ipc", 52).unwrap();
         let mut publ = client.exclusive_publication("aeron:ipc", 52).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
         while !publ.is_connected() {
+            assert!(Instant::now() < deadline, "the publication never connected");
             std::thread::sleep(Duration::from_millis(1));
         }
         for round in 0..ROUNDS {
             let mut sub = client.subscription("aeron:ipc", 52).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(10);
             while sub.image_count() == 0 {
+                assert!(Instant::now() < deadline, "round {round}: no image in 10 s");
                 std::thread::yield_now();
             }
             let sent: [u8; 8] = u64::to_le_bytes(round);
@@ -135,6 +140,38 @@ fn an_image_counted_is_read_by_the_next_poll_and_dropping_it_then_never_hangs() 
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("round {done} failed"),
         }
     }
+}
+
+/// A subscription added and dropped before its pending add handed it over, after the driver
+/// answered: closing the client afterwards does not hang (aeron-rs held the last reference to
+/// it and dropped it under its own conductor lock when the client closed), and the client goes
+/// on adding and using other subscriptions meanwhile.
+#[test]
+fn a_pending_subscription_dropped_after_the_driver_answered_never_hangs_the_client() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let d = common::driver();
+        let client = Client::connect(d.dir()).unwrap();
+        let pending = client.async_add_subscription("aeron:ipc", 53).unwrap();
+        // Longer than the driver takes to answer and the conductor to take the answer.
+        std::thread::sleep(Duration::from_millis(300));
+        drop(pending);
+        let mut sub = client.subscription("aeron:ipc", 54).unwrap();
+        let mut publ = client.publication("aeron:ipc", 54).unwrap();
+        common::wait_until_connected(&publ, &sub);
+        while publ.offer(b"after").is_err() {
+            std::thread::yield_now();
+        }
+        let mut got = 0;
+        while got == 0 {
+            got = sub.poll(&mut |_: &[u8], _: &MessageHeader<'_>| {}, 10).unwrap();
+        }
+        drop((sub, publ));
+        drop(client);
+        let _ = tx.send(());
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the client hung closing after a pending subscription was dropped");
 }
 
 #[test]

@@ -250,7 +250,8 @@ impl PendingExclusivePublication {
 }
 
 /// A subscription being added ([`Client::async_add_subscription`]). Dropped before it handed
-/// over the [`Subscriber`], the subscription stays with the driver until the client closes.
+/// over the [`Subscriber`], the subscription is removed from the driver once the driver has
+/// answered (within a duty cycle of the client conductor after that).
 #[must_use = "poll it until it hands over the Subscriber"]
 pub struct PendingSubscription {
     pending: Pending,
@@ -263,6 +264,20 @@ pub struct PendingSubscription {
 impl fmt::Debug for PendingSubscription {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.pending.fmt(f)
+    }
+}
+
+impl Drop for PendingSubscription {
+    fn drop(&mut self) {
+        // Not handed over: the conductor lets aeron-rs's reference go once the driver answered.
+        if self.changes.is_some() {
+            let shared = &self.pending.inner.shared;
+            let mut ids = shared
+                .abandoned
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            ids.push(self.pending.id);
+        }
     }
 }
 

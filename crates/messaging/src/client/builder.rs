@@ -164,6 +164,7 @@ impl ClientBuilder {
             heartbeat,
             timeout_ms: timeout.as_millis() as i64,
             cnc,
+            abandoned: Mutex::default(),
         });
         let conductor = start_conductor(&shared, &dir)?;
         Ok(Client {
