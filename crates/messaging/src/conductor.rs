@@ -240,11 +240,18 @@ pub(crate) fn conductor_loop(shared: &Shared, mut errors: DriverErrors) {
 /// found; were it still there when the client closes, aeron-rs would drop it under its own
 /// conductor lock (`close_all_resources`) and hang, as [`AeronHandle`] explains. Found and
 /// dropped here, between duty cycles, it is removed from the driver at once. Registrations the
-/// driver has not answered yet stay listed; the rest (refused, timed out) are forgotten.
+/// driver has not answered yet stay listed, also past the driver timeout (a busy driver may
+/// answer later, and aeron-rs then caches the subscription all the same); refused ones are
+/// forgotten.
 fn release_abandoned(aeron: &mut Aeron, abandoned: &Mutex<Vec<i64>>) {
     let mut ids = abandoned.lock().unwrap_or_else(PoisonError::into_inner);
     if !ids.is_empty() {
-        ids.retain(|&id| matches!(aeron.find_subscription(id), Err(AeronError::SubscriptionNotReady(_))));
+        ids.retain(|&id| {
+            matches!(
+                aeron.find_subscription(id),
+                Err(AeronError::SubscriptionNotReady(_) | AeronError::DriverTimeout(_))
+            )
+        });
     }
 }
 

@@ -3,7 +3,8 @@
 //! process (its heartbeat goes stale), and a client paused for longer than the driver's client
 //! liveness timeout. Each checks the typed cause, how soon it is noticed
 //! (within the driver timeout plus slack), and that what was received before stays received
-//! (with feature `tap`, also in a recording subscription's figure).
+//! (with feature `tap`, also in a recording subscription's figure). And a live driver too busy
+//! to answer an add within the client's timeout.
 #![cfg(feature = "embedded-driver")]
 
 mod common;
@@ -438,5 +439,81 @@ fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
     assert!(
         took < (TIMEOUT + SLACK).as_millis() as f64,
         "noticed {took} ms after the resume"
+    );
+}
+
+/// A subscription whose add the driver answers only after the client's driver timeout, while
+/// its heartbeat stays fresh: the client reports the timeout, the pending add is dropped, and
+/// the driver's late answer does not hang the client's close (aeron-rs would hold the new
+/// subscription until the close and drop it under its own conductor lock). The driver is kept
+/// busy by two publications whose logs (1.5 GiB each, in /dev/shm) it fills with zeros before it
+/// reads the next command; in its dedicated threading mode that work is off the conductor,
+/// which goes on beating.
+#[test]
+fn a_subscription_the_driver_answers_after_the_timeout_never_hangs_the_client() {
+    const SHORT: Duration = Duration::from_millis(400);
+    // The client's keepalives wait behind the busy command too: the driver's client liveness
+    // timeout (its driver timeout here) is long, the client's own driver timeout short.
+    let driver = common::DriverProcess::spawn_with(
+        &private_dir("late"),
+        Duration::from_secs(10),
+        &[("AERON_THREADING_MODE", "DEDICATED"), ("AERON_TIMER_INTERVAL", "10ms")],
+    );
+    let dir = driver.dir.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let client = Client::builder().dir(&dir).driver_timeout(SHORT).build().unwrap();
+        let started = Instant::now();
+        let big: Vec<_> = [70, 71]
+            .map(|stream| client.async_add_publication("aeron:ipc?term-length=512m|sparse=false", stream))
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let mut late = client.async_add_subscription("aeron:ipc", 72).unwrap();
+        let refused = loop {
+            match late.poll() {
+                Ok(None) => std::thread::sleep(Duration::from_millis(1)),
+                Ok(Some(_)) => break None,
+                Err(e) => break Some(e),
+            }
+        };
+        let answered_late = matches!(refused, Some(AddError::Timeout { .. }));
+        // The conductor looks at the dropped add while the driver is still busy.
+        drop(late);
+        std::thread::sleep(Duration::from_millis(20));
+        // Once a later add is answered, the driver has answered the dropped one too, and the
+        // conductor has taken that answer (the driver answers in order).
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let after = loop {
+            match client.subscription("aeron:ipc", 73) {
+                Ok(s) => break s,
+                Err(AddError::Timeout { .. }) if Instant::now() < deadline => {}
+                Err(e) => panic!("a later subscription: {e}"),
+            }
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !client.is_closed(),
+            "the client lost its driver: {}",
+            client.liveness().describe()
+        );
+        eprintln!(
+            "the driver answered the later add {:?} after the first",
+            started.elapsed()
+        );
+        drop((after, big));
+        drop(client);
+        let _ = tx.send(answered_late);
+    });
+    let answered_late = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(late) => late,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the client hung closing after the driver answered a dropped subscription late")
+        }
+        Err(e) => panic!("the client's thread failed (its panic is above): {e}"),
+    };
+    assert!(
+        answered_late,
+        "the driver answered within the timeout: nothing was tested"
     );
 }
