@@ -14,6 +14,49 @@ pub(crate) fn check_channel(channel: &str) -> Result<CString, AddError> {
     })
 }
 
+/// [`check_channel`] for a publication: also refuses a `term-length` whose log the client could
+/// not map ([`MAX_MAPPED_TERM_LENGTH`]).
+pub(crate) fn check_publication_channel(channel: &str) -> Result<CString, AddError> {
+    let c = check_channel(channel)?;
+    let params = channel.split_once('?').map_or("", |(_, p)| p);
+    let term = params.split('|').rev().find_map(|p| p.strip_prefix("term-length="));
+    if let Some(len) = term.and_then(parse_bytes) {
+        check_mapped_term_length(len).map_err(|reason| AddError::InvalidChannel {
+            channel: channel.to_owned(),
+            reason: format!("its term-length: {reason}"),
+        })?;
+    }
+    Ok(c)
+}
+
+/// The longest term whose log a `messaging` client maps: 512 MiB. aeron-rs 0.1.8, which maps
+/// the logs of a client's publications and images, addresses a log with 32-bit offsets, and a
+/// log of three 1 GiB terms (Aeron's largest) is over 2 GiB: the client crashes mapping it.
+pub(crate) const MAX_MAPPED_TERM_LENGTH: usize = 512 << 20;
+
+/// Refuses a term length above [`MAX_MAPPED_TERM_LENGTH`], saying why and what to use.
+pub(crate) fn check_mapped_term_length(len: usize) -> Result<(), String> {
+    if len > MAX_MAPPED_TERM_LENGTH {
+        return Err(format!(
+            "term length {len} makes a log over 2 GiB, which messaging's client (aeron-rs 0.1.8) cannot map (it \
+             would crash mapping it); use 512m (536870912) or less"
+        ));
+    }
+    Ok(())
+}
+
+/// A byte count in Aeron's syntax (`65536`, `64k`, `16m`, `1g`, any case).
+pub(crate) fn parse_bytes(v: &str) -> Option<usize> {
+    let v = v.trim().to_ascii_lowercase();
+    let (num, mult) = match v.chars().last()? {
+        'k' => (&v[..v.len() - 1], 1 << 10),
+        'm' => (&v[..v.len() - 1], 1 << 20),
+        'g' => (&v[..v.len() - 1], 1 << 30),
+        _ => (v.as_str(), 1),
+    };
+    num.parse::<usize>().ok()?.checked_mul(mult)
+}
+
 /// The longest channel URI Aeron takes, in bytes (`AERON_URI_MAX_LENGTH`, 4096 with the NUL).
 pub const MAX_CHANNEL_LENGTH: usize = 4095;
 
@@ -197,6 +240,31 @@ fn check_host_port(key: &str, value: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A publication's term-length whose log aeron-rs could not map is refused before the add;
+    /// Aeron's own rules for it stay the driver's.
+    #[test]
+    fn a_publication_whose_log_the_client_cannot_map_is_refused() {
+        for ok in [
+            "aeron:ipc",
+            "aeron:ipc?term-length=512m",
+            "aeron:udp?endpoint=localhost:40123|term-length=536870912",
+            "aeron:ipc?term-length=1g|term-length=64k",
+            "aeron:ipc?term-length=lots",
+        ] {
+            assert!(check_publication_channel(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "aeron:ipc?term-length=1g",
+            "aeron:ipc?term-length=1G",
+            "aeron:udp?endpoint=localhost:40123|term-length=1073741824",
+            "aeron:ipc?term-length=64k|term-length=2g",
+        ] {
+            let e = check_publication_channel(bad).unwrap_err().to_string();
+            assert!(e.contains("cannot map") && e.contains("512m"), "{bad}: {e}");
+        }
+        assert_eq!(parse_bytes("99999999999999999g"), None);
+    }
 
     #[test]
     fn channels_are_checked_before_reaching_the_driver() {

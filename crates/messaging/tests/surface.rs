@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::{driver, wait_until_connected};
 use messaging::{
-    Client, ConcurrentPublication, ControlledAction, HeaderValues, IdleStrategy, MessageHeader, OfferError, Subscriber,
+    AddError, Client, ConcurrentPublication, ControlledAction, HeaderValues, IdleStrategy, MessageHeader, OfferError,
+    Subscriber,
 };
 
 /// Aeron's frame alignment and data header length.
@@ -216,4 +217,19 @@ fn an_async_add_returns_at_once_and_hands_over_working_handles_when_polled() {
     assert_eq!(receive(&mut sub, 1)[0].0, b"async");
     // A bad channel fails at the start, not at a poll.
     assert!(client.async_add_publication("aeron:tcp?endpoint=x:1", 44).is_err());
+    // So does a log the client could not map (aeron-rs crashed mapping logs over 2 GiB),
+    // from either publication; the client goes on.
+    let big = "aeron:ipc?term-length=1g";
+    for e in [
+        client.async_add_publication(big, 45).unwrap_err(),
+        client.async_add_exclusive_publication(big, 45).unwrap_err(),
+        client.publication(big, 45).unwrap_err(),
+    ] {
+        assert!(
+            matches!(e, AddError::InvalidChannel { .. }) && e.to_string().contains("512m"),
+            "{e}"
+        );
+    }
+    offer(&mut publ, |p| p.offer(b"after"));
+    assert_eq!(receive(&mut sub, 1)[0].0, b"after");
 }

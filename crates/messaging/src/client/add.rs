@@ -12,7 +12,7 @@ use aeron_rs::image::Image;
 use aeron_rs::utils::errors::{AeronError, GenericError};
 
 use super::Client;
-use crate::channel::check_channel;
+use crate::channel::{check_channel, check_publication_channel};
 use crate::conductor::{AeronHandle, Inner};
 use crate::error::AddError;
 use crate::images::Images;
@@ -58,13 +58,14 @@ impl Client {
     /// `asyncAddExclusivePublication`): poll the [`PendingExclusivePublication`].
     ///
     /// # Errors
-    /// [`AddError`]: a bad channel, or the command could not be sent.
+    /// [`AddError`]: a bad channel (also a `term-length` over 512m, whose log this client could
+    /// not map), or the command could not be sent.
     pub fn async_add_exclusive_publication(
         &self,
         channel: &str,
         stream_id: i32,
     ) -> Result<PendingExclusivePublication, AddError> {
-        let c = check_channel(channel)?;
+        let c = check_publication_channel(channel)?;
         let started = Instant::now();
         let id = self
             .inner
@@ -80,9 +81,10 @@ impl Client {
     /// [`ConcurrentPublication`], instead of blocking in [`publication`](Self::publication).
     ///
     /// # Errors
-    /// [`AddError`]: a bad channel, or the command could not be sent.
+    /// [`AddError`]: a bad channel (also a `term-length` over 512m, whose log this client could
+    /// not map), or the command could not be sent.
     pub fn async_add_publication(&self, channel: &str, stream_id: i32) -> Result<PendingPublication, AddError> {
-        let c = check_channel(channel)?;
+        let c = check_publication_channel(channel)?;
         let started = Instant::now();
         let id = self
             .inner

@@ -78,14 +78,15 @@ impl EmbeddedDriverBuilder {
         self
     }
 
-    /// Term length for network publications (power of two, 64 KiB..1 GiB).
+    /// Term length for network publications (power of two, 64 KiB..512 MiB: see
+    /// [`check_term_length`](crate::check_term_length)).
     #[must_use]
     pub fn term_length(mut self, bytes: usize) -> Self {
         self.term_length = Some(bytes);
         self
     }
 
-    /// Term length for IPC publications (power of two, 64 KiB..1 GiB). Small terms keep
+    /// Term length for IPC publications (power of two, 64 KiB..512 MiB). Small terms keep
     /// tests light; large ones absorb bursts.
     #[must_use]
     pub fn ipc_term_length(mut self, bytes: usize) -> Self {
@@ -249,8 +250,17 @@ impl EmbeddedDriverBuilder {
         })
     }
 
-    /// The IPC term length the driver will use, checked against Aeron's rule.
+    /// The IPC term length the driver will use, checked with the network one against Aeron's
+    /// rule and what a `messaging` client maps ([`check_term_length`]).
     fn checked_ipc_term_length(&self) -> Result<usize, DriverLaunchError> {
+        let term = self
+            .term_length
+            .or_else(|| env_bytes("AERON_TERM_BUFFER_LENGTH"))
+            .unwrap_or(16 << 20);
+        check_term_length(term).map_err(|detail| DriverLaunchError::Config {
+            setting: "term length",
+            detail,
+        })?;
         let ipc_term = self.effective_ipc_term_length();
         check_term_length(ipc_term).map_err(|detail| DriverLaunchError::Config {
             setting: "ipc term length",
@@ -492,6 +502,26 @@ mod tests {
         assert_eq!(a.parent(), default.parent());
         // Without a dir the driver goes where clients look by default.
         assert_eq!(EmbeddedDriver::builder().dir, None);
+    }
+
+    /// Terms whose logs a client could not map are refused before anything starts.
+    #[test]
+    fn terms_a_client_cannot_map_are_refused_before_the_start() {
+        for (b, setting) in [
+            (EmbeddedDriver::builder().term_length(1 << 30), "term length"),
+            (EmbeddedDriver::builder().ipc_term_length(1 << 30), "ipc term length"),
+        ] {
+            let b = b.private_dir();
+            let dir = b.dir.clone().unwrap();
+            match b.spawn() {
+                Err(DriverLaunchError::Config { setting: s, detail }) => {
+                    assert_eq!(s, setting);
+                    assert!(detail.contains("cannot map") && detail.contains("512m"), "{detail}");
+                }
+                other => panic!("{setting} of 1 GiB: {:?}", other.map(|_| ())),
+            }
+            assert!(!dir.exists(), "nothing was created");
+        }
     }
 
     #[test]

@@ -119,7 +119,7 @@ pub struct Args {
     /// Idle strategy of both hot threads: spin, noop, yield, sleep-ns[:N], backoff
     #[arg(long, default_value = "spin", value_parser = parse_idle)]
     pub idle: aeron_latency::messaging::IdleStrategy,
-    /// IPC term length of the embedded driver: bytes (power of two, 64 KiB..1 GiB; 1m = 1 MiB), or
+    /// IPC term length of the embedded driver: bytes (power of two, 64 KiB..512 MiB; 1m = 1 MiB), or
     /// fit: the smallest that holds the run's messages twice over, at most 64 MiB (what ab uses:
     /// a short run then spends far less time allocating and freeing its logs) [default:
     /// $AERON_IPC_TERM_BUFFER_LENGTH, else 64 MiB]
