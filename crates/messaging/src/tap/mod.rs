@@ -85,6 +85,7 @@
 
 mod builder;
 mod collect;
+mod deflate;
 mod export;
 mod handover;
 mod phaser;

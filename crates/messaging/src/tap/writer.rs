@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
-use hdrhistogram::serialization::V2DeflateSerializer;
 
 use super::builder::TapBuilder;
 use super::collect::collect;
+use super::deflate::Deflate;
 use super::export::{self, FigureView};
 use super::handover::Handover;
 use super::record::{Counts, FigureRecorder, Source};
@@ -306,7 +306,7 @@ struct Writer {
     interval_sum: Counts,
     /// Emptied counts of earlier intervals, for the next ones (no allocation per interval).
     spare: Vec<Counts>,
-    serializer: V2DeflateSerializer,
+    serializer: Deflate,
     slowest: SlowestFile,
 }
 
@@ -333,7 +333,7 @@ impl Writer {
             totals: Vec::new(),
             files: Vec::new(),
             logs: Vec::new(),
-            serializer: V2DeflateSerializer::new(),
+            serializer: Deflate::new(),
             slowest: SlowestFile::new(&b.dir),
         }
     }
