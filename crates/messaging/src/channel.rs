@@ -15,12 +15,13 @@ pub(crate) fn check_channel(channel: &str) -> Result<CString, AddError> {
 }
 
 /// [`check_channel`] for a publication: also refuses a `term-length` whose log the client could
-/// not map ([`MAX_MAPPED_TERM_LENGTH`]).
+/// not map ([`MAX_MAPPED_TERM_LENGTH`]). Every `term-length` given counts: Aeron's C driver
+/// takes the first of repeated keys, its Java client the last.
 pub(crate) fn check_publication_channel(channel: &str) -> Result<CString, AddError> {
     let c = check_channel(channel)?;
     let params = channel.split_once('?').map_or("", |(_, p)| p);
-    let term = params.split('|').rev().find_map(|p| p.strip_prefix("term-length="));
-    if let Some(len) = term.and_then(parse_bytes) {
+    let terms = params.split('|').filter_map(|p| p.strip_prefix("term-length="));
+    for len in terms.filter_map(parse_bytes) {
         check_mapped_term_length(len).map_err(|reason| AddError::InvalidChannel {
             channel: channel.to_owned(),
             reason: format!("its term-length: {reason}"),
@@ -32,6 +33,8 @@ pub(crate) fn check_publication_channel(channel: &str) -> Result<CString, AddErr
 /// The longest term whose log a `messaging` client maps: 512 MiB. aeron-rs 0.1.8, which maps
 /// the logs of a client's publications and images, addresses a log with 32-bit offsets, and a
 /// log of three 1 GiB terms (Aeron's largest) is over 2 GiB: the client crashes mapping it.
+/// (Three 512 MiB terms and the 4 KiB of metadata fit, with the driver's file page size up to
+/// 256 MiB: [`check_mapped_log`].)
 pub(crate) const MAX_MAPPED_TERM_LENGTH: usize = 512 << 20;
 
 /// Refuses a term length above [`MAX_MAPPED_TERM_LENGTH`], saying why and what to use.
@@ -45,16 +48,38 @@ pub(crate) fn check_mapped_term_length(len: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// A byte count in Aeron's syntax (`65536`, `64k`, `16m`, `1g`, any case).
+/// Refuses terms whose log, as the driver sizes it (three terms and 4 KiB of metadata, rounded
+/// up to its file page size), is 2 GiB or more: what aeron-rs 0.1.8 cannot map.
+#[cfg_attr(not(feature = "embedded-driver"), allow(dead_code))]
+pub(crate) fn check_mapped_log(term: usize, page: usize) -> Result<(), String> {
+    check_mapped_term_length(term)?;
+    let log = (3 * term as u64 + 4096).next_multiple_of(page.max(1) as u64);
+    if log > i32::MAX as u64 {
+        return Err(format!(
+            "terms of {term} with a file page size of {page} make a log of {log} bytes, 2 GiB or more, which \
+             messaging's client (aeron-rs 0.1.8) cannot map (it would crash mapping it); use a smaller term or \
+             page size"
+        ));
+    }
+    Ok(())
+}
+
+/// A byte count as Aeron's C driver reads one (`aeron_parse_size64`): decimal digits after
+/// optional leading whitespace and `+`, then optionally `k`, `m` or `g` in either case (what
+/// follows that letter is not looked at: `1gb` is 1 GiB); `None` for anything else.
 pub(crate) fn parse_bytes(v: &str) -> Option<usize> {
-    let v = v.trim().to_ascii_lowercase();
-    let (num, mult) = match v.chars().last()? {
-        'k' => (&v[..v.len() - 1], 1 << 10),
-        'm' => (&v[..v.len() - 1], 1 << 20),
-        'g' => (&v[..v.len() - 1], 1 << 30),
-        _ => (v.as_str(), 1),
+    let v = v.trim_start();
+    let v = v.strip_prefix('+').unwrap_or(v);
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let n: usize = v[..digits].parse().ok()?;
+    let mult = match v[digits..].chars().next() {
+        None => 1,
+        Some('k' | 'K') => 1 << 10,
+        Some('m' | 'M') => 1 << 20,
+        Some('g' | 'G') => 1 << 30,
+        Some(_) => return None,
     };
-    num.parse::<usize>().ok()?.checked_mul(mult)
+    n.checked_mul(mult)
 }
 
 /// The longest channel URI Aeron takes, in bytes (`AERON_URI_MAX_LENGTH`, 4096 with the NUL).
@@ -249,7 +274,7 @@ mod tests {
             "aeron:ipc",
             "aeron:ipc?term-length=512m",
             "aeron:udp?endpoint=localhost:40123|term-length=536870912",
-            "aeron:ipc?term-length=1g|term-length=64k",
+            "aeron:ipc?term-length=64k|term-length=512M",
             "aeron:ipc?term-length=lots",
         ] {
             assert!(check_publication_channel(ok).is_ok(), "{ok}");
@@ -257,13 +282,47 @@ mod tests {
         for bad in [
             "aeron:ipc?term-length=1g",
             "aeron:ipc?term-length=1G",
+            "aeron:ipc?term-length=1gb",
             "aeron:udp?endpoint=localhost:40123|term-length=1073741824",
+            // The C driver takes the first, Java the last: either is refused.
+            "aeron:ipc?term-length=1g|term-length=64k",
             "aeron:ipc?term-length=64k|term-length=2g",
         ] {
             let e = check_publication_channel(bad).unwrap_err().to_string();
             assert!(e.contains("cannot map") && e.contains("512m"), "{bad}: {e}");
         }
-        assert_eq!(parse_bytes("99999999999999999g"), None);
+    }
+
+    /// Sizes read as `aeron_parse_size64` reads them.
+    #[test]
+    fn sizes_are_read_as_aeron_reads_them() {
+        for (text, bytes) in [
+            ("65536", Some(65536)),
+            ("64k", Some(64 << 10)),
+            ("16M", Some(16 << 20)),
+            ("1g", Some(1 << 30)),
+            ("1gb", Some(1 << 30)),
+            (" +2K", Some(2 << 10)),
+            ("", None),
+            ("k", None),
+            ("-1", None),
+            ("1t", None),
+            ("1 k", None),
+            ("99999999999999999g", None),
+        ] {
+            assert_eq!(parse_bytes(text), bytes, "{text:?}");
+        }
+    }
+
+    /// A log as the driver sizes it must stay under 2 GiB, page size included.
+    #[test]
+    fn a_log_of_two_gib_or_more_is_refused() {
+        assert!(check_mapped_log(512 << 20, 4096).is_ok());
+        assert!(check_mapped_log(512 << 20, 256 << 20).is_ok());
+        for (term, page) in [(512 << 20, 512 << 20), (512 << 20, 1 << 30), (1 << 30, 4096)] {
+            let e = check_mapped_log(term, page).unwrap_err();
+            assert!(e.contains("cannot map"), "{term} {page}: {e}");
+        }
     }
 
     #[test]

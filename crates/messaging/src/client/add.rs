@@ -24,7 +24,8 @@ impl Client {
     /// Adds a publication and waits until the driver has created it.
     ///
     /// # Errors
-    /// [`AddError`]: bad channel, rejected by the driver, no answer within the driver timeout.
+    /// [`AddError`]: bad channel (also a `term-length` over 512m, whose log this client could not
+    /// map), rejected by the driver, no answer within the driver timeout.
     pub fn publication(&self, channel: &str, stream_id: i32) -> Result<ConcurrentPublication, AddError> {
         let mut pending = self.async_add_publication(channel, stream_id)?;
         wait_for(|| pending.poll())
@@ -47,8 +48,9 @@ impl Client {
     /// one stream.
     ///
     /// # Errors
-    /// [`AddError`]: bad channel, rejected by the driver, no answer within the driver timeout,
-    /// or the log file could not be mapped.
+    /// [`AddError`]: bad channel (also a `term-length` over 512m, whose log this client could not
+    /// map), rejected by the driver, no answer within the driver timeout, or the log file could
+    /// not be mapped.
     pub fn exclusive_publication(&self, channel: &str, stream_id: i32) -> Result<ExclusivePublication, AddError> {
         let mut pending = self.async_add_exclusive_publication(channel, stream_id)?;
         wait_for(|| pending.poll())

@@ -237,6 +237,7 @@ impl EmbeddedDriverBuilder {
         deny_world_write();
         let ctx = self.context(&dir, self.delete_on_start || dead_driver_left)?;
         let settings = DriverSettings::read(&ctx);
+        check_logs(&settings)?;
         let on_error = self.on_error.unwrap_or_else(|| Arc::new(crate::conductor::print_error));
         let started = start(ctx, on_error)?;
         Ok(EmbeddedDriver {
@@ -383,6 +384,19 @@ fn c_words(e: &AeronCError) -> String {
     crate::error::aeron_error_line(e.get_last_err_message()).unwrap_or_else(|| e.to_string())
 }
 
+/// The logs of the terms the driver will use, as it sizes them (its options, environment and
+/// file page size applied), are ones a `messaging` client maps.
+fn check_logs(settings: &DriverSettings) -> Result<(), DriverLaunchError> {
+    let page = settings.file_page_size;
+    for (setting, term) in [
+        ("term length", settings.term_buffer_length),
+        ("ipc term length", settings.ipc_term_buffer_length),
+    ] {
+        crate::channel::check_mapped_log(term, page).map_err(|detail| DriverLaunchError::Config { setting, detail })?;
+    }
+    Ok(())
+}
+
 /// Sets one option on the context.
 fn apply(
     ctx: &AeronDriverContext,
@@ -507,16 +521,28 @@ mod tests {
     /// Terms whose logs a client could not map are refused before anything starts.
     #[test]
     fn terms_a_client_cannot_map_are_refused_before_the_start() {
+        let opt = |name, value| crate::DriverOption::parse(name, value).unwrap();
         for (b, setting) in [
             (EmbeddedDriver::builder().term_length(1 << 30), "term length"),
             (EmbeddedDriver::builder().ipc_term_length(1 << 30), "ipc term length"),
+            // By name (the probe's --driver-opt), and by a page size that rounds the log up.
+            (
+                EmbeddedDriver::builder().option(opt("aeron.term.buffer.length", "1g")),
+                "term length",
+            ),
+            (
+                EmbeddedDriver::builder()
+                    .ipc_term_length(512 << 20)
+                    .option(opt("aeron.file.page.size", "1g")),
+                "ipc term length",
+            ),
         ] {
             let b = b.private_dir();
             let dir = b.dir.clone().unwrap();
             match b.spawn() {
                 Err(DriverLaunchError::Config { setting: s, detail }) => {
                     assert_eq!(s, setting);
-                    assert!(detail.contains("cannot map") && detail.contains("512m"), "{detail}");
+                    assert!(detail.contains("cannot map"), "{detail}");
                 }
                 other => panic!("{setting} of 1 GiB: {:?}", other.map(|_| ())),
             }

@@ -136,7 +136,9 @@ impl DriverSettings {
 
 /// Aeron's rule for term lengths (a power of two from 64 KiB to 1 GiB), and the limit of
 /// `messaging`'s clients: at most 512 MiB, since aeron-rs 0.1.8, which maps the logs of a
-/// client's publications and images, crashes mapping a log over 2 GiB (three 1 GiB terms).
+/// client's publications and images, crashes mapping a log of 2 GiB or more (three 1 GiB
+/// terms; with 512 MiB terms, a file page size over 256 MiB, which
+/// [`EmbeddedDriverBuilder::spawn`](crate::EmbeddedDriverBuilder::spawn) checks too).
 ///
 /// # Errors
 /// A sentence saying what is wrong with `len` and what to use.
