@@ -180,13 +180,7 @@ pub fn buffers_text(p: &BufferPlan) -> String {
             ),
         ),
         ("SO_SNDBUF", format!("{} B  (aeron.socket.so_sndbuf)", p.sndbuf_bytes)),
-        (
-            "term length",
-            format!(
-                "{} B  (lag + recovery within half a term: term-length= on the channel)",
-                p.term_length_bytes
-            ),
-        ),
+        ("term length", term_row(p.term_length_bytes)),
     ];
     for (k, v) in rows {
         let _ = writeln!(out, "  {k:<38} {v}");
@@ -202,6 +196,18 @@ pub fn buffers_text(p: &BufferPlan) -> String {
          and on some kernels more loss (seed 003)."
     );
     out
+}
+
+/// The buffer plan's term length: where it goes, and past 512 MiB who can use it.
+fn term_row(bytes: u64) -> String {
+    let mut row = format!("{bytes} B  (lag + recovery within half a term: term-length= on the channel)");
+    if bytes > 512 << 20 {
+        row.push_str(
+            "; over 512 MiB: for Aeron's Java and C clients only (messaging's client, on aeron-rs, cannot map a log \
+             of 2 GiB or more and refuses such a channel)",
+        );
+    }
+    row
 }
 
 /// `latency-probe doctor`'s report: every check, its value, what it should be, and the fix.
@@ -306,6 +312,13 @@ pub fn loss_text(r: &LossReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_term_messaging_cannot_map_is_said_to_be_for_other_clients() {
+        assert!(!term_row(512 << 20).contains("cannot map"));
+        let row = term_row(1 << 30);
+        assert!(row.starts_with("1073741824 B") && row.contains("cannot map"), "{row}");
+    }
 
     #[test]
     fn durations_print_in_aeron_s_syntax() {
