@@ -34,7 +34,7 @@ pub(crate) fn check_publication_channel(channel: &str) -> Result<CString, AddErr
 /// the logs of a client's publications and images, addresses a log with 32-bit offsets, and a
 /// log of three 1 GiB terms (Aeron's largest) is over 2 GiB: the client crashes mapping it.
 /// (Three 512 MiB terms and the 4 KiB of metadata fit, with the driver's file page size up to
-/// 256 MiB: [`check_mapped_log`].)
+/// 256 MiB: [`check_mapped_log`]; `EmbeddedDriver` refuses a larger page.)
 pub(crate) const MAX_MAPPED_TERM_LENGTH: usize = 512 << 20;
 
 /// Refuses a term length above [`MAX_MAPPED_TERM_LENGTH`], saying why and what to use.

@@ -385,9 +385,17 @@ fn c_words(e: &AeronCError) -> String {
 }
 
 /// The logs of the terms the driver will use, as it sizes them (its options, environment and
-/// file page size applied), are ones a `messaging` client maps.
+/// file page size applied), and of a channel's term up to 512 MiB, are ones a `messaging`
+/// client maps.
 fn check_logs(settings: &DriverSettings) -> Result<(), DriverLaunchError> {
     let page = settings.file_page_size;
+    // A channel may ask for any term up to 512 MiB: its log must fit with this page size too.
+    crate::channel::check_mapped_log(crate::channel::MAX_MAPPED_TERM_LENGTH, page).map_err(|detail| {
+        DriverLaunchError::Config {
+            setting: "file page size",
+            detail,
+        }
+    })?;
     for (setting, term) in [
         ("term length", settings.term_buffer_length),
         ("ipc term length", settings.ipc_term_buffer_length),
@@ -525,19 +533,21 @@ mod tests {
         for (b, setting) in [
             (EmbeddedDriver::builder().term_length(1 << 30), "term length"),
             (EmbeddedDriver::builder().ipc_term_length(1 << 30), "ipc term length"),
-            // By name (the probe's --driver-opt), and by a page size that rounds the log up.
+            // By name (the probe's --driver-opt), and a page size that rounds a 512 MiB term's log
+            // up to 2 GiB.
             (
                 EmbeddedDriver::builder().option(opt("aeron.term.buffer.length", "1g")),
                 "term length",
             ),
             (
                 EmbeddedDriver::builder()
-                    .ipc_term_length(512 << 20)
-                    .option(opt("aeron.file.page.size", "1g")),
-                "ipc term length",
+                    .ipc_term_length(64 << 10)
+                    .option(opt("aeron.file.page.size", "512m")),
+                "file page size",
             ),
         ] {
-            let b = b.private_dir();
+            // The space check before asks for 16 MiB only.
+            let b = b.private_dir().expected_logs(0);
             let dir = b.dir.clone().unwrap();
             match b.spawn() {
                 Err(DriverLaunchError::Config { setting: s, detail }) => {
