@@ -20,9 +20,14 @@ use messaging::{
     LivenessError, MessageHeader, OfferError, PollError,
 };
 
-/// Held by the tests that time how soon a loss is noticed, and by the one that keeps a driver
-/// busy filling 3 GiB of logs (which would eat into their slack).
+/// Held by the tests that time how soon a loss is noticed (within `TIMEOUT + SLACK`), and by
+/// the one that keeps a driver busy filling 3 GiB of logs (which would eat into their slack).
 static TIMED: Mutex<()> = Mutex::new(());
+
+/// [`TIMED`], held for the rest of the test.
+fn timed() -> std::sync::MutexGuard<'static, ()> {
+    TIMED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// The driver timeout of these tests: short, so a lost driver is noticed quickly.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -94,6 +99,7 @@ fn time_to_notice(live: &DriverLiveness, since: Instant, limit: Duration) -> Dur
 
 #[test]
 fn after_a_driver_restart_a_new_client_carries_on() {
+    let _timed = timed();
     let dir = private_dir("restart");
     let spawn = || embedded_driver(&dir);
     let first = spawn();
@@ -114,6 +120,7 @@ fn after_a_driver_restart_a_new_client_carries_on() {
 
 #[test]
 fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
+    let _timed = timed();
     let dir = private_dir("orderly");
     let driver = embedded_driver(&dir);
     let (client, errors) = client_with_errors(&dir);
@@ -169,6 +176,7 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
 /// consumer sees the channel end.
 #[test]
 fn the_hand_off_thread_ends_when_the_driver_stops() {
+    let _timed = timed();
     let dir = private_dir("handoff");
     let driver = embedded_driver(&dir);
     let client = client(&dir);
@@ -205,7 +213,7 @@ fn driver_process() {
 }
 
 fn a_driver_that_stops_beating(sig: &str, tag: &str) {
-    let _timed = TIMED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _timed = timed();
     let driver = common::DriverProcess::spawn(&private_dir(tag), TIMEOUT);
     let (client, errors) = client_with_errors(&driver.dir);
     let live = client.liveness();
@@ -274,6 +282,7 @@ fn a_driver_that_stops_beating(sig: &str, tag: &str) {
 #[cfg(feature = "tap")]
 #[test]
 fn a_recording_subscription_hands_its_counts_over_after_its_driver_is_killed() {
+    let _timed = timed();
     use messaging::tap::{RecordLatency, Tap};
     use messaging::StampClock;
 
@@ -412,7 +421,7 @@ fn pause_a_client(driver: &common::DriverProcess) -> String {
 
 #[test]
 fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
-    let _timed = TIMED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _timed = timed();
     // The driver forgets a silent client after 1 s; the client is stopped for 2.5 s.
     let driver = common::DriverProcess::spawn_with(
         &private_dir("paused-client"),
@@ -458,6 +467,7 @@ fn a_paused_client_the_driver_timed_out_is_noticed_as_client_timed_out() {
 #[test]
 fn a_subscription_the_driver_answers_after_the_timeout_never_hangs_the_client() {
     const SHORT: Duration = Duration::from_millis(400);
+    let _timed = timed();
     let free = messaging::free_bytes(Path::new("/dev/shm")).unwrap_or(0);
     if free < 4 << 30 {
         eprintln!(
@@ -466,7 +476,6 @@ fn a_subscription_the_driver_answers_after_the_timeout_never_hangs_the_client() 
         );
         return;
     }
-    let _timed = TIMED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     // The client's keepalives wait behind the busy command too: the driver's client liveness
     // timeout (its driver timeout here) is long, the client's own driver timeout short.
     let driver = common::DriverProcess::spawn_with(
