@@ -156,16 +156,9 @@ fn parse_duration(v: &str) -> Option<u64> {
     num.trim().parse::<u64>().ok()?.checked_mul(mult)
 }
 
+/// Bytes as Aeron's driver reads them ([`parse_bytes`](crate::channel::parse_bytes)).
 fn parse_size(v: &str) -> Option<u64> {
-    let l = v.to_ascii_lowercase();
-    let (num, shift) = match l.chars().last()? {
-        'k' => (&l[..l.len() - 1], 10),
-        'm' => (&l[..l.len() - 1], 20),
-        'g' => (&l[..l.len() - 1], 30),
-        _ => (l.as_str(), 0),
-    };
-    let n: u64 = num.parse().ok()?;
-    n.checked_shl(shift).filter(|b| b >> shift == n)
+    crate::channel::parse_bytes(v).and_then(|n| u64::try_from(n).ok())
 }
 
 #[cfg(test)]
