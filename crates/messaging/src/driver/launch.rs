@@ -251,17 +251,10 @@ impl EmbeddedDriverBuilder {
         })
     }
 
-    /// The IPC term length the driver will use, checked with the network one against Aeron's
-    /// rule and what a `messaging` client maps ([`check_term_length`]).
+    /// The IPC term length the driver will use, checked against Aeron's rule and what a
+    /// `messaging` client maps ([`check_term_length`]); `check_logs` checks the terms the
+    /// driver's context ends up with, options and page size included.
     fn checked_ipc_term_length(&self) -> Result<usize, DriverLaunchError> {
-        let term = self
-            .term_length
-            .or_else(|| env_bytes("AERON_TERM_BUFFER_LENGTH"))
-            .unwrap_or(16 << 20);
-        check_term_length(term).map_err(|detail| DriverLaunchError::Config {
-            setting: "term length",
-            detail,
-        })?;
         let ipc_term = self.effective_ipc_term_length();
         check_term_length(ipc_term).map_err(|detail| DriverLaunchError::Config {
             setting: "ipc term length",
