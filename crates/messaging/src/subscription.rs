@@ -341,7 +341,8 @@ impl Subscriber {
     fn closed(&mut self) -> PollError {
         #[cfg(feature = "tap")]
         if let Some(tap) = self.tap.as_mut() {
-            tap.end_poll();
+            let asked = tap.asked();
+            tap.end_poll(asked);
         }
         PollError::ClientClosed
     }

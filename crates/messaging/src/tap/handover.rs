@@ -6,11 +6,11 @@
 //! counts the swaps the writer has `asked` for (only the writer stores it) and the swaps the
 //! polling thread has made, `answered` (only the poller stores it). The active slot of every
 //! source of the recorder is `answered & 1`.
-//! - **Poller**: at the end of each poll it loads `asked` (Relaxed). When it differs from the
-//!   swaps it made (the writer asked), it issues an Acquire fence (the writer's emptying of
-//!   the slot it now takes happened before), switches its sources to the other slot, and
-//!   stores `answered` (Release: its writes to the slot it left happen before the writer
-//!   reads them).
+//! - **Poller**: at the start of each poll it loads `asked` (Relaxed). When it differs from
+//!   the swaps it made (the writer asked), at the end of the poll it issues an Acquire fence
+//!   (the writer's emptying of the slot it now takes happened before), switches its sources
+//!   to the other slot, and stores `answered` (Release: its writes to the slot it left,
+//!   that poll's included, happen before the writer reads them).
 //! - **Writer**: each interval it first takes what an answer since its last take left in the
 //!   inactive slots (`(answered & 1) ^ 1`, `answered` read once per recorder and pass), then
 //!   asks (stores `asked + 1`, Release) only if the `answered` that take saw answers its last
@@ -43,23 +43,25 @@ pub(crate) struct Handover {
 }
 
 impl Handover {
-    /// Poller, at the end of each poll, `answered` being the swaps it made: when the writer
-    /// asked for one more (one relaxed load when it did not), runs `switch` with the slot to
-    /// write from now on, after an Acquire fence (the writer's emptying of that slot happened
-    /// before), and then answers (Release: its writes to the other slot happen before the
-    /// writer takes them).
-    #[inline]
-    pub(crate) fn answer_if_asked(&self, answered: &mut u64, switch: impl FnOnce(usize)) {
+    /// Poller, at the start of each poll, `answered` being the swaps it made: the swaps asked
+    /// for when the writer asked for one more (one relaxed load and a compare when it did not),
+    /// for [`answer`](Self::answer) at the end of the poll. Loaded and compared at the start,
+    /// the poll's clock read does not wait for them after it has read its messages, and the
+    /// message that poll records go to the slot that was active when it began.
+    #[inline(always)]
+    pub(crate) fn asked_since(&self, answered: u64) -> Option<u64> {
         let asked = self.asked.load(Ordering::Relaxed);
-        if asked != *answered {
-            self.answer(asked, answered, switch);
-        }
+        (asked != answered).then_some(asked)
     }
 
-    /// The switch and the answer, out of the poll's way (once an interval).
+    /// Poller, at the end of a poll that began with [`asked_since`](Self::asked_since) giving
+    /// `asked`: runs `switch` with the slot to write from now on, after an Acquire fence (the
+    /// writer's emptying of that slot happened before), and then answers (Release: its writes
+    /// to the other slot happen before the writer takes them). Out of the poll's way (once an
+    /// interval).
     #[cold]
     #[inline(never)]
-    fn answer(&self, asked: u64, answered: &mut u64, switch: impl FnOnce(usize)) {
+    pub(crate) fn answer(&self, asked: u64, answered: &mut u64, switch: impl FnOnce(usize)) {
         fence(Ordering::Acquire);
         *answered = asked;
         switch((asked & 1) as usize);
@@ -232,11 +234,14 @@ mod tests {
             move || {
                 let (mut answered, mut active) = (0, 0);
                 for _ in 0..n {
+                    let asked = h.asked_since(answered);
                     for source in s.iter() {
                         // SAFETY: this thread is the poller; `active` is its active slot.
                         unsafe { *source.slot(active) += 1 };
                     }
-                    h.answer_if_asked(&mut answered, |slot| active = slot);
+                    if let Some(asked) = asked {
+                        h.answer(asked, &mut answered, |slot| active = slot);
+                    }
                 }
                 retired.store(true, Ordering::Release);
             }
@@ -266,9 +271,10 @@ mod tests {
         assert!(!h.ask_after(h.seen().1), "one ask at a time");
         let mut answered = 0;
         let mut switched = None;
-        h.answer_if_asked(&mut answered, |slot| switched = Some(slot));
+        let asked = h.asked_since(answered).expect("asked");
+        h.answer(asked, &mut answered, |slot| switched = Some(slot));
         assert_eq!((answered, switched), (1, Some(1)));
-        h.answer_if_asked(&mut answered, |_| panic!("not asked again"));
+        assert_eq!(h.asked_since(answered), None, "not asked again");
         let mut seen = Vec::new();
         // SAFETY: one thread plays both sides, in the protocol's order.
         unsafe { s.take(h.inactive(), false, |c| seen.push(*c)) };
@@ -283,7 +289,8 @@ mod model {
     use loom::sync::Arc;
 
     /// Every interleaving of a poller that writes two sources twice (answering an ask after
-    /// each round of writes, through the `answer_if_asked` the recorder uses) and never
+    /// each round of writes, reading the ask before the writes and answering after them, as a
+    /// recording poll does) and never
     /// retires, against a writer running two intervals as the tap's writer does: after its
     /// last pass the writer has taken exactly what was written before the last answer it saw
     /// (no answer strands counts in a slot it does not take again), and no slot is touched by
@@ -300,16 +307,20 @@ mod model {
                 move || {
                     let (mut answered, mut active, mut written) = (0, 0, 0);
                     for _ in 0..2 {
+                        // A poll: the ask read at its start, answered at its end.
+                        let asked = h.asked_since(answered);
                         for source in s.iter() {
                             // SAFETY: the poller, on its active slot.
                             unsafe { source.write(active, |n| *n += 1) };
                             written += 1;
                         }
                         let k = answered as usize + 1;
-                        h.answer_if_asked(&mut answered, |slot| {
-                            active = slot;
-                            before[k].store(written, Ordering::Relaxed);
-                        });
+                        if let Some(asked) = asked {
+                            h.answer(asked, &mut answered, |slot| {
+                                active = slot;
+                                before[k].store(written, Ordering::Relaxed);
+                            });
+                        }
                     }
                 }
             });

@@ -63,8 +63,9 @@ impl Subscriber {
         F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction,
     {
         let mut tap = self.tap.take().expect("the caller checked");
+        let asked = tap.asked();
         let result = self.read_messages(fragment_limit, &mut Recording { tap: &mut tap, handler });
-        tap.end_poll();
+        tap.end_poll(asked);
         self.tap = Some(tap);
         result
     }

@@ -5,10 +5,15 @@
 //! interval [`Tally`]s allocated when the source is made.
 //! - A subscription's poll reads the clock once, at the first stamped message, and records
 //!   each message the handler keeps straight into its session's active interval with plain
-//!   writes. At the end of the poll it loads one word to see whether the tap's writer asked
-//!   for the intervals, and switches them when it did ([`Handover`]): per poll, one relaxed
-//!   load and no atomic read-modify-write. A handler that runs long delays the handover,
-//!   never the poll.
+//!   writes. At the start of the poll it loads one word to see whether the tap's writer asked
+//!   for the intervals, and at its end switches them when it did ([`Handover`]): per poll,
+//!   one relaxed load and no atomic read-modify-write. A handler that runs long delays the
+//!   handover, never the poll.
+//! - What does not depend on the clock (that word, the session's active intervals) is read
+//!   before the poll's clock read, alongside the read of the message: the vDSO orders its
+//!   TSC read after the instructions before it, so loads left after a poll's clock read
+//!   lengthen what the next poll's clock read waits for. Only the record itself (the latency,
+//!   its counts index, the increment) follows the clock read.
 //! - A [`FigureRecorder`] records inside a writer section of its [`Phaser`] (one atomic add
 //!   and one store per value): it records when the service has something to record, so it
 //!   cannot be asked to hand over.
@@ -224,6 +229,11 @@ impl Session {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Measured {
     session: usize,
+    /// Its session's active intervals (hop, end to end or null), read before the clock: the
+    /// clock read waits for what comes before it, and what comes after waits for the clock
+    /// read, so the record after it starts from the latency, not from a chain of loads.
+    hop: *mut Tally,
+    end_to_end: *mut Tally,
     /// None: unstamped.
     latency: Option<Latency>,
     /// The receive time (the poll's clock read) when it carries a stamp.
@@ -320,6 +330,10 @@ impl SubscriberTap {
     #[inline(always)]
     pub(crate) fn measure(&mut self, session_id: i32, reserved: i64) -> Measured {
         let session = self.session(session_id);
+        let (hop, end_to_end) = {
+            let s = &self.sessions[session];
+            (s.hop_now, s.end_to_end_now)
+        };
         let latency = match Stamp::from_reserved(reserved) {
             Stamp::Absent => None,
             stamp => {
@@ -341,6 +355,8 @@ impl SubscriberTap {
         };
         Measured {
             session,
+            hop,
+            end_to_end,
             latency,
             received: latency.map(|_| self.now),
         }
@@ -349,18 +365,25 @@ impl SubscriberTap {
     /// Records a measured message (the handler kept it).
     #[inline(always)]
     pub(crate) fn keep(&mut self, m: Measured) {
-        let Measured { session, latency, .. } = m;
+        let Measured {
+            session,
+            hop,
+            end_to_end,
+            latency,
+            ..
+        } = m;
         self.current = Some(session);
-        let s = &self.sessions[session];
-        // SAFETY: the session's active intervals, which only this thread writes (`Session`).
-        let hop = unsafe { &mut *s.hop_now };
+        // SAFETY: the session's active intervals, which only this thread writes (`Session`);
+        // they stay active until the poll ends (`end_poll` switches them), and `m` is of this
+        // poll.
+        let hop = unsafe { &mut *hop };
         match latency {
             None => hop.unstamped += 1,
             Some(l) => {
                 let now = self.now;
                 hop.record(l.hop_ns, || now);
                 // SAFETY: as above; null when the subscription records no end to end.
-                if let Some(e2e) = unsafe { s.end_to_end_now.as_mut() } {
+                if let Some(e2e) = unsafe { end_to_end.as_mut() } {
                     let counted = e2e.saturated + e2e.negative;
                     e2e.record(l.end_to_end_ns, || now);
                     // A saturated age makes the value a lower bound: saturated, once.
@@ -372,13 +395,22 @@ impl SubscriberTap {
         }
     }
 
-    /// The end of a poll (also an empty one): forgets its clock read, and hands the intervals
-    /// over when the writer asked (one relaxed load when it did not).
+    /// At the start of a poll: the handover the tap's writer asked for, if it asked since the
+    /// last one (one relaxed load and a compare, before the poll's clock read rather than
+    /// after it), for [`end_poll`](Self::end_poll).
+    #[inline(always)]
+    pub(crate) fn asked(&self) -> Option<u64> {
+        self.handover.asked_since(self.answered)
+    }
+
+    /// The end of a poll (also an empty one) whose start found `asked`: forgets its clock
+    /// read, and hands the intervals over when the writer had asked.
     #[inline]
-    pub(crate) fn end_poll(&mut self) {
+    pub(crate) fn end_poll(&mut self, asked: Option<u64>) {
         self.now = 0;
+        let Some(asked) = asked else { return };
         let sessions = &mut self.sessions;
-        self.handover.answer_if_asked(&mut self.answered, |slot| {
+        self.handover.answer(asked, &mut self.answered, |slot| {
             // Once an interval, the thread that polls now is the sources' recording thread.
             let tid = polling_tid();
             for s in sessions.iter_mut() {
