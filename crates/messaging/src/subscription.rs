@@ -359,10 +359,19 @@ impl Subscriber {
         if n == 0 {
             return Ok(0);
         }
-        self.round_robin = (self.round_robin + 1) % n;
+        // The next image starts this poll, wrapped with a compare rather than `%`: a division
+        // per poll and per image cost a poll of one message about 8 ns on the 2-core VM
+        // (docs/results/2026-11-28-poll-cost.md). Aeron's C client wraps the same way.
+        let start = if self.round_robin + 1 >= n {
+            0
+        } else {
+            self.round_robin + 1
+        };
+        self.round_robin = start;
         let mut fragments = 0;
         for k in 0..n {
-            let image = &mut self.readers[(self.round_robin + k) % n];
+            let i = if start + k >= n { start + k - n } else { start + k };
+            let image = &mut self.readers[i];
             if !image.readable() {
                 continue;
             }

@@ -448,3 +448,45 @@ fn a_new_embedded_driver_removes_the_directories_killed_runs_left_and_nothing_el
     drop(live);
     std::fs::remove_dir_all(&parent).unwrap();
 }
+
+/// A subscription reads its images round robin, as Aeron's clients do: each poll starts at the
+/// next image, so with one fragment a poll and three sessions that all have messages waiting,
+/// every three polls in a row read each session once, and no session waits for another to
+/// drain.
+#[test]
+fn polls_start_at_the_next_image_in_turn() {
+    let d = driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 7).unwrap();
+    let mut pubs: Vec<_> = (0..3)
+        .map(|_| client.exclusive_publication("aeron:ipc", 7).unwrap())
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sub.image_count() < 3 || !pubs.iter().all(|p| p.is_connected()) {
+        assert!(Instant::now() < deadline, "{} of 3 images", sub.image_count());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let per_session = 20;
+    for p in &mut pubs {
+        for i in 0u32..per_session {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while p.offer(&i.to_le_bytes()).is_err() {
+                assert!(Instant::now() < deadline, "offer never succeeded");
+                std::thread::yield_now();
+            }
+        }
+    }
+    let mut order = Vec::new();
+    while order.len() < 3 * per_session as usize {
+        let n = sub
+            .poll(&mut |_: &[u8], h: &MessageHeader<'_>| order.push(h.session_id()), 1)
+            .expect("the client has its driver");
+        assert_eq!(n, 1, "every image has a message waiting until the last poll");
+    }
+    let sessions: std::collections::HashSet<i32> = pubs.iter().map(|p| p.session_id()).collect();
+    for (k, window) in order.chunks(3).enumerate() {
+        let seen: std::collections::HashSet<i32> = window.iter().copied().collect();
+        assert_eq!(seen, sessions, "polls {}..{}: {window:?}", 3 * k, 3 * k + 3);
+    }
+    assert_eq!(order[0..3], order[3..6], "the same rotation each round: {order:?}");
+}
