@@ -46,8 +46,8 @@ impl Handover {
     /// Poller, at the start of each poll, `answered` being the swaps it made: the swaps asked
     /// for when the writer asked for one more (one relaxed load and a compare when it did not),
     /// for [`answer`](Self::answer) at the end of the poll. Loaded and compared at the start,
-    /// the poll's clock read does not wait for them after it has read its messages, and the
-    /// message that poll records go to the slot that was active when it began.
+    /// they are done by the time the poll reads the clock; the messages that poll records go
+    /// to the slot that was active when it began.
     #[inline(always)]
     pub(crate) fn asked_since(&self, answered: u64) -> Option<u64> {
         let asked = self.asked.load(Ordering::Relaxed);
@@ -288,9 +288,8 @@ mod model {
     use loom::sync::atomic::{AtomicU64, Ordering};
     use loom::sync::Arc;
 
-    /// Every interleaving of a poller that writes two sources twice (answering an ask after
-    /// each round of writes, reading the ask before the writes and answering after them, as a
-    /// recording poll does) and never
+    /// Every interleaving of a poller that writes two sources twice (reading the ask before
+    /// each round of writes and answering it after them, as a recording poll does) and never
     /// retires, against a writer running two intervals as the tap's writer does: after its
     /// last pass the writer has taken exactly what was written before the last answer it saw
     /// (no answer strands counts in a slot it does not take again), and no slot is touched by

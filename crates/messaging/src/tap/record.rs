@@ -229,9 +229,10 @@ impl Session {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Measured {
     session: usize,
-    /// Its session's active intervals (hop, end to end or null), read before the clock: the
-    /// clock read waits for what comes before it, and what comes after waits for the clock
-    /// read, so the record after it starts from the latency, not from a chain of loads.
+    /// Its session's active intervals (hop, end to end or null), read before the clock read
+    /// (which waits for them alongside the read of the message), so that after it the record
+    /// starts from the latency rather than from a chain of loads that the next poll's clock
+    /// read would wait for.
     hop: *mut Tally,
     end_to_end: *mut Tally,
     /// None: unstamped.
