@@ -78,7 +78,9 @@ attach-check: build
 calibrate: build
 	scripts/calibrate.py $(CALIBRATE_ARGS)
 
+# A clean `make test` needs about 6 GiB for target/ (scripts/check-disk.sh says so up front).
 test: bootstrap
+	@scripts/check-disk.sh 6
 	$(CARGO) fmt --all -- --check
 	$(WITH_CMAKE) $(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(WITH_CMAKE) RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
