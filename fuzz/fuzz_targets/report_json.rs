@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         for view in [latency_probe::render::text::View::Summary, latency_probe::render::text::View::Detail] {
             let _ = latency_probe::render::text::render_text(&report, view);
         }
-        let changes = latency_probe::analysis::runs::compare(&report, &report, 0.99);
+        let changes = latency_probe::analysis::runs::compare(&report, &report, 0.99, latency_probe::analysis::paired::DEFAULT_RESOLVE);
         let _ = latency_probe::render::runs::render_compare("a", "b", &report, &report, &changes);
         if let Some(h) = &report.histograms {
             let _ = latency_probe::model::decode(&h.intended);

@@ -49,7 +49,7 @@ fn verdict<'v>(r: &'v serde_json::Value, percentile: &str) -> &'v serde_json::Va
 }
 
 #[test]
-fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
+fn a_and_a_raises_no_alarm_and_a_planted_slowdown_is_worse() {
     let a_and_a = || {
         let (out, aa) = ab(
             "ab-aa",
@@ -62,7 +62,7 @@ fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
         ["p50", "p99"]
             .iter()
             .map(|p| verdict(aa, p))
-            .filter(|v| v["verdict"] != "no change")
+            .filter(|v| v["verdict"] != "no change" && v["verdict"] != "inconclusive")
             .map(ToString::to_string)
             .collect::<Vec<_>>()
     };
@@ -76,7 +76,15 @@ fn a_and_a_is_no_change_and_a_planted_slowdown_is_worse() {
     }
     for p in ["p50", "p99"] {
         let v = verdict(&aa, p);
-        assert_eq!(v["verdict"], "no change", "A/A {p}: {v}");
+        // Around zero: a no change when the interval rules out 5% either way, else
+        // inconclusive (a p99 of 11 short rounds on two cores often reaches farther).
+        let resolvable = v["resolvable"].as_f64().unwrap();
+        let expected = if resolvable <= 0.05 {
+            "no change"
+        } else {
+            "inconclusive"
+        };
+        assert_eq!(v["verdict"], expected, "A/A {p}: {v}");
         assert_eq!(v["rounds"], 11, "{v}");
         assert!(
             v["ci_low"].as_f64().unwrap() <= 0.0 && v["ci_high"].as_f64().unwrap() >= 0.0,

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{Concurrent, Exclusive};
 use latency_probe::analysis::ab::{apart, regimes};
-use latency_probe::analysis::paired::{paired_change, PairedChange};
+use latency_probe::analysis::paired::{paired_change, PairedChange, DEFAULT_RESOLVE};
 use latency_probe::measure::floor;
 use latency_probe::model::{regime_moved, Stats};
 
@@ -315,7 +315,7 @@ pub(crate) fn print(p: &Paired) {
             let (c_ratio, verdict) = if i == REFERENCE {
                 ("-".to_owned(), "(reference)")
             } else {
-                (ratio(&vs_c), vs_c.verdict.name())
+                (ratio(&vs_c), vs_c.verdict.resolving(DEFAULT_RESOLVE).name())
             };
             println!(
                 "{:<22}{label:>7}{:>8.0}ns{c_ratio:>28}{:>28}  {verdict}",
@@ -340,7 +340,10 @@ pub(crate) fn print(p: &Paired) {
             Some(&peer) => {
                 let (c, mine) = tp.pairs(peer, i, |x| *x);
                 let vs = paired_change(&c, &mine, 0.99);
-                (format!("{} vs {}", ratio(&vs), TP_CASES[peer]), vs.verdict.name())
+                (
+                    format!("{} vs {}", ratio(&vs), TP_CASES[peer]),
+                    vs.verdict.resolving(DEFAULT_RESOLVE).name(),
+                )
             }
             None => ("-".to_owned(), "(reference)"),
         };
@@ -401,7 +404,12 @@ fn by_regime(rt: &Rounds<Stats, 4>) {
             .map(|i| {
                 let (c, m) = only.pairs(REFERENCE, i, |s| s.p50 as f64);
                 let vs = paired_change(&c, &m, 0.99);
-                format!("{} {} {}", CASES[i], ratio(&vs), vs.verdict.name())
+                format!(
+                    "{} {} {}",
+                    CASES[i],
+                    ratio(&vs),
+                    vs.verdict.resolving(DEFAULT_RESOLVE).name()
+                )
             })
             .collect();
         println!("  floor {lo}-{hi} ns: {}", line.join("; "));

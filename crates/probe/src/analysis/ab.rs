@@ -2,7 +2,7 @@
 //! neither moving during its run), and per figure the paired change with its interval and
 //! verdict ([`super::paired`]).
 
-use crate::analysis::paired::{paired_change, Verdict};
+use crate::analysis::paired::paired_change;
 use crate::model::{value, AbPercentile, AbRound, Floor, Stats, AB_PERCENTILES};
 use crate::units::format_ns;
 
@@ -70,9 +70,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Per figure of [`AB_PERCENTILES`]: the medians, the paired change over the rounds counted
-/// (those not set aside) and its verdict at `confidence`.
+/// (those not set aside) and its verdict at `confidence`, a no change ruling out `resolve`
+/// either way (else inconclusive).
 #[must_use]
-pub fn judge(rounds: &[AbRound], confidence: f64) -> Vec<AbPercentile> {
+pub fn judge(rounds: &[AbRound], confidence: f64, resolve: f64) -> Vec<AbPercentile> {
     let counted: Vec<&AbRound> = rounds.iter().filter(|r| r.set_aside.is_none()).collect();
     AB_PERCENTILES
         .iter()
@@ -80,6 +81,7 @@ pub fn judge(rounds: &[AbRound], confidence: f64) -> Vec<AbPercentile> {
             let a: Vec<f64> = counted.iter().map(|r| figure(&r.a, p)).collect();
             let b: Vec<f64> = counted.iter().map(|r| figure(&r.b, p)).collect();
             let c = paired_change(&a, &b, confidence);
+            let verdict = c.verdict.resolving(resolve);
             let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
             AbPercentile {
                 percentile: p.to_owned(),
@@ -90,25 +92,20 @@ pub fn judge(rounds: &[AbRound], confidence: f64) -> Vec<AbPercentile> {
                 ci_high: bounded.then_some(c.ci_high),
                 b_better_rounds: c.b_better_rounds as u32,
                 rounds: c.rounds as u32,
-                verdict: c.verdict.name().to_owned(),
-                resolvable: match c.verdict {
-                    Verdict::NoChange { resolvable } => Some(resolvable),
-                    _ => None,
-                },
+                verdict: verdict.name().to_owned(),
+                resolvable: verdict.resolvable(),
             }
         })
         .collect()
 }
 
-/// Whether every figure is decided (better, worse, or no change within `resolve`): `ab` may
-/// stop early.
+/// Whether every figure is decided (better, worse, or no change: [`judge`] with the run's
+/// `--resolve`): `ab` may stop early.
 #[must_use]
-pub fn decided(percentiles: &[AbPercentile], resolve: f64) -> bool {
-    percentiles.iter().all(|p| match p.verdict.as_str() {
-        "better" | "worse" => true,
-        "no change" => p.resolvable.is_some_and(|r| r <= resolve),
-        _ => false,
-    })
+pub fn decided(percentiles: &[AbPercentile]) -> bool {
+    percentiles
+        .iter()
+        .all(|p| matches!(p.verdict.as_str(), "better" | "worse" | "no change"))
 }
 
 /// The share of the false-alarm budget (1 - confidence) spent at the interim look; the rest
@@ -217,7 +214,7 @@ mod tests {
             .collect();
         // A round whose B ran on far cores: set aside, so it cannot make B look slower.
         rounds.push(round(11, 1000, 5000, Some("different floors")));
-        let p = judge(&rounds, 0.99);
+        let p = judge(&rounds, 0.99, 0.05);
         let p50 = &p[0];
         assert_eq!(
             (p50.percentile.as_str(), p50.verdict.as_str(), p50.rounds),
@@ -225,7 +222,7 @@ mod tests {
         );
         assert!((p50.change - 0.2).abs() < 1e-9, "{p50:?}");
         assert_eq!(p50.b_better_rounds, 0);
-        assert!(decided(&p, 0.05));
+        assert!(decided(&p));
     }
 
     #[test]
@@ -253,11 +250,34 @@ mod tests {
         assert!(regimes(&[]).is_empty());
     }
 
+    /// An interval around zero is a no change only when it rules out the change asked
+    /// (`--resolve`); wider, it is inconclusive, undecided, and says how far it reaches.
+    #[test]
+    fn a_no_change_must_rule_out_the_change_asked() {
+        let swing = |pct: u64| -> Vec<AbRound> {
+            (1..=12)
+                .map(|i| {
+                    let b = if i % 2 == 0 { 1000 + 10 * pct } else { 1000 - 10 * pct };
+                    round(i, 1000, b, None)
+                })
+                .collect()
+        };
+        let narrow = judge(&swing(1), 0.99, 0.05);
+        assert_eq!(narrow[0].verdict, "no change", "{:?}", narrow[0]);
+        assert!(narrow[0].resolvable.unwrap() <= 0.05 && decided(&narrow));
+        let wide = judge(&swing(30), 0.99, 0.05);
+        let r = wide[0].resolvable.unwrap();
+        assert_eq!(wide[0].verdict, "inconclusive", "{:?}", wide[0]);
+        assert!(r > 0.05 && !decided(&wide), "{r}");
+        // Asked to rule out less, the same rounds are a no change.
+        assert_eq!(judge(&swing(30), 0.99, 1.0)[0].verdict, "no change");
+    }
+
     #[test]
     fn too_few_rounds_are_undecided() {
         let rounds: Vec<AbRound> = (1..=4).map(|i| round(i, 1000, 1000, None)).collect();
-        let p = judge(&rounds, 0.99);
+        let p = judge(&rounds, 0.99, 0.05);
         assert!(p.iter().all(|p| p.verdict == "cannot tell" && p.ci_low.is_none()));
-        assert!(!decided(&p, 0.05));
+        assert!(!decided(&p));
     }
 }

@@ -11,6 +11,10 @@
 //! periodic hiccups: under no change each round's sign is then a fair coin, whatever the
 //! machine did. Reported as percentages: `exp(d) - 1`.
 
+/// The change a `no change` must rule out either way unless asked otherwise (`--resolve`), a
+/// fraction: 5%.
+pub const DEFAULT_RESOLVE: f64 = 0.05;
+
 /// What a paired comparison concludes for one figure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Verdict {
@@ -19,8 +23,15 @@ pub enum Verdict {
     /// B is higher than A: the whole interval is above zero.
     Worse,
     /// The interval holds zero; a change as large as `resolvable` (a fraction: 0.05 is 5%)
-    /// either way would have been seen.
+    /// either way would have been seen, and that is within the change asked to rule out
+    /// ([`resolving`](Self::resolving)).
     NoChange {
+        /// The interval's end farther from zero.
+        resolvable: f64,
+    },
+    /// The interval holds zero but reaches past the change asked to rule out: it shows neither
+    /// a change nor its absence (more rounds, or longer ones, narrow it).
+    Inconclusive {
         /// The interval's end farther from zero.
         resolvable: f64,
     },
@@ -33,7 +44,8 @@ pub enum Verdict {
 
 impl Verdict {
     /// What an interval of the change (fractions, `lo <= hi`) says: worse when it lies wholly
-    /// above zero, better wholly below, else no change within its farther end.
+    /// above zero, better wholly below, else no change within its farther end (which
+    /// [`resolving`](Self::resolving) then weighs against the change to rule out).
     #[must_use]
     pub fn of_interval(lo: f64, hi: f64) -> Verdict {
         if lo > 0.0 {
@@ -47,13 +59,34 @@ impl Verdict {
         }
     }
 
-    /// The verdict's name in reports: `better`, `worse`, `no change`, `cannot tell`.
+    /// This verdict when a `no change` must rule out a change of `resolve` (a fraction) either
+    /// way: one whose interval reaches farther is [`Inconclusive`](Verdict::Inconclusive).
+    #[must_use]
+    pub fn resolving(self, resolve: f64) -> Verdict {
+        match self {
+            Verdict::NoChange { resolvable } if resolvable > resolve => Verdict::Inconclusive { resolvable },
+            v => v,
+        }
+    }
+
+    /// With `no change` or `inconclusive`: the change either way the interval could resolve.
+    #[must_use]
+    pub fn resolvable(&self) -> Option<f64> {
+        match *self {
+            Verdict::NoChange { resolvable } | Verdict::Inconclusive { resolvable } => Some(resolvable),
+            _ => None,
+        }
+    }
+
+    /// The verdict's name in reports: `better`, `worse`, `no change`, `inconclusive`,
+    /// `cannot tell`.
     #[must_use]
     pub fn name(&self) -> &'static str {
         match self {
             Verdict::Better => "better",
             Verdict::Worse => "worse",
             Verdict::NoChange { .. } => "no change",
+            Verdict::Inconclusive { .. } => "inconclusive",
             Verdict::CannotTell { .. } => "cannot tell",
         }
     }

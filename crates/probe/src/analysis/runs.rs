@@ -1,7 +1,6 @@
 //! Run-to-run variation of repeated runs (JLBH's figure) and the comparison of two reports.
 
 use crate::analysis::ab::REGIME_FACTOR;
-use crate::analysis::paired::Verdict;
 use crate::analysis::unpaired::{min_runs_each, shift_change};
 use crate::model::label;
 use crate::model::value;
@@ -156,9 +155,10 @@ fn runs_of(r: &Report) -> Vec<(Stats, Option<u64>)> {
 /// `compare A B`: per percentile, the change B vs A over the two files' runs, with its
 /// interval at `confidence` and a verdict ([`shift_change`]). Runs on a floor more than
 /// [`REGIME_FACTOR`] above the lowest floor of either file are left out (the machine was in
-/// another regime), and said so.
+/// another regime), and said so. A no change rules out `resolve` either way (else
+/// inconclusive).
 #[must_use]
-pub fn compare(a: &Report, b: &Report, confidence: f64) -> Comparison {
+pub fn compare(a: &Report, b: &Report, confidence: f64, resolve: f64) -> Comparison {
     let (all_a, all_b) = (runs_of(a), runs_of(b));
     let lowest = all_a.iter().chain(&all_b).filter_map(|r| r.1).min();
     let near = |r: &&(Stats, Option<u64>)| match (r.1, lowest) {
@@ -190,6 +190,7 @@ pub fn compare(a: &Report, b: &Report, confidence: f64) -> Comparison {
             let va: Vec<f64> = ra.iter().map(|r| value(&r.0, p) as f64).collect();
             let vb: Vec<f64> = rb.iter().map(|r| value(&r.0, p) as f64).collect();
             let c = shift_change(&va, &vb, confidence);
+            let verdict = c.verdict.resolving(resolve);
             let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
             Change {
                 percentile: (*p).to_owned(),
@@ -198,11 +199,8 @@ pub fn compare(a: &Report, b: &Report, confidence: f64) -> Comparison {
                 change_pct: 100.0 * c.change,
                 ci_low_pct: bounded.then_some(100.0 * c.ci_low),
                 ci_high_pct: bounded.then_some(100.0 * c.ci_high),
-                verdict: c.verdict.name().to_owned(),
-                resolvable_pct: match c.verdict {
-                    Verdict::NoChange { resolvable } => Some(100.0 * resolvable),
-                    _ => None,
-                },
+                verdict: verdict.name().to_owned(),
+                resolvable_pct: verdict.resolvable().map(|r| 100.0 * r),
             }
         })
         .collect();
@@ -311,7 +309,7 @@ mod tests {
         // Seven runs each (the first left out: six compared), B 20% slower: worse.
         let a = with_runs(&[9999, 1000, 1010, 990, 1005, 995, 1002], &[130; 7]);
         let b = with_runs(&[9999, 1200, 1212, 1188, 1206, 1194, 1202], &[130; 7]);
-        let c = compare(&a, &b, 0.99);
+        let c = compare(&a, &b, 0.99, 0.05);
         assert_eq!((c.runs_a, c.runs_b), (6, 6));
         let p50 = &c.changes[0];
         assert_eq!(
@@ -332,13 +330,13 @@ mod tests {
         assert!(!t.contains("cannot tell"), "{t}");
 
         // Same runs on both sides: no change, and the interval holds zero.
-        let same = compare(&a, &a, 0.99);
+        let same = compare(&a, &a, 0.99, 0.05);
         assert!(same.changes.iter().all(|x| x.verdict == "no change"), "{same:?}");
 
         // The A/A: --runs 3 each (two compared) cannot support a verdict at 99%.
         let a3 = with_runs(&[9999, 1000, 1100], &[130; 3]);
         let b3 = with_runs(&[9999, 2000, 2300], &[130; 3]);
-        let c3 = compare(&a3, &b3, 0.99);
+        let c3 = compare(&a3, &b3, 0.99, 0.05);
         assert!(c3
             .changes
             .iter()
@@ -351,7 +349,7 @@ mod tests {
 
         // Old reports without runs: one run each, cannot tell.
         let bare: Report = serde_json::from_str(include_str!("../../tests/data/report-minimal.json")).unwrap();
-        let c1 = compare(&bare, &bare, 0.99);
+        let c1 = compare(&bare, &bare, 0.99, 0.05);
         assert_eq!((c1.runs_a, c1.runs_b), (1, 1));
         assert!(c1.changes.iter().all(|x| x.verdict == "cannot tell"));
     }
@@ -364,7 +362,7 @@ mod tests {
             &[9999, 1000, 1010, 990, 1005, 2400, 2500],
             &[130, 130, 130, 130, 130, 440, 440],
         );
-        let c = compare(&a, &b, 0.99);
+        let c = compare(&a, &b, 0.99, 0.05);
         assert_eq!((c.runs_a, c.runs_b), (6, 4));
         assert!(c.notes[0].starts_with("2 of B's 6 runs left out"), "{:?}", c.notes);
         assert_eq!(c.changes[0].verdict, "no change", "{:?}", c.changes[0]);

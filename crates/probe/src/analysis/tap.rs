@@ -117,17 +117,18 @@ fn pairs(a: &[TapInterval], b: &[TapInterval]) -> Vec<(usize, usize)> {
     out
 }
 
-/// B vs A per percentile of [`COMPARED`], at `confidence`: paired over the intervals that
-/// cover the same time when at least half of each side's do, else unpaired.
+/// B vs A per percentile of [`COMPARED`], at `confidence`, a no change ruling out `resolve`
+/// either way (else inconclusive): paired over the intervals that cover the same time when at
+/// least half of each side's do, else unpaired.
 #[must_use]
-pub fn compare(a: &TapFigure, b: &TapFigure, confidence: f64) -> TapComparison {
-    compare_as(a, b, confidence, true)
+pub fn compare(a: &TapFigure, b: &TapFigure, judged: (f64, f64)) -> TapComparison {
+    compare_as(a, b, judged, true)
 }
 
 /// [`compare`], never paired when `may_pair` is false (two periods of one log: different
 /// times by definition).
 #[must_use]
-pub fn compare_as(a: &TapFigure, b: &TapFigure, confidence: f64, may_pair: bool) -> TapComparison {
+pub fn compare_as(a: &TapFigure, b: &TapFigure, (confidence, resolve): (f64, f64), may_pair: bool) -> TapComparison {
     let p = if may_pair {
         pairs(&a.intervals, &b.intervals)
     } else {
@@ -152,6 +153,7 @@ pub fn compare_as(a: &TapFigure, b: &TapFigure, confidence: f64, may_pair: bool)
                 let c = shift_change(&xa, &xb, confidence);
                 (c.change, (c.ci_low, c.ci_high), c.verdict, (c.runs_a, c.runs_b))
             };
+            let verdict = verdict.resolving(resolve);
             TapChange {
                 label,
                 a_ns: at(&ta, q),
@@ -165,10 +167,7 @@ pub fn compare_as(a: &TapFigure, b: &TapFigure, confidence: f64, may_pair: bool)
                     }
                     v => v.name().to_owned(),
                 },
-                resolvable: match verdict {
-                    Verdict::NoChange { resolvable } => Some(resolvable),
-                    _ => None,
-                },
+                resolvable: verdict.resolvable(),
             }
         })
         .collect();
@@ -232,7 +231,7 @@ mod tests {
     #[test]
     fn same_time_is_paired_and_a_real_change_is_found() {
         let (a, b) = (figure(100.0, 12, 1000), figure(100.0, 12, 2000));
-        let c = compare(&a, &b, 0.99);
+        let c = compare(&a, &b, (0.99, 0.05));
         assert!(c.paired);
         assert_eq!(c.intervals, (12, 12, 12));
         let p50 = &c.changes[0];
@@ -253,7 +252,7 @@ mod tests {
         let mut b = figure(100.0, 12, 2000);
         b.intervals.insert(1, interval(100.5, [5, 6, 7]));
         b.intervals[1].length_s = 0.001;
-        let c = compare(&a, &b, 0.99);
+        let c = compare(&a, &b, (0.99, 0.05));
         assert!(c.paired);
         assert_eq!(c.intervals.2, 12, "every A interval found its B: {:?}", c.intervals);
     }
@@ -261,7 +260,7 @@ mod tests {
     #[test]
     fn different_times_are_unpaired_and_no_change_is_no_change() {
         let (a, b) = (figure(100.0, 12, 1000), figure(500.0, 12, 1000));
-        let c = compare(&a, &b, 0.99);
+        let c = compare(&a, &b, (0.99, 0.05));
         assert!(!c.paired);
         assert_eq!(c.intervals, (12, 12, 0));
         assert_eq!(c.changes[0].verdict, "no change", "{:?}", c.changes[0]);

@@ -91,9 +91,10 @@ pub struct AbArgs {
     /// every figure is decided, spending a tenth of the false-alarm budget on that look
     #[arg(long = "no-early-stop")]
     pub no_early_stop: bool,
-    /// For stopping early, a no change is decided when its interval rules out a change this
-    /// large either way (a fraction: 0.05 is 5%)
-    #[arg(long, default_value_t = 0.05)]
+    /// A verdict of no change must rule out a change this large either way (a fraction: 0.05
+    /// is 5%); an interval around zero that reaches farther is inconclusive. Stopping early
+    /// needs every figure decided: better, worse or no change
+    #[arg(long, default_value_t = crate::analysis::paired::DEFAULT_RESOLVE)]
     pub resolve: f64,
     /// `--json`, `--quiet`.
     #[command(flatten)]
@@ -216,12 +217,7 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
             a.confidence
         )));
     }
-    if !(a.resolve > 0.0 && a.resolve < 10.0) {
-        return Err(UsageError::new(format!(
-            "--resolve {}: give the change a no change must rule out as a fraction above 0 (0.05: 5%)",
-            a.resolve
-        )));
-    }
+    super::validate::resolve(a.resolve)?;
     a.out.validate()?;
     let a_flags = split_flags(&a.a).map_err(|e| UsageError::new(format!("--a: {e}")))?;
     let b_flags = split_flags(&a.b).map_err(|e| UsageError::new(format!("--b: {e}")))?;

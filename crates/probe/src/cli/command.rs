@@ -26,7 +26,8 @@ pub struct Cli {
 pub enum Cmd {
     /// Did my change help? Arms A and B (their own flags, binaries or commands around them) run
     /// alternately in short rounds (each round's order at random), each with the floor beside it; per percentile the
-    /// paired change B vs A with its interval and a verdict: better, worse, no change
+    /// paired change B vs A with its interval and a verdict: better, worse, no change,
+    /// inconclusive
     Ab(super::ab::AbArgs),
     /// Compare two JSON reports per percentile, and say whether each change exceeds the
     /// run-to-run variation recorded in them (measure both with --runs N)

@@ -54,6 +54,10 @@ pub struct CompareArgs {
     /// Confidence of the intervals, 0.5 to 0.9999 (each file then needs more runs for one)
     #[arg(long, default_value_t = 0.99)]
     pub confidence: f64,
+    /// A verdict of no change must rule out a change this large either way (a fraction: 0.05
+    /// is 5%); an interval around zero that reaches farther is inconclusive
+    #[arg(long, default_value_t = crate::analysis::paired::DEFAULT_RESOLVE)]
+    pub resolve: f64,
 }
 
 /// `latency-probe sweep`.
@@ -387,7 +391,8 @@ pub fn compare(c: &CompareArgs) -> Result<(), Failure> {
             c.confidence
         )));
     }
-    let text = crate::run::compare::compare(&c.a, &c.b, c.confidence).map_err(Failure::setup)?;
+    super::validate::resolve(c.resolve).map_err(Failure::setup)?;
+    let text = crate::run::compare::compare(&c.a, &c.b, (c.confidence, c.resolve)).map_err(Failure::setup)?;
     print!("{text}");
     Ok(())
 }

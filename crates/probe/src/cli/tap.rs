@@ -51,6 +51,10 @@ pub struct TapArgs {
     /// Confidence of the comparison's intervals, 0.5 to 0.9999
     #[arg(long, default_value_t = 0.99)]
     pub confidence: f64,
+    /// In the comparison, a verdict of no change must rule out a change this large either way
+    /// (a fraction: 0.05 is 5%); an interval around zero that reaches farther is inconclusive
+    #[arg(long, default_value_t = crate::analysis::paired::DEFAULT_RESOLVE)]
+    pub resolve: f64,
     /// Draw spectrum.svg and groups-FIGURE.svg into this directory
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -90,6 +94,7 @@ pub fn tap(a: &TapArgs) -> Result<(), Failure> {
             a.confidence
         )));
     }
+    super::validate::resolve(a.resolve).map_err(Failure::setup)?;
     if a.vs_period.is_some() && a.vs.is_empty() && a.period.is_none() {
         // Comparing a period with the whole log would count its intervals twice.
         return Err(Failure::setup(
@@ -120,6 +125,7 @@ pub fn tap(a: &TapArgs) -> Result<(), Failure> {
         groups: usize::from(a.groups),
         against,
         confidence: a.confidence,
+        resolve: a.resolve,
         out: a.out.clone(),
     };
     let text = tap_report(&figures, &req).map_err(Failure::setup)?;

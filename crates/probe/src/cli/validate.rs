@@ -85,6 +85,19 @@ pub fn seconds(flag: &str, s: f64) -> Result<Duration, UsageError> {
     Ok(Duration::from_secs_f64(s))
 }
 
+/// `--resolve`: the change a verdict of no change must rule out either way, a fraction.
+///
+/// # Errors
+/// Not above 0, or 10 (1000%) and more.
+pub fn resolve(r: f64) -> Result<(), UsageError> {
+    if r > 0.0 && r < 10.0 {
+        return Ok(());
+    }
+    Err(UsageError::new(format!(
+        "--resolve {r}: give the change a no change must rule out as a fraction above 0 and below 10 (0.05: 5%)"
+    )))
+}
+
 /// The Aeron directory: the flag, else `AERON_DIR`, else Aeron's default.
 #[must_use]
 pub fn dir_or_default(dir: Option<PathBuf>) -> PathBuf {
@@ -308,6 +321,18 @@ pub fn output_file(flag: &str, path: &Path) -> Result<(), UsageError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resolve_is_a_fraction_above_zero() {
+        assert!(resolve(0.05).is_ok() && resolve(9.0).is_ok());
+        for bad in [0.0, -0.05, 10.0, f64::NAN, f64::INFINITY] {
+            let e = resolve(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("--resolve {bad}: give")) && e.contains("0.05: 5%"),
+                "{e}"
+            );
+        }
+    }
 
     #[test]
     fn sizes_read_like_aerons_with_k_m_g_suffixes() {

@@ -157,9 +157,11 @@ pub struct AbPercentile {
     pub b_better_rounds: u32,
     /// Rounds counted.
     pub rounds: u32,
-    /// `better`, `worse`, `no change` or `cannot tell`.
+    /// `better`, `worse`, `no change` (within `--resolve`), `inconclusive` (an interval around
+    /// zero reaching past it) or `cannot tell`.
     pub verdict: String,
-    /// With `no change`: the change, either way, the run could have resolved (a fraction).
+    /// With `no change` or `inconclusive`: the change, either way, the run could have resolved
+    /// (a fraction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolvable: Option<f64>,
 }

@@ -109,9 +109,11 @@ pub struct Change {
     pub ci_low_pct: Option<f64>,
     /// Its high end, percent.
     pub ci_high_pct: Option<f64>,
-    /// `better`, `worse`, `no change` or `cannot tell`.
+    /// `better`, `worse`, `no change` (within `--resolve`), `inconclusive` (an interval around
+    /// zero reaching past it) or `cannot tell`.
     pub verdict: String,
-    /// With `no change`: the change either way the runs could have resolved, percent.
+    /// With `no change` or `inconclusive`: the change either way the runs could have
+    /// resolved, percent.
     pub resolvable_pct: Option<f64>,
 }
 

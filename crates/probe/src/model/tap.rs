@@ -96,9 +96,11 @@ pub struct TapChange {
     pub change: f64,
     /// Its interval, fractions (`None` with too few samples for one).
     pub ci: Option<(f64, f64)>,
-    /// What it says: `better`, `worse`, `no change`, `cannot tell (...)`.
+    /// What it says: `better`, `worse`, `no change` (within `--resolve`), `inconclusive` (an
+    /// interval around zero reaching past it), `cannot tell (...)`.
     pub verdict: String,
-    /// For `no change`: the interval's end farther from zero, the change it would have seen.
+    /// For `no change` and `inconclusive`: the interval's end farther from zero, the change it
+    /// would have seen.
     pub resolvable: Option<f64>,
 }
 

@@ -43,10 +43,11 @@ pub(crate) fn interval_text(ci: Option<(f64, f64)>) -> String {
     ci.map_or_else(|| "-".to_owned(), |(lo, hi)| format!("[{}, {}]", pct(lo), pct(hi)))
 }
 
-/// A verdict as the reports print it: `no change` with the change it would have seen.
+/// A verdict as the reports print it: `no change` and `inconclusive` with the change their
+/// interval would have seen.
 pub(crate) fn verdict_text(verdict: &str, resolvable: Option<f64>) -> String {
     match resolvable {
-        Some(r) => format!("no change (would see {:.1}%)", 100.0 * r.abs()),
+        Some(r) => format!("{verdict} (would see {:.1}%)", 100.0 * r.abs()),
         None => verdict.to_owned(),
     }
 }
@@ -138,7 +139,7 @@ mod tests {
             interval_confidence: 0.99,
             stopped_early: false,
             rounds_planned: 6,
-            percentiles: crate::analysis::ab::judge(&rounds, 0.99),
+            percentiles: crate::analysis::ab::judge(&rounds, 0.99, 0.05),
             complete: false,
             incomplete_reason: Some("interrupted".into()),
             notes: Vec::new(),

@@ -41,10 +41,7 @@ pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, c: &Co
             (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
             _ => "-".to_owned(),
         };
-        let verdict = match x.resolvable_pct {
-            Some(r) => format!("no change (would see {r:.1}%)"),
-            None => x.verdict.clone(),
-        };
+        let verdict = crate::render::ab::verdict_text(&x.verdict, x.resolvable_pct.map(|r| r / 100.0));
         s.push_str(&format!(
             "{:>8}{:>12}{:>12}{:>10}{:>20}  {verdict}\n",
             label(&x.percentile),

@@ -63,8 +63,8 @@ pub struct Ab {
     pub run_estimate_s: f64,
     /// Whether to look once at half the rounds and stop there when every figure is decided.
     pub early_stop: bool,
-    /// A `no change` counts as decided when its interval rules out changes this large (a
-    /// fraction).
+    /// A `no change` must rule out changes this large either way (a fraction); an interval
+    /// around zero reaching farther is `inconclusive`, and undecided.
     pub resolve: f64,
 }
 
@@ -323,8 +323,8 @@ pub fn run(ab: &Ab, progress: &mut dyn FnMut(&AbRound)) -> AbOutcome {
             redo_left -= 1;
         } else if let Some((at, confidence)) = looks.interim {
             if counted(&rounds) == at {
-                let p = crate::analysis::ab::judge(&rounds, confidence);
-                if crate::analysis::ab::decided(&p, ab.resolve) {
+                let p = crate::analysis::ab::judge(&rounds, confidence, ab.resolve);
+                if crate::analysis::ab::decided(&p) {
                     early = Some((p, confidence));
                     break;
                 }
@@ -354,7 +354,7 @@ fn report(
     }
     let stopped_early = early.is_some();
     let (percentiles, interval_confidence) =
-        early.unwrap_or_else(|| (crate::analysis::ab::judge(&rounds, looks.last), looks.last));
+        early.unwrap_or_else(|| (crate::analysis::ab::judge(&rounds, looks.last, ab.resolve), looks.last));
     let mut notes = notes(&rounds, moved);
     if let Some(t) = ab.fitted_term {
         notes.push(format!(

@@ -96,7 +96,7 @@ pub fn read_report(path: &Path) -> Result<Report, CompareError> {
 /// # Errors
 /// A file cannot be read or is no report, a report measured nothing, or the two are of
 /// different modes.
-pub fn compare(a: &Path, b: &Path, confidence: f64) -> Result<String, CompareError> {
+pub fn compare(a: &Path, b: &Path, (confidence, resolve): (f64, f64)) -> Result<String, CompareError> {
     let (ra, rb) = (read_report(a)?, read_report(b)?);
     for (path, r) in [(a, &ra), (b, &rb)] {
         if r.latency_ns.count == 0 {
@@ -112,7 +112,7 @@ pub fn compare(a: &Path, b: &Path, confidence: f64) -> Result<String, CompareErr
             b: rb.mode.as_str(),
         });
     }
-    let changes = crate::analysis::runs::compare(&ra, &rb, confidence);
+    let changes = crate::analysis::runs::compare(&ra, &rb, confidence, resolve);
     Ok(crate::render::runs::render_compare(
         &a.display().to_string(),
         &b.display().to_string(),
@@ -130,7 +130,7 @@ mod tests {
 
     #[test]
     fn a_kept_report_compares_with_itself() {
-        let text = compare(Path::new(KEPT), Path::new(KEPT), 0.99).unwrap();
+        let text = compare(Path::new(KEPT), Path::new(KEPT), (0.99, 0.05)).unwrap();
         assert!(text.contains("report-full.json"), "{text}");
     }
 
@@ -151,7 +151,7 @@ mod tests {
             v["latency_ns"]["count"] = 0.into();
             v["incomplete_reason"] = "the driver went".into();
         });
-        let line = compare(Path::new(KEPT), &empty, 0.99).unwrap_err().to_string();
+        let line = compare(Path::new(KEPT), &empty, (0.99, 0.05)).unwrap_err().to_string();
         assert_eq!(
             line,
             format!(
@@ -160,7 +160,7 @@ mod tests {
             )
         );
         let rtt = edited("rtt", |v| v["mode"] = "rtt".into());
-        let line = compare(Path::new(KEPT), &rtt, 0.99).unwrap_err().to_string();
+        let line = compare(Path::new(KEPT), &rtt, (0.99, 0.05)).unwrap_err().to_string();
         assert!(line.starts_with("A is one-way and B is rtt: "), "{line}");
         for p in [empty, rtt] {
             let _ = std::fs::remove_file(p);
@@ -169,7 +169,7 @@ mod tests {
 
     #[test]
     fn a_missing_or_foreign_file_is_one_line_naming_it_and_the_fix() {
-        let e = compare(Path::new("/nonexistent/a.json"), Path::new(KEPT), 0.99).unwrap_err();
+        let e = compare(Path::new("/nonexistent/a.json"), Path::new(KEPT), (0.99, 0.05)).unwrap_err();
         let line = e.to_string();
         assert!(
             line.starts_with("could not read /nonexistent/a.json: ")
@@ -177,7 +177,7 @@ mod tests {
             "{line}"
         );
         let not_json = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
-        let line = compare(Path::new(KEPT), Path::new(not_json), 0.99)
+        let line = compare(Path::new(KEPT), Path::new(not_json), (0.99, 0.05))
             .unwrap_err()
             .to_string();
         assert!(

@@ -224,6 +224,8 @@ pub struct TapRequest {
     pub against: Against,
     /// Its confidence.
     pub confidence: f64,
+    /// The change its no change rules out either way, a fraction.
+    pub resolve: f64,
     /// Where to draw the plots, if anywhere.
     pub out: Option<PathBuf>,
 }
@@ -273,7 +275,7 @@ pub fn tap_report(figures: &[TapFigure], req: &TapRequest) -> Result<String, Tap
             .into_iter()
             .map(|(fa, fb)| {
                 let may_pair = !matches!(req.against, Against::Period(..));
-                (fa, fb, compare_as(fa, fb, req.confidence, may_pair))
+                (fa, fb, compare_as(fa, fb, (req.confidence, req.resolve), may_pair))
             })
             .collect()
     };
