@@ -309,13 +309,13 @@ pub(crate) fn print(p: &Paired) {
         for (label, q) in FIGURES {
             let mine: Vec<f64> = rt.rounds.iter().map(|r| value(&r[i].figures, q)).collect();
             let (c, m) = rt.pairs(REFERENCE, i, |s| value(s, q));
-            let vs_c = paired_change(&c, &m, 0.99);
+            let vs_c = paired_change(&c, &m, 0.99, DEFAULT_RESOLVE);
             let (f, m) = rt.pairs(0, i, |s| value(s, q));
-            let vs_floor = paired_change(&f, &m, 0.99);
+            let vs_floor = paired_change(&f, &m, 0.99, DEFAULT_RESOLVE);
             let (c_ratio, verdict) = if i == REFERENCE {
                 ("-".to_owned(), "(reference)")
             } else {
-                (ratio(&vs_c), vs_c.verdict.resolving(DEFAULT_RESOLVE).name())
+                (ratio(&vs_c), vs_c.verdict.name())
             };
             println!(
                 "{:<22}{label:>7}{:>8.0}ns{c_ratio:>28}{:>28}  {verdict}",
@@ -339,11 +339,8 @@ pub(crate) fn print(p: &Paired) {
         let (peer_ratio, verdict) = match TP_PEER.get(i) {
             Some(&peer) => {
                 let (c, mine) = tp.pairs(peer, i, |x| *x);
-                let vs = paired_change(&c, &mine, 0.99);
-                (
-                    format!("{} vs {}", ratio(&vs), TP_CASES[peer]),
-                    vs.verdict.resolving(DEFAULT_RESOLVE).name(),
-                )
+                let vs = paired_change(&c, &mine, 0.99, DEFAULT_RESOLVE);
+                (format!("{} vs {}", ratio(&vs), TP_CASES[peer]), vs.verdict.name())
             }
             None => ("-".to_owned(), "(reference)"),
         };
@@ -403,13 +400,8 @@ fn by_regime(rt: &Rounds<Stats, 4>) {
         let line: Vec<String> = (1..REFERENCE)
             .map(|i| {
                 let (c, m) = only.pairs(REFERENCE, i, |s| s.p50 as f64);
-                let vs = paired_change(&c, &m, 0.99);
-                format!(
-                    "{} {} {}",
-                    CASES[i],
-                    ratio(&vs),
-                    vs.verdict.resolving(DEFAULT_RESOLVE).name()
-                )
+                let vs = paired_change(&c, &m, 0.99, DEFAULT_RESOLVE);
+                format!("{} {} {}", CASES[i], ratio(&vs), vs.verdict.name())
             })
             .collect();
         println!("  floor {lo}-{hi} ns: {}", line.join("; "));

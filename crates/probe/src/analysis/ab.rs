@@ -80,8 +80,7 @@ pub fn judge(rounds: &[AbRound], confidence: f64, resolve: f64) -> Vec<AbPercent
         .map(|&p| {
             let a: Vec<f64> = counted.iter().map(|r| figure(&r.a, p)).collect();
             let b: Vec<f64> = counted.iter().map(|r| figure(&r.b, p)).collect();
-            let c = paired_change(&a, &b, confidence);
-            let verdict = c.verdict.resolving(resolve);
+            let c = paired_change(&a, &b, confidence, resolve);
             let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
             AbPercentile {
                 percentile: p.to_owned(),
@@ -92,8 +91,8 @@ pub fn judge(rounds: &[AbRound], confidence: f64, resolve: f64) -> Vec<AbPercent
                 ci_high: bounded.then_some(c.ci_high),
                 b_better_rounds: c.b_better_rounds as u32,
                 rounds: c.rounds as u32,
-                verdict: verdict.name().to_owned(),
-                resolvable: verdict.resolvable(),
+                verdict: c.verdict.name().to_owned(),
+                resolvable: c.verdict.resolvable(),
             }
         })
         .collect()

@@ -23,8 +23,7 @@ pub enum Verdict {
     /// B is higher than A: the whole interval is above zero.
     Worse,
     /// The interval holds zero; a change as large as `resolvable` (a fraction: 0.05 is 5%)
-    /// either way would have been seen, and that is within the change asked to rule out
-    /// ([`resolving`](Self::resolving)).
+    /// either way would have been seen, and that is within the change asked to rule out.
     NoChange {
         /// The interval's end farther from zero.
         resolvable: f64,
@@ -43,29 +42,21 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// What an interval of the change (fractions, `lo <= hi`) says: worse when it lies wholly
-    /// above zero, better wholly below, else no change within its farther end (which
-    /// [`resolving`](Self::resolving) then weighs against the change to rule out).
+    /// What an interval of the change (fractions, `lo <= hi`) says when a no change must rule
+    /// out `resolve` (a fraction) either way: worse when it lies wholly above zero, better
+    /// wholly below, else no change when its farther end is within `resolve`, inconclusive
+    /// when it is not.
     #[must_use]
-    pub fn of_interval(lo: f64, hi: f64) -> Verdict {
+    pub fn of_interval(lo: f64, hi: f64, resolve: f64) -> Verdict {
+        let resolvable = (-lo).max(hi);
         if lo > 0.0 {
             Verdict::Worse
         } else if hi < 0.0 {
             Verdict::Better
+        } else if resolvable <= resolve {
+            Verdict::NoChange { resolvable }
         } else {
-            Verdict::NoChange {
-                resolvable: (-lo).max(hi),
-            }
-        }
-    }
-
-    /// This verdict when a `no change` must rule out a change of `resolve` (a fraction) either
-    /// way: one whose interval reaches farther is [`Inconclusive`](Verdict::Inconclusive).
-    #[must_use]
-    pub fn resolving(self, resolve: f64) -> Verdict {
-        match self {
-            Verdict::NoChange { resolvable } if resolvable > resolve => Verdict::Inconclusive { resolvable },
-            v => v,
+            Verdict::Inconclusive { resolvable }
         }
     }
 
@@ -112,9 +103,10 @@ pub struct PairedChange {
 }
 
 /// The paired change of B vs A from the rounds' figures (`a[i]` and `b[i]` measured in round
-/// `i`; positive), at `confidence` (e.g. 0.99). Pairs with a figure of zero are left out.
+/// `i`; positive), at `confidence` (e.g. 0.99), a no change ruling out `resolve` (a fraction)
+/// either way ([`Verdict::of_interval`]). Pairs with a figure of zero are left out.
 #[must_use]
-pub fn paired_change(a: &[f64], b: &[f64], confidence: f64) -> PairedChange {
+pub fn paired_change(a: &[f64], b: &[f64], confidence: f64, resolve: f64) -> PairedChange {
     let d: Vec<f64> = a
         .iter()
         .zip(b)
@@ -131,7 +123,7 @@ pub fn paired_change(a: &[f64], b: &[f64], confidence: f64) -> PairedChange {
         Some(c) if c >= 1 => {
             let m = walsh.len();
             let (lo, hi) = (walsh[c - 1].exp_m1(), walsh[m - c].exp_m1());
-            (lo, hi, Verdict::of_interval(lo, hi))
+            (lo, hi, Verdict::of_interval(lo, hi, resolve))
         }
         _ => (
             f64::NEG_INFINITY,
@@ -259,18 +251,33 @@ mod tests {
     fn hodges_lehmann_finds_a_constant_change() {
         let a = [100.0, 200.0, 150.0, 120.0, 180.0, 90.0, 110.0, 130.0, 170.0, 160.0];
         let b: Vec<f64> = a.iter().map(|x| x * 1.2).collect();
-        let c = paired_change(&a, &b, 0.95);
+        let c = paired_change(&a, &b, 0.95, DEFAULT_RESOLVE);
         assert!((c.change - 0.2).abs() < 1e-12, "{c:?}");
         assert_eq!(c.verdict, Verdict::Worse);
         assert_eq!(c.b_better_rounds, 0);
-        let c = paired_change(&b, &a, 0.95);
+        let c = paired_change(&b, &a, 0.95, DEFAULT_RESOLVE);
         assert_eq!(c.verdict, Verdict::Better);
         assert_eq!(c.b_better_rounds, 10);
     }
 
+    /// An interval around zero is a no change only within the change to rule out.
+    #[test]
+    fn a_no_change_rules_out_the_change_asked() {
+        assert_eq!(Verdict::of_interval(0.01, 0.2, 0.05), Verdict::Worse);
+        assert_eq!(Verdict::of_interval(-0.2, -0.01, 0.05), Verdict::Better);
+        assert_eq!(
+            Verdict::of_interval(-0.02, 0.05, 0.05),
+            Verdict::NoChange { resolvable: 0.05 }
+        );
+        let wide = Verdict::of_interval(-0.5, 27.0, 0.05);
+        assert_eq!(wide, Verdict::Inconclusive { resolvable: 27.0 });
+        assert_eq!((wide.name(), wide.resolvable()), ("inconclusive", Some(27.0)));
+        assert_eq!(Verdict::Worse.resolvable(), None);
+    }
+
     #[test]
     fn too_few_rounds_cannot_tell() {
-        let c = paired_change(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0], 0.99);
+        let c = paired_change(&[1.0, 2.0, 3.0], &[2.0, 3.0, 4.0], 0.99, DEFAULT_RESOLVE);
         assert_eq!(c.verdict, Verdict::CannotTell { rounds_needed: 8 });
         assert_eq!(c.verdict.name(), "cannot tell");
     }
@@ -293,10 +300,10 @@ mod tests {
                 a.push(300.0 * speed * drift * (0.05 * rng.normal()).exp());
                 b.push(300.0 * speed * drift * shift * (0.05 * rng.normal()).exp());
             }
-            paired_change(&a, &b, 0.99).verdict
+            paired_change(&a, &b, 0.99, DEFAULT_RESOLVE).verdict
         };
         let false_alarms = (0..1_000)
-            .filter(|_| !matches!(experiment(&mut rng, 1.0), Verdict::NoChange { .. }))
+            .filter(|_| matches!(experiment(&mut rng, 1.0), Verdict::Better | Verdict::Worse))
             .count();
         assert!(
             false_alarms <= 20,

@@ -189,8 +189,7 @@ pub fn compare(a: &Report, b: &Report, confidence: f64, resolve: f64) -> Compari
         .map(|p| {
             let va: Vec<f64> = ra.iter().map(|r| value(&r.0, p) as f64).collect();
             let vb: Vec<f64> = rb.iter().map(|r| value(&r.0, p) as f64).collect();
-            let c = shift_change(&va, &vb, confidence);
-            let verdict = c.verdict.resolving(resolve);
+            let c = shift_change(&va, &vb, confidence, resolve);
             let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
             Change {
                 percentile: (*p).to_owned(),
@@ -199,8 +198,8 @@ pub fn compare(a: &Report, b: &Report, confidence: f64, resolve: f64) -> Compari
                 change_pct: 100.0 * c.change,
                 ci_low_pct: bounded.then_some(100.0 * c.ci_low),
                 ci_high_pct: bounded.then_some(100.0 * c.ci_high),
-                verdict: verdict.name().to_owned(),
-                resolvable_pct: verdict.resolvable().map(|r| 100.0 * r),
+                verdict: c.verdict.name().to_owned(),
+                resolvable_pct: c.verdict.resolvable().map(|r| 100.0 * r),
             }
         })
         .collect();

@@ -145,15 +145,14 @@ pub fn compare_as(a: &TapFigure, b: &TapFigure, (confidence, resolve): (f64, f64
                     .iter()
                     .filter_map(|&(i, j)| Some((value(&a.intervals[i], q)?, value(&b.intervals[j], q)?)))
                     .unzip();
-                let c = paired_change(&xa, &xb, confidence);
+                let c = paired_change(&xa, &xb, confidence, resolve);
                 (c.change, (c.ci_low, c.ci_high), c.verdict, (c.rounds, c.rounds))
             } else {
                 let xa: Vec<f64> = a.intervals.iter().filter_map(|i| value(i, q)).collect();
                 let xb: Vec<f64> = b.intervals.iter().filter_map(|i| value(i, q)).collect();
-                let c = shift_change(&xa, &xb, confidence);
+                let c = shift_change(&xa, &xb, confidence, resolve);
                 (c.change, (c.ci_low, c.ci_high), c.verdict, (c.runs_a, c.runs_b))
             };
-            let verdict = verdict.resolving(resolve);
             TapChange {
                 label,
                 a_ns: at(&ta, q),

@@ -28,9 +28,10 @@ pub struct ShiftChange {
 }
 
 /// The change B vs A from A's and B's run figures (positive; zeros are left out), at
-/// `confidence` (e.g. 0.99).
+/// `confidence` (e.g. 0.99), a no change ruling out `resolve` (a fraction) either way
+/// ([`Verdict::of_interval`]).
 #[must_use]
-pub fn shift_change(a: &[f64], b: &[f64], confidence: f64) -> ShiftChange {
+pub fn shift_change(a: &[f64], b: &[f64], confidence: f64, resolve: f64) -> ShiftChange {
     let la: Vec<f64> = a.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
     let lb: Vec<f64> = b.iter().filter(|x| **x > 0.0).map(|x| x.ln()).collect();
     let (m, n) = (la.len(), lb.len());
@@ -46,7 +47,7 @@ pub fn shift_change(a: &[f64], b: &[f64], confidence: f64) -> ShiftChange {
     let (ci_low, ci_high, verdict) = match critical_u(m, n, alpha) {
         Some(c) => {
             let (lo, hi) = (d[c - 1].exp_m1(), d[d.len() - c].exp_m1());
-            (lo, hi, Verdict::of_interval(lo, hi))
+            (lo, hi, Verdict::of_interval(lo, hi, resolve))
         }
         None => (
             f64::NEG_INFINITY,
@@ -127,17 +128,17 @@ mod tests {
     fn a_clear_shift_is_worse_and_overlapping_runs_are_no_change() {
         let a = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0];
         let b: Vec<f64> = a.iter().map(|x| x * 1.2).collect();
-        let c = shift_change(&a, &b, 0.99);
+        let c = shift_change(&a, &b, 0.99, 0.05);
         assert_eq!(c.verdict, Verdict::Worse, "{c:?}");
         assert!((c.change - 0.2).abs() < 0.01 && c.ci_low > 0.1, "{c:?}");
-        let same = shift_change(&a, &[1001.0, 996.0, 1008.0, 993.0, 1003.0, 999.0], 0.99);
+        let same = shift_change(&a, &[1001.0, 996.0, 1008.0, 993.0, 1003.0, 999.0], 0.99, 0.05);
         assert!(matches!(same.verdict, Verdict::NoChange { .. }), "{same:?}");
         assert!(same.ci_low < 0.0 && same.ci_high > 0.0);
     }
 
     #[test]
     fn two_runs_each_cannot_tell_and_say_how_many_would() {
-        let c = shift_change(&[1000.0, 1100.0], &[3000.0, 3100.0], 0.99);
+        let c = shift_change(&[1000.0, 1100.0], &[3000.0, 3100.0], 0.99, 0.05);
         assert_eq!(c.verdict, Verdict::CannotTell { rounds_needed: 5 });
         assert!(c.change > 1.5, "the estimate is still given: {c:?}");
     }

@@ -455,7 +455,7 @@ mod tests {
                     a.push(x);
                     b.push(y);
                 }
-                let v = paired_change(&a, &b, 0.99).verdict;
+                let v = paired_change(&a, &b, 0.99, 0.05).verdict;
                 matches!(v, Verdict::Better | Verdict::Worse)
             })
             .count()
