@@ -49,6 +49,7 @@ pub fn examine(r: &HostReadings, q: &DoctorRequest) -> Vec<Check> {
     out.push(shm(r, q));
     out.push(maps(r));
     out.push(perf(r));
+    out.push(damon(r));
     out.extend(sockets(r, q));
     out.extend(driver(r, q));
     out
@@ -403,6 +404,51 @@ fn perf(r: &HostReadings) -> Check {
     }
 }
 
+fn damon(r: &HostReadings) -> Check {
+    let expected = "no kdamond on";
+    let Some(on) = &r.kdamonds else {
+        return check(
+            "DAMON",
+            "unknown (/sys/kernel/mm/damon not readable)".into(),
+            expected,
+            CheckStatus::Warn,
+            "run doctor as root",
+        );
+    };
+    if on.is_empty() {
+        return check("DAMON", "no kdamond on".into(), expected, CheckStatus::Pass, "");
+    }
+    let measured = on
+        .iter()
+        .map(|k| {
+            let pid = k.pid.map_or_else(String::new, |p| format!(" (pid {p})"));
+            let what = if k.actions.is_empty() {
+                "no scheme".to_owned()
+            } else {
+                k.actions.join(", ")
+            };
+            format!("kdamond.{}{pid} on: {what}", k.index)
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let off = on
+        .iter()
+        .map(|k| format!("echo off > /sys/kernel/mm/damon/admin/kdamonds/{}/state", k.index))
+        .collect::<Vec<_>>()
+        .join("; ");
+    check(
+        "DAMON",
+        measured,
+        expected,
+        CheckStatus::Warn,
+        format!(
+            "a kdamond samples memory access every few ms on any core it is allowed, and its schemes page memory out: \
+             when it runs on a hot core it preempts the hot thread: {off} \
+             (and remove it from what starts DAMON at boot)"
+        ),
+    )
+}
+
 fn driver_value<'a>(q: &'a DoctorRequest, property: &str) -> Option<&'a str> {
     q.driver
         .as_ref()?
@@ -565,6 +611,7 @@ mod tests {
             root: true,
             rmem_max: Some(212_992),
             wmem_max: Some(212_992),
+            kdamonds: Some(vec![]),
         }
     }
 
@@ -598,6 +645,11 @@ mod tests {
         r.shm_free = Some(1000);
         r.max_map_count = Some(1000);
         r.root = false;
+        r.kdamonds = Some(vec![crate::model::Kdamond {
+            index: 0,
+            pid: Some(77),
+            actions: vec!["pageout".into()],
+        }]);
         let checks = examine(&r, &request(false));
         for (name, want, fix) in [
             ("cores", CheckStatus::Warn, "share the hot cores"),
@@ -616,11 +668,18 @@ mod tests {
             ("log space", CheckStatus::Fail, "remount"),
             ("vm.max_map_count", CheckStatus::Fail, "sysctl -w vm.max_map_count"),
             ("perf_event_paranoid", CheckStatus::Warn, "perf_event_paranoid=1"),
+            (
+                "DAMON",
+                CheckStatus::Warn,
+                "echo off > /sys/kernel/mm/damon/admin/kdamonds/0/state",
+            ),
         ] {
             let c = checks.iter().find(|c| c.check == name).unwrap();
             assert_eq!(c.status, want, "{c:#?}");
             assert!(c.fix.contains(fix), "{name}: {}", c.fix);
         }
+        let damon = checks.iter().find(|c| c.check == "DAMON").unwrap();
+        assert_eq!(damon.measured, "kdamond.0 (pid 77) on: pageout");
     }
 
     #[test]

@@ -251,6 +251,20 @@ pub struct HostReadings {
     pub rmem_max: Option<u64>,
     /// `net.core.wmem_max`.
     pub wmem_max: Option<u64>,
+    /// DAMON's kdamonds that are on. Empty without DAMON.
+    #[serde(default)]
+    pub kdamonds: Option<Vec<Kdamond>>,
+}
+
+/// A DAMON kdamond that is on (`/sys/kernel/mm/damon/admin/kdamonds/N`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Kdamond {
+    /// `N`: its kernel thread is `kdamond.N`.
+    pub index: usize,
+    /// Its kernel thread's pid.
+    pub pid: Option<u32>,
+    /// Its schemes' actions (`pageout`, `lru_prio`, ...).
+    pub actions: Vec<String>,
 }
 
 /// What the run `doctor` checks for needs.

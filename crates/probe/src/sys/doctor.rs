@@ -1,11 +1,11 @@
 //! What `latency-probe doctor` reads from the host: the kernel command line, isolated CPUs,
 //! which tasks and IRQs may run on the hot cores, governors, transparent huge pages, swap, the
 //! clock source (and what a clock read costs, measured), hypervisor steal, `/dev/shm` space,
-//! `vm.max_map_count`, `perf_event_paranoid` and the socket buffer caps. Every path is read
+//! `vm.max_map_count`, `perf_event_paranoid`, the socket buffer caps and DAMON's kdamonds. Every path is read
 //! under a root (`/` on a real host, a directory of fake files in tests); what cannot be read
 //! is `None`. The judgement is `analysis::doctor`.
 
-use crate::model::{parse_cpu_list, HostReadings};
+use crate::model::{parse_cpu_list, HostReadings, Kdamond};
 use crate::sys::clock::now_ns;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -90,7 +90,46 @@ impl Host {
             root: is_root(),
             rmem_max: self.number("/proc/sys/net/core/rmem_max"),
             wmem_max: self.number("/proc/sys/net/core/wmem_max"),
+            kdamonds: self.kdamonds(),
         }
+    }
+
+    /// DAMON's kdamonds that are on, with their pid and their schemes' actions (empty without
+    /// DAMON's sysfs interface).
+    fn kdamonds(&self) -> Option<Vec<Kdamond>> {
+        let dir = "/sys/kernel/mm/damon/admin/kdamonds";
+        let Ok(entries) = fs::read_dir(self.path(dir)) else {
+            return Some(Vec::new());
+        };
+        let mut on = Vec::new();
+        for e in entries.flatten() {
+            let Some(i) = e.file_name().to_str().and_then(|s| s.parse::<usize>().ok()) else {
+                continue;
+            };
+            let k = format!("{dir}/{i}");
+            if self.read(&format!("{k}/state")).as_deref().map(str::trim) != Some("on") {
+                continue;
+            }
+            let mut actions = Vec::new();
+            for c in fs::read_dir(self.path(&format!("{k}/contexts")))
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                for s in fs::read_dir(c.path().join("schemes")).into_iter().flatten().flatten() {
+                    if let Ok(a) = fs::read_to_string(s.path().join("action")) {
+                        actions.push(a.trim().to_owned());
+                    }
+                }
+            }
+            on.push(Kdamond {
+                index: i,
+                pid: self.number(&format!("{k}/pid")),
+                actions,
+            });
+        }
+        on.sort();
+        Some(on)
     }
 
     /// Tasks allowed on each hot core, other than this process's and the kernel's threads.
@@ -274,6 +313,12 @@ mod tests {
         put("proc/4242/task/4242/status", "Name:\teditor\nCpus_allowed_list:\t0-1\n");
         put("proc/77/cmdline", "");
         put("proc/77/task/77/status", "Name:\tkworker/1:0\nCpus_allowed_list:\t1\n");
+        let damon = "sys/kernel/mm/damon/admin/kdamonds";
+        put(&format!("{damon}/nr_kdamonds"), "2\n");
+        put(&format!("{damon}/0/state"), "on\n");
+        put(&format!("{damon}/0/pid"), "88\n");
+        put(&format!("{damon}/0/contexts/0/schemes/0/action"), "pageout\n");
+        put(&format!("{damon}/1/state"), "off\n");
         let r = Host::at(&root).readings(vec![0, 1], &[1], &root, Duration::ZERO);
         assert_eq!(r.isolated, Some(vec![1]));
         assert_eq!(r.governors, vec![(1, Some("powersave".to_owned()))]);
@@ -286,6 +331,13 @@ mod tests {
         // The kernel thread (empty cmdline) is not counted.
         assert_eq!(r.tasks_on_hot_cores, Some(vec![(1, 1, vec!["editor".to_owned()])]));
         assert!(r.clock_read_ns.is_some_and(|c| c > 0.0));
+        // The kdamond that is on, with its scheme; not the one that is off.
+        let on = Kdamond {
+            index: 0,
+            pid: Some(88),
+            actions: vec!["pageout".to_owned()],
+        };
+        assert_eq!(r.kdamonds, Some(vec![on]));
         let _ = fs::remove_dir_all(&root);
     }
 }
