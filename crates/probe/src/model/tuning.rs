@@ -251,7 +251,8 @@ pub struct HostReadings {
     pub rmem_max: Option<u64>,
     /// `net.core.wmem_max`.
     pub wmem_max: Option<u64>,
-    /// DAMON's kdamonds that are on. Empty without DAMON.
+    /// DAMON's kdamonds that are on: empty without DAMON, `None` where its directory exists
+    /// but could not be listed.
     #[serde(default)]
     pub kdamonds: Option<Vec<Kdamond>>,
 }

@@ -94,12 +94,14 @@ impl Host {
         }
     }
 
-    /// DAMON's kdamonds that are on, with their pid and their schemes' actions (empty without
-    /// DAMON's sysfs interface).
+    /// DAMON's kdamonds that are on, with their pid and their schemes' actions: empty without
+    /// DAMON's sysfs interface, `None` when it is there but cannot be listed (not "none on").
     fn kdamonds(&self) -> Option<Vec<Kdamond>> {
         let dir = "/sys/kernel/mm/damon/admin/kdamonds";
-        let Ok(entries) = fs::read_dir(self.path(dir)) else {
-            return Some(Vec::new());
+        let entries = match fs::read_dir(self.path(dir)) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Some(Vec::new()),
+            Err(_) => return None,
         };
         let mut on = Vec::new();
         for e in entries.flatten() {
@@ -338,6 +340,13 @@ mod tests {
             actions: vec!["pageout".to_owned()],
         };
         assert_eq!(r.kdamonds, Some(vec![on]));
+        let _ = fs::remove_dir_all(&root);
+        // Without DAMON's directory: none on. A directory in its place that is a file cannot
+        // be listed: unknown, not "none on".
+        fs::create_dir_all(&root).unwrap();
+        assert_eq!(Host::at(&root).kdamonds(), Some(vec![]));
+        put("sys/kernel/mm/damon/admin/kdamonds", "not a directory");
+        assert_eq!(Host::at(&root).kdamonds(), None);
         let _ = fs::remove_dir_all(&root);
     }
 }
