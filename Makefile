@@ -125,7 +125,7 @@ loom: bootstrap
 miri: bootstrap
 	@rustup component list --toolchain $(MIRI_TOOLCHAIN) --installed 2>/dev/null | grep -q '^miri' || \
 		rustup toolchain install $(MIRI_TOOLCHAIN) --profile minimal --component miri,rust-src
-	$(WITH_CMAKE) MIRIFLAGS="-Zmiri-disable-isolation" scripts/expect-tests.sh 12 \
+	$(WITH_CMAKE) MIRIFLAGS="-Zmiri-disable-isolation" scripts/expect-tests.sh 13 \
 		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --features tap --lib -- log:: reader:: tap::phaser tap::handover
 
 bench: bootstrap

@@ -53,10 +53,36 @@ pub(crate) struct Counters {
 /// The closed flags of the images a feed handed over, by correlation id.
 type OpenImages = Arc<Mutex<Vec<(i64, Arc<AtomicBool>)>>>;
 
+/// The polling side of a feed: the queued [`Change`]s, and a flag that says there are some,
+/// so that a poll checks one word that only changes with the images (not the queue's own
+/// indices, whose check is a call with a branch per queue flavour).
+pub(crate) struct Changes {
+    rx: Receiver<Change>,
+    pending: Arc<AtomicBool>,
+}
+
+impl Changes {
+    /// Whether changes may be queued (one relaxed load). A change queued before the flag was
+    /// set is seen at the latest by the first poll that sees the flag.
+    #[inline(always)]
+    pub(crate) fn pending(&self) -> bool {
+        self.pending.load(Ordering::Relaxed)
+    }
+
+    /// Clears the flag, then takes what is queued. A change queued after the clear sets it again
+    /// (for the next poll); one whose flag the clear read is in the queue by then (the clear's
+    /// Acquire reads the feed's Release store, which follows the send).
+    pub(crate) fn take(&self) -> impl Iterator<Item = Change> + '_ {
+        self.pending.swap(false, Ordering::Acquire);
+        self.rx.try_iter()
+    }
+}
+
 /// The handler side: turns aeron-rs's image notifications into [`Change`]s.
 #[derive(Clone)]
 pub(crate) struct Feed {
     tx: Sender<Change>,
+    pending: Arc<AtomicBool>,
     counters: Counters,
     /// The closed flags of the images handed over, by correlation id (conductor thread only).
     open: OpenImages,
@@ -64,10 +90,30 @@ pub(crate) struct Feed {
 
 impl Feed {
     /// A feed and the receiving end the subscriber polls.
-    pub(crate) fn new(counters: Counters) -> (Feed, Receiver<Change>) {
+    pub(crate) fn new(counters: Counters) -> (Feed, Changes) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let open = Arc::default();
-        (Feed { tx, counters, open }, rx)
+        let pending = Arc::new(AtomicBool::new(false));
+        let changes = Changes {
+            rx,
+            pending: pending.clone(),
+        };
+        (
+            Feed {
+                tx,
+                pending,
+                counters,
+                open,
+            },
+            changes,
+        )
+    }
+
+    /// Queues `change` and tells the polling thread ([`Changes::pending`]).
+    fn send(&self, change: Change) {
+        if self.tx.send(change).is_ok() {
+            self.pending.store(true, Ordering::Release);
+        }
     }
 
     pub(crate) fn available(&self, image: &Image) {
@@ -100,7 +146,7 @@ impl Feed {
             broken: false,
             _log: Some(log),
         };
-        let _ = self.tx.send(Change::Add(r));
+        self.send(Change::Add(r));
     }
 
     pub(crate) fn unavailable(&self, image: &Image) {
@@ -110,7 +156,7 @@ impl Feed {
             open.swap_remove(i).1.store(true, Ordering::Release);
         }
         drop(open);
-        let _ = self.tx.send(Change::Remove(id));
+        self.send(Change::Remove(id));
     }
 }
 
@@ -158,6 +204,36 @@ mod tests {
     use super::*;
     use crate::log::appender::{ExclusiveTail, TermLog};
     use crate::log::memory::HeapLog;
+
+    /// Every change a feed queues reaches a poller that takes changes only when the flag says
+    /// so, while the feed keeps queueing (a change whose flag the poller cleared early would
+    /// wait here forever).
+    #[test]
+    fn a_poller_that_looks_at_the_flag_gets_every_change() {
+        let n: i64 = if cfg!(miri) { 200 } else { 20_000 };
+        let (feed, changes) = Feed::new(Counters { base: 0, capacity: 0 });
+        let sender = std::thread::spawn(move || {
+            for id in 0..n {
+                feed.send(Change::Remove(id));
+            }
+        });
+        let (mut next, deadline) = (0, std::time::Instant::now() + std::time::Duration::from_secs(60));
+        while next < n {
+            assert!(std::time::Instant::now() < deadline, "stuck at {next} of {n}");
+            if changes.pending() {
+                for c in changes.take() {
+                    let Change::Remove(id) = c else {
+                        unreachable!("only removals sent")
+                    };
+                    assert_eq!(id, next, "in order, once each");
+                    next += 1;
+                }
+            }
+            std::thread::yield_now();
+        }
+        sender.join().unwrap();
+        assert!(!changes.pending() || changes.take().next().is_none(), "nothing more");
+    }
 
     /// Once the conductor marked the image closed, a poll reads it no more and never writes
     /// its subscriber position counter (the driver may have freed it, and may reuse it).

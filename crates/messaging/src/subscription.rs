@@ -39,7 +39,6 @@ use aeron_rs::concurrent::logbuffer::log_buffer_descriptor::LOG_META_DATA_SECTIO
 use aeron_rs::image::Image;
 use aeron_rs::subscription::Subscription;
 use aeron_rs::utils::log_buffers::LogBuffers;
-use crossbeam_channel::Receiver;
 
 use crate::conductor::{AeronHandle, Inner};
 use crate::error::{PollError, PrefaultError};
@@ -49,7 +48,7 @@ use crate::images::{ImageEvent, Images};
 use crate::log::frame::UNFRAGMENTED;
 use crate::log::term_reader::{Assembly, Deliver, Frame, Step};
 use crate::prefault::{self, PrefaultStats};
-use crate::reader::{Change, ReaderImage};
+use crate::reader::{Change, Changes, ReaderImage};
 
 /// What a [`Subscriber::controlled_poll`] handler wants done after a message (Aeron's
 /// `ControlledFragmentHandler.Action`).
@@ -224,7 +223,7 @@ pub struct Subscriber {
     readers: Vec<ReaderImage>,
     round_robin: usize,
     /// Images handed over (and retired) by the image handlers on the conductor thread.
-    changes: Receiver<Change>,
+    changes: Changes,
     channel: String,
     stream_id: i32,
     /// The client's liveness state (one load per poll).
@@ -252,7 +251,7 @@ impl Subscriber {
         subscription: AeronHandle<Arc<Mutex<Subscription>>>,
         client: Arc<Inner>,
         images: Arc<Images>,
-        changes: Receiver<Change>,
+        changes: Changes,
         channel: &str,
         stream_id: i32,
     ) -> Self {
@@ -321,14 +320,14 @@ impl Subscriber {
     }
 
     /// The start of every poll: fails once the client lost its driver, and takes the image
-    /// changes the conductor queued (before a recording poll takes its recorder, so a session
+    /// changes the conductor queued (two relaxed loads when there are none; before a recording poll takes its recorder, so a session
     /// that went retires in it).
     #[inline]
     fn begin_poll(&mut self) -> Result<(), PollError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {
             return Err(self.closed());
         }
-        if !self.changes.is_empty() {
+        if self.changes.pending() {
             self.take_changes();
         }
         Ok(())
@@ -393,10 +392,10 @@ impl Subscriber {
     }
 
     /// Applies the images that came and went (not on the hot path's common case: only when
-    /// the queue holds something).
+    /// the feed flagged changes).
     #[cold]
     fn take_changes(&mut self) {
-        while let Ok(change) = self.changes.try_recv() {
+        for change in self.changes.take() {
             match change {
                 Change::Add(image) => self.readers.push(image),
                 Change::Remove(id) => {

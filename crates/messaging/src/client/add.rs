@@ -17,7 +17,7 @@ use crate::conductor::{AeronHandle, Inner};
 use crate::error::AddError;
 use crate::images::Images;
 use crate::publication::{ConcurrentPublication, ExclusivePublication, Publication, Registration};
-use crate::reader::{Change, Counters, Feed};
+use crate::reader::{Changes, Counters, Feed};
 use crate::subscription::Subscriber;
 
 impl Client {
@@ -262,7 +262,7 @@ pub struct PendingSubscription {
     /// Fed by the image handlers from the moment the subscription was asked for.
     images: Arc<Images>,
     /// The images the subscriber will read (taken when it is handed over).
-    changes: Option<crossbeam_channel::Receiver<Change>>,
+    changes: Option<Changes>,
 }
 
 impl fmt::Debug for PendingSubscription {
