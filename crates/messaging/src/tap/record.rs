@@ -228,7 +228,6 @@ impl Session {
 /// A message a poll handed over, measured ([`SubscriberTap::measure`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Measured {
-    session: usize,
     /// Its session's active intervals (hop, end to end or null), read before the clock read
     /// (which waits for them alongside the read of the message), so that after it the record
     /// starts from the latency rather than from a chain of loads that the next poll's clock
@@ -256,12 +255,31 @@ pub(crate) struct SubscriberTap {
     answered: u64,
     /// The receive time of this poll, 0 until a stamped message came.
     now: i64,
-    /// The session of the last message kept (a poll's messages mostly share one).
-    current: Option<usize>,
+    /// The session of the last message measured, with its active intervals: a poll's
+    /// messages mostly share one, which then costs one compare to find.
+    last: LastSession,
 }
 
-// SAFETY: the sessions' raw pointers point into the active slots of sources the sessions hold
-// (`Arc`), which only the thread holding this recorder writes (`&mut self`); moving the
+/// [`SubscriberTap::last`]: a session's id and its active intervals (hop, end to end or null),
+/// valid until the next handover or the session goes.
+#[derive(Debug, Clone, Copy)]
+struct LastSession {
+    /// The session's id, or [`LastSession::NONE`] (no `i32` equals it).
+    id: i64,
+    hop: *mut Tally,
+    end_to_end: *mut Tally,
+}
+
+impl LastSession {
+    const NONE: LastSession = LastSession {
+        id: i64::MIN,
+        hop: std::ptr::null_mut(),
+        end_to_end: std::ptr::null_mut(),
+    };
+}
+
+// SAFETY: the raw pointers of the sessions and of `last` point into the active slots of sources
+// the sessions hold (`Arc`; `last` is reset when its session goes), which only the thread holding this recorder writes (`&mut self`); moving the
 // recorder to another thread between polls moves that role with it.
 unsafe impl Send for SubscriberTap {}
 
@@ -284,20 +302,33 @@ impl SubscriberTap {
             handover: Arc::new(Handover::default()),
             answered: 0,
             now: 0,
-            current: None,
+            last: LastSession::NONE,
         })
     }
 
-    /// The session's index, making its sources when it is new (cold: an image arrived).
+    /// The active intervals of session `id` (hop, end to end or null): one compare when it is
+    /// the last message's session.
     #[inline(always)]
-    fn session(&mut self, id: i32) -> usize {
-        match self.current.filter(|&i| self.sessions[i].id == id) {
-            Some(i) => i,
-            None => match self.sessions.iter().position(|s| s.id == id) {
-                Some(i) => i,
-                None => self.add_session(id),
-            },
+    fn intervals(&mut self, id: i32) -> (*mut Tally, *mut Tally) {
+        if i64::from(id) != self.last.id {
+            self.find_session(id);
         }
+        (self.last.hop, self.last.end_to_end)
+    }
+
+    /// Makes session `id` the last one, making its sources when it is new (an image arrived).
+    #[inline(never)]
+    fn find_session(&mut self, id: i32) {
+        let i = match self.sessions.iter().position(|s| s.id == id) {
+            Some(i) => i,
+            None => self.add_session(id),
+        };
+        let s = &self.sessions[i];
+        self.last = LastSession {
+            id: i64::from(id),
+            hop: s.hop_now,
+            end_to_end: s.end_to_end_now,
+        };
     }
 
     #[cold]
@@ -330,11 +361,7 @@ impl SubscriberTap {
     /// kept it.
     #[inline(always)]
     pub(crate) fn measure(&mut self, session_id: i32, reserved: i64) -> Measured {
-        let session = self.session(session_id);
-        let (hop, end_to_end) = {
-            let s = &self.sessions[session];
-            (s.hop_now, s.end_to_end_now)
-        };
+        let (hop, end_to_end) = self.intervals(session_id);
         let latency = match Stamp::from_reserved(reserved) {
             Stamp::Absent => None,
             stamp => {
@@ -355,7 +382,6 @@ impl SubscriberTap {
             }
         };
         Measured {
-            session,
             hop,
             end_to_end,
             latency,
@@ -367,13 +393,11 @@ impl SubscriberTap {
     #[inline(always)]
     pub(crate) fn keep(&mut self, m: Measured) {
         let Measured {
-            session,
             hop,
             end_to_end,
             latency,
             ..
         } = m;
-        self.current = Some(session);
         // SAFETY: the session's active intervals, which only this thread writes (`Session`);
         // they stay active until the poll ends (`end_poll` switches them), and `m` is of this
         // poll.
@@ -411,7 +435,10 @@ impl SubscriberTap {
         self.now = 0;
         let Some(asked) = asked else { return };
         let sessions = &mut self.sessions;
+        let last = &mut self.last;
         self.handover.answer(asked, &mut self.answered, |slot| {
+            // The last session's intervals were the ones handed over.
+            *last = LastSession::NONE;
             // Once an interval, the thread that polls now is the sources' recording thread.
             let tid = polling_tid();
             for s in sessions.iter_mut() {
@@ -428,7 +455,7 @@ impl SubscriberTap {
     /// interval and frees them); a publisher that comes back with that session gets new ones.
     /// Called between polls only.
     pub(crate) fn session_gone(&mut self, session_id: i32) {
-        self.current = None;
+        self.last = LastSession::NONE;
         if let Some(i) = self.sessions.iter().position(|s| s.id == session_id) {
             let s = self.sessions.swap_remove(i);
             s.hop.retire();
@@ -510,5 +537,58 @@ impl FigureRecorder {
             Intervals::Phased(p) => unsafe { p.enter(|t| t.record(ns, || clock.now_ns())) },
             Intervals::HandedOver(..) => unreachable!("a recorder's source is phased"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// What each slot of session `id`'s hop source holds, emptied.
+    fn take_counts(rec: &SubscriberTap, id: i32) -> [u64; 2] {
+        let s = rec.sessions.iter().find(|s| s.id == id).expect("the session is there");
+        let Intervals::HandedOver(slots, _) = &s.hop.intervals else {
+            unreachable!("a subscription's sources are handed over")
+        };
+        [0, 1].map(|i| {
+            let mut c = Counts::new(rec.shared.highest_ns);
+            // SAFETY: this test is the only thread: no poll writes while it reads.
+            unsafe { (*slots.slot(i)).drain_into(&mut c) };
+            c.histogram.len()
+        })
+    }
+
+    /// One poll that keeps one stamped message of session `id`.
+    fn poll_one(rec: &mut SubscriberTap, id: i32) {
+        let asked = rec.asked();
+        let m = rec.measure(id, rec.clock.now_ns() - 1_000);
+        rec.keep(m);
+        rec.end_poll(asked);
+    }
+
+    /// A message goes to its session's active interval: also when it is the last message's
+    /// session and the poll before it handed the intervals over, and for a session that went
+    /// and came back (new sources).
+    #[test]
+    fn the_last_session_follows_the_handover_and_the_sessions() {
+        let dir = std::env::temp_dir().join(format!("tap-last-{}", std::process::id()));
+        let tap = Tap::builder(&dir).interval(Duration::from_secs(3600)).start().unwrap();
+        let mut rec = SubscriberTap::new(&tap, RecordLatency::hop("h"), 1).unwrap();
+        poll_one(&mut rec, 7);
+        poll_one(&mut rec, 8);
+        assert!(rec.handover.ask_after(0), "the writer asks, as each interval");
+        poll_one(&mut rec, 8); // into slot 0, then switches to slot 1
+        poll_one(&mut rec, 8);
+        poll_one(&mut rec, 7);
+        assert_eq!(take_counts(&rec, 7), [1, 1]);
+        assert_eq!(take_counts(&rec, 8), [2, 1]);
+        poll_one(&mut rec, 8); // the last session, when it goes
+        rec.session_gone(8);
+        poll_one(&mut rec, 8);
+        assert_eq!(take_counts(&rec, 8), [0, 1], "new sources, in the active slot");
+        drop(rec);
+        tap.stop().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -71,8 +71,9 @@ pub(crate) struct Tally {
     pub(crate) saturated: u64,
     /// Messages without a stamp.
     pub(crate) unstamped: u64,
-    /// The sum of the recorded values (clamped), ns.
-    sum_ns: u64,
+    /// The sum of the recorded values (clamped), ns: 128 bits, so that adding one is an add
+    /// and a carry, with no overflow to check (the drain saturates it to 64 bits).
+    sum_ns: u128,
     /// The slowest values of the interval, with their times.
     slowest: Slowest,
 }
@@ -112,7 +113,7 @@ impl Tally {
         }
         self.counts[index(v)] += 1;
         self.recorded += 1;
-        self.sum_ns = self.sum_ns.saturating_add(v);
+        self.sum_ns += u128::from(v);
         self.slowest.offer(v, at);
     }
 
@@ -133,7 +134,7 @@ impl Tally {
         to.negative += self.negative;
         to.saturated += self.saturated;
         to.unstamped += self.unstamped;
-        to.sum_ns = to.sum_ns.saturating_add(self.sum_ns);
+        to.sum_ns = to.sum_ns.saturating_add(u64::try_from(self.sum_ns).unwrap_or(u64::MAX));
         self.slowest.drain_into(&mut to.slowest);
         (
             self.recorded,
@@ -177,6 +178,33 @@ mod tests {
             }
         }
         assert!(index(high) < len);
+    }
+
+    /// The sum is kept in 128 bits and saturates at 64 when drained, as the histogram's
+    /// counterpart does.
+    #[test]
+    fn a_sum_past_64_bits_saturates_when_drained() {
+        let mut tally = Tally::new(u64::MAX, 0);
+        for _ in 0..3 {
+            tally.record(i64::MAX, || 0);
+        }
+        let mut drained = Counts::new(u64::MAX);
+        tally.drain_into(&mut drained);
+        assert_eq!((drained.sum_ns, drained.histogram.len()), (u64::MAX, 3));
+        let mut small = Tally::new(1_000, 0);
+        small.record(7, || 0);
+        small.record(5_000, || 0);
+        small.drain_into(&mut drained);
+        assert_eq!(drained.sum_ns, u64::MAX, "stays saturated");
+        let mut fresh = Counts::new(1_000);
+        small.record(7, || 0);
+        small.record(5_000, || 0);
+        small.drain_into(&mut fresh);
+        assert_eq!(
+            (fresh.sum_ns, fresh.saturated),
+            (1_007, 1),
+            "clamped to the highest value"
+        );
     }
 
     /// A tally drained into a histogram equals the histogram the same values recorded one by

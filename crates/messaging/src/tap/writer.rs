@@ -190,7 +190,7 @@ struct Registry {
 pub(crate) struct Shared {
     pub(crate) clock: StampClock,
     dir: PathBuf,
-    highest_ns: u64,
+    pub(crate) highest_ns: u64,
     slowest: usize,
     registry: Mutex<Registry>,
     stop: AtomicBool,
