@@ -38,7 +38,7 @@ FUZZ_TOOLCHAIN ?= +nightly
 # cannot disagree. `make test` checks the library with it (installed first: a minute, once).
 MSRV := $(shell sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 
-.PHONY: bootstrap build probe jitter-overhead attach-check soak test lint bench fuzz fmt clean conformance loom miri calibrate
+.PHONY: bootstrap build probe jitter-overhead attach-check soak test lint bench poll-instructions fuzz fmt clean conformance loom miri calibrate
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -130,6 +130,11 @@ miri: bootstrap
 
 bench: bootstrap
 	$(WITH_CMAKE) $(CARGO) bench --workspace --features latency-probe/iceoryx2
+
+# The bench's tap variants counted in instructions a message by valgrind's callgrind (needs
+# valgrind; about 1 min once built): the noise-free companion of the tap's ns (docs/benchmarks.md).
+poll-instructions: bootstrap
+	$(WITH_CMAKE) scripts/poll-instructions.sh
 
 # Seeds (valid samples and reports) are written into fuzz/corpus/<target> first; libFuzzer adds
 # what it finds there and writes crashing inputs to fuzz/artifacts/<target> (both git-ignored).

@@ -84,7 +84,9 @@
 //! the driver's settings (an embedded driver's, read back from it) and `doctor`'s findings.
 //!
 //! Run: `cargo bench -p latency-probe --bench roundtrip` (about 40 s once built;
-//! `BENCH_TAP_ONLY=1` runs the tap's cost alone, `BENCH_ONEWAY_ONLY=1` one way after a wait alone);
+//! `BENCH_TAP_ONLY=1` runs the tap's cost alone, `BENCH_TAP_VARIANT=I[,J]` only those of its
+//! variants (`make poll-instructions` counts each one's instructions), `BENCH_ONEWAY_ONLY=1` one
+//! way after a wait alone);
 //! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
 //!
 //! Files: `raw` (`raw`, `crossbeam`), `iceoryx` (iceoryx2's round trip, flow and split row),

@@ -153,9 +153,15 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
     let k = plan.split_messages.min((BIG_TERM / 2 / frame * 3 / 4) as u64);
     let rounds = plan.split_rounds * 2 + 1;
     let mut clock = Vec::new();
+    let only = only_variants();
     for r in 0..rounds {
         for j in 0..variants.len() {
-            let v = &mut variants[(r + j) % SPECS.len()];
+            let i = (r + j) % SPECS.len();
+            let v = &mut variants[i];
+            if !only.as_ref().is_none_or(|o| o.contains(&i)) {
+                v.costs.push((0.0, 0.0)); // not run (BENCH_TAP_VARIANT)
+                continue;
+            }
             let cost = one_variant(v, k);
             v.costs.push(cost);
             std::thread::sleep(Duration::from_millis(5)); // the driver sees the positions
@@ -202,6 +208,23 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
     }
     let _ = std::fs::remove_dir_all(&tap_dir);
     cost
+}
+
+/// `BENCH_TAP_VARIANT=I[,J...]`: only these variants run (indices into [`SPECS`]; the others
+/// print zeros), for `scripts/poll-instructions.sh`, which counts each one's instructions alone.
+fn only_variants() -> Option<Vec<usize>> {
+    let v = std::env::var("BENCH_TAP_VARIANT").ok()?;
+    let only: Vec<usize> = v
+        .split(',')
+        .map(|i| {
+            i.trim()
+                .parse()
+                .ok()
+                .filter(|i| *i < SPECS.len())
+                .unwrap_or_else(|| panic!("BENCH_TAP_VARIANT: {i:?} is not a variant index 0..{}", SPECS.len()))
+        })
+        .collect();
+    Some(only)
 }
 
 /// One variant's round: publish k, then poll them all; ns per message each. Keeping up, each
