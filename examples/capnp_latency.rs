@@ -274,7 +274,7 @@ fn print_report(o: &Options, p: &PubReport, r: &RecvReport, placed: &Placement, 
 
 /// The publisher's hot loop: wait for the schedule, claim (retrying), stamp, encode into the
 /// claim, commit.
-fn publish(mut publ: ConcurrentPublication, count: u32, rate: u64, clock: Clock, mut idle: IdleStrategy) -> PubReport {
+fn publish(publ: ConcurrentPublication, count: u32, rate: u64, clock: Clock, mut idle: IdleStrategy) -> PubReport {
     let len = wire::encoded_len(PADDING);
     let mut report = PubReport {
         sent: 0,

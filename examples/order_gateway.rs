@@ -346,7 +346,7 @@ fn hand_off(
 /// with a forwarded stamp, and records the time the tick spent inside the gateway (channel and
 /// wake-up included). Ends when the channel closes or the driver goes; gives the recorder back.
 fn gateway_send(
-    mut orders: ConcurrentPublication,
+    orders: ConcurrentPublication,
     rx: crossbeam_channel::Receiver<Handed>,
     mut inside: Option<FigureRecorder>,
     s: Arc<Shared>,

@@ -21,7 +21,7 @@
 //! let driver = EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
 //! let mut sub = client.subscription("aeron:ipc", 7)?;
-//! let mut publ = client.publication("aeron:ipc", 7)?;
+//! let publ = client.publication("aeron:ipc", 7)?;
 //! while !publ.is_connected() {
 //!     std::thread::yield_now();
 //! }

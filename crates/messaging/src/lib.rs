@@ -58,7 +58,7 @@
 //! let driver = EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
 //! let mut sub = client.subscription("aeron:ipc", 10)?;
-//! let mut publ = client.publication("aeron:ipc", 10)?;
+//! let publ = client.publication("aeron:ipc", 10)?;
 //!
 //! let mut idle: IdleStrategy = "yield".parse()?;
 //! while let Err(e) = publ.offer(b"hello") {

@@ -15,9 +15,19 @@
 //!   `AdminAction`), so any Aeron subscriber reads it: the C client's, Java's, aeron-rs's;
 //! - every failure is one typed [`OfferError`]; retry exactly when
 //!   [`is_retryable`](OfferError::is_retryable) says so;
+//! - a [`ConcurrentPublication`] is `Send` and `Sync`: threads may share one (`Arc`, or
+//!   scoped threads borrowing it) and offer and claim through it at once, each append one
+//!   atomic add on the shared tail, as with Aeron's `ConcurrentPublication`;
 //! - an [`ExclusivePublication`] is `Send` but not `Sync`: one thread owns it, as Aeron
 //!   requires. aeron-rs adds, tracks, keeps alive and removes both (registration, liveness,
 //!   `CLIENT_CLOSE`).
+//!
+//! Sharing an exclusive publication between threads does not compile:
+//!
+//! ```compile_fail
+//! fn shared<T: Sync>() {}
+//! shared::<messaging::ExclusivePublication>();
+//! ```
 //!
 //! ```
 //! # #[cfg(feature = "embedded-driver")]
@@ -25,7 +35,7 @@
 //! use messaging::{Client, IdleStrategy};
 //! # let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
-//! let mut publication = client.exclusive_publication("aeron:ipc", 1001)?;
+//! let publication = client.exclusive_publication("aeron:ipc", 1001)?;
 //! # let _subscriber = client.subscription("aeron:ipc", 1001)?;
 //! let mut idle: IdleStrategy = "yield".parse()?;
 //! // Copy in. Until a subscriber is connected (and whenever it is behind) the offer says so:
@@ -52,9 +62,8 @@
 //! # #[cfg(not(feature = "embedded-driver"))] fn main() {}
 //! ```
 
-use std::cell::Cell;
+use std::cell::UnsafeCell;
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -84,7 +93,7 @@ mod sealed {
         fn open(log: &TermLog<RawLog>) -> Self;
         /// Checks the publication `limit` and reserves `framed` bytes for a message of `length`.
         fn reserve(
-            &mut self,
+            &self,
             log: &TermLog<RawLog>,
             limit: i64,
             length: usize,
@@ -106,34 +115,33 @@ pub trait PublicationKind: sealed::Appender + fmt::Debug {
 /// one thread, the tail kept in this state and only published to the log.
 #[derive(Debug)]
 pub struct Exclusive {
-    tail: ExclusiveTail,
-    /// Send, not Sync: one thread owns the appender's state.
-    _one_thread: PhantomData<Cell<()>>,
+    /// In a cell: the publication appends through `&self`, and the cell makes it `Send` but
+    /// not `Sync`, so one thread at a time owns the tail. (An `UnsafeCell` rather than a
+    /// `Cell`: `Cell::set` would store the whole tail back on every append, where the
+    /// appender writes the one field that moved.)
+    tail: UnsafeCell<ExclusiveTail>,
 }
 
 #[allow(private_interfaces)]
 impl sealed::Appender for Exclusive {
     fn open(log: &TermLog<RawLog>) -> Self {
         Exclusive {
-            tail: ExclusiveTail::new(log),
-            _one_thread: PhantomData,
+            tail: UnsafeCell::new(ExclusiveTail::new(log)),
         }
     }
 
     #[inline]
-    fn reserve(
-        &mut self,
-        log: &TermLog<RawLog>,
-        limit: i64,
-        length: usize,
-        framed: usize,
-    ) -> Result<Reserved, OfferError> {
-        self.tail.reserve(log, limit, length, framed)
+    fn reserve(&self, log: &TermLog<RawLog>, limit: i64, length: usize, framed: usize) -> Result<Reserved, OfferError> {
+        // SAFETY: `Exclusive` is not `Sync` (the `UnsafeCell`), so only the thread that holds
+        // the publication gets here, and `reserve` runs no caller code: this is the only
+        // reference to the tail while it lives.
+        unsafe { &mut *self.tail.get() }.reserve(log, limit, length, framed)
     }
 
     #[inline]
     fn position(&self, _log: &TermLog<RawLog>) -> i64 {
-        self.tail.position()
+        // SAFETY: as in `reserve`: one thread, and no mutable reference lives meanwhile.
+        unsafe { &*self.tail.get() }.position()
     }
 }
 
@@ -156,13 +164,7 @@ impl sealed::Appender for Concurrent {
     }
 
     #[inline]
-    fn reserve(
-        &mut self,
-        log: &TermLog<RawLog>,
-        limit: i64,
-        length: usize,
-        framed: usize,
-    ) -> Result<Reserved, OfferError> {
+    fn reserve(&self, log: &TermLog<RawLog>, limit: i64, length: usize, framed: usize) -> Result<Reserved, OfferError> {
         reserve_concurrent(log, limit, length, framed)
     }
 
@@ -180,7 +182,8 @@ impl PublicationKind for Concurrent {
 /// the fastest way to publish.
 pub type ExclusivePublication = Publication<Exclusive>;
 
-/// A publication any number of which, on any threads, may write to one stream
+/// A publication that any number of threads may share (it is `Sync`: put it in an `Arc`), as
+/// Aeron's `ConcurrentPublication`; the publications one client adds on a stream share one log
 /// ([`Client::publication`](crate::Client::publication)).
 pub type ConcurrentPublication = Publication<Concurrent>;
 
@@ -204,9 +207,14 @@ pub(crate) enum Registration {
 // in a unit test) and dropped wherever the publication is; aeron-rs itself shares it with its
 // conductor thread behind its Mutex.
 unsafe impl Send for Registration {}
+// SAFETY: as above: no code locks it through a shared reference (but that unit test, on one
+// thread), so sharing one between threads shares nothing they use.
+unsafe impl Sync for Registration {}
 
 /// A publication of kind `K`: [`ExclusivePublication`] or [`ConcurrentPublication`]. Code that
-/// publishes is written once for both as `fn send<K: PublicationKind>(p: &mut Publication<K>)`.
+/// publishes is written once for both as `fn send<K: PublicationKind>(p: &Publication<K>)`.
+/// Appending takes `&self`: a [`ConcurrentPublication`] is `Sync` and may be shared by
+/// threads; an [`ExclusivePublication`] is `Send`, not `Sync`, so one thread at a time has it.
 pub struct Publication<K: PublicationKind> {
     appender: K,
     log: TermLog<RawLog>,
@@ -271,7 +279,7 @@ impl<K: PublicationKind> Publication<K> {
     /// The checks every append starts with (the client has its driver, the message fits), then
     /// the appender's reservation.
     #[inline]
-    fn reserve(&mut self, length: usize, max: usize, framed: usize) -> Result<Reserved, OfferError> {
+    fn reserve(&self, length: usize, max: usize, framed: usize) -> Result<Reserved, OfferError> {
         if self.live.load(Ordering::Relaxed) != ACTIVE {
             return Err(OfferError::ClientClosed);
         }
@@ -288,7 +296,7 @@ impl<K: PublicationKind> Publication<K> {
     /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so (`AdminAction` after
     /// a term rotation: straight away).
     #[inline]
-    pub fn offer(&mut self, msg: &[u8]) -> Result<u64, OfferError> {
+    pub fn offer(&self, msg: &[u8]) -> Result<u64, OfferError> {
         let stamp = self.stamp_now();
         self.append(msg, stamp)
     }
@@ -313,12 +321,12 @@ impl<K: PublicationKind> Publication<K> {
     /// # Errors
     /// As [`offer`](Self::offer).
     #[inline]
-    pub fn offer_with_reserved_value(&mut self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError> {
+    pub fn offer_with_reserved_value(&self, msg: &[u8], reserved_value: i64) -> Result<u64, OfferError> {
         self.append(msg, Some(reserved_value))
     }
 
     #[inline]
-    fn append(&mut self, msg: &[u8], reserved: Option<i64>) -> Result<u64, OfferError> {
+    fn append(&self, msg: &[u8], reserved: Option<i64>) -> Result<u64, OfferError> {
         let framed = self.log.framed(msg.len());
         let r = self.reserve(msg.len(), self.log.max_offer(), framed)?;
         if msg.len() <= self.log.max_payload {
@@ -336,13 +344,13 @@ impl<K: PublicationKind> Publication<K> {
     /// # Errors
     /// An [`OfferError`]; retry when [`OfferError::is_retryable`] says so.
     #[inline]
-    pub fn try_claim(&mut self, len: usize) -> Result<Claim<'_>, OfferError> {
+    pub fn try_claim(&self, len: usize) -> Result<Claim<'_>, OfferError> {
         let stamp = self.stamp_now();
         self.claim(len, stamp)
     }
 
     #[inline]
-    fn claim(&mut self, len: usize, stamp: Option<i64>) -> Result<Claim<'_>, OfferError> {
+    fn claim(&self, len: usize, stamp: Option<i64>) -> Result<Claim<'_>, OfferError> {
         let r = self.reserve(len, self.log.max_payload, framed_length(len))?;
         self.log.claim(r.index, r.offset, r.term_id, len);
         let mut claim = Claim {
@@ -475,7 +483,7 @@ impl<K: PublicationKind> Publication<K> {
     /// # Errors
     /// As [`offer`](Self::offer).
     #[inline]
-    pub fn offer_stamped(&mut self, msg: &[u8], now: i64) -> Result<u64, OfferError> {
+    pub fn offer_stamped(&self, msg: &[u8], now: i64) -> Result<u64, OfferError> {
         self.append(msg, Some(now))
     }
 
@@ -484,7 +492,7 @@ impl<K: PublicationKind> Publication<K> {
     /// # Errors
     /// As [`try_claim`](Self::try_claim).
     #[inline]
-    pub fn try_claim_stamped(&mut self, len: usize, now: i64) -> Result<Claim<'_>, OfferError> {
+    pub fn try_claim_stamped(&self, len: usize, now: i64) -> Result<Claim<'_>, OfferError> {
         self.claim(len, Some(now))
     }
 }

@@ -18,7 +18,7 @@
 //! # let driver = messaging::EmbeddedDriver::builder().private_dir().ipc_term_length(64 * 1024).spawn()?;
 //! let client = Client::connect(driver.dir())?;
 //! let mut sub = client.subscription("aeron:ipc", 1001)?;
-//! # let mut publ = client.publication("aeron:ipc", 1001)?;
+//! # let publ = client.publication("aeron:ipc", 1001)?;
 //! # let mut n = 0;
 //! # while n < 10 { if publ.offer(b"tick").is_ok() { n += 1 } else { std::thread::yield_now() } }
 //! let mut idle: IdleStrategy = "backoff".parse()?;

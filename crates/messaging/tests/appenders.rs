@@ -3,8 +3,9 @@
 //! read back by aeron-rs's reader and by the Aeron C client (rusteron-client), through many term
 //! rotations (64 KiB terms), fragmented messages, padding, claims committed and aborted, a late
 //! subscriber, back-pressure and the loss of the driver; and the other way round, our
-//! subscriber reading the C client's exclusive publication, and a publication closed under its
-//! reader. (A killed and a stopped driver: `liveness.rs`.)
+//! subscriber reading the C client's exclusive publication, a publication closed under its
+//! reader, and threads sharing one concurrent publication. (A killed and a stopped driver:
+//! `liveness.rs`.)
 #![cfg(feature = "embedded-driver")]
 
 mod common;
@@ -37,7 +38,7 @@ fn message(seq: u64, len: usize) -> Vec<u8> {
 }
 
 /// Offers until accepted (retrying what is retryable); fails the test after 10 s.
-fn offer<K: PublicationKind>(publ: &mut Publication<K>, msg: &[u8], reserved: Option<i64>) -> u64 {
+fn offer<K: PublicationKind>(publ: &Publication<K>, msg: &[u8], reserved: Option<i64>) -> u64 {
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -110,7 +111,7 @@ fn random_sizes<K: PublicationKind>(
         .unwrap();
     let client = Client::connect(d.dir()).unwrap();
     let mut sub = client.subscription(channel, 70).unwrap();
-    let mut publ = add(&client, channel, 70);
+    let publ = add(&client, channel, 70);
     wait_connected(&publ, &sub);
     let max = publ.max_message_length();
     assert_eq!((publ.term_length(), max), (64 << 10, 8 << 10));
@@ -129,7 +130,7 @@ fn random_sizes<K: PublicationKind>(
         let publishing = s.spawn(move || {
             let mut positions = Vec::with_capacity(n as usize);
             for (seq, &len) in sizes.iter().enumerate() {
-                positions.push(offer(&mut publ, &message(seq as u64, len), Some(seq as i64)));
+                positions.push(offer(&publ, &message(seq as u64, len), Some(seq as i64)));
             }
             positions
         });
@@ -178,7 +179,7 @@ fn random_sizes<K: PublicationKind>(
 fn the_aeron_c_client_reads_our_exclusive_publication() {
     let d = common::driver();
     let client = Client::connect(d.dir()).unwrap();
-    let mut publ = client.exclusive_publication("aeron:ipc", 71).unwrap();
+    let publ = client.exclusive_publication("aeron:ipc", 71).unwrap();
     // Before anyone listens: not connected, nothing written.
     assert_eq!(publ.offer(b"nobody"), Err(OfferError::NotConnected));
 
@@ -199,7 +200,7 @@ fn the_aeron_c_client_reads_our_exclusive_publication() {
         assert!(Instant::now() < deadline, "received {} of {}", got.len(), sizes.len());
         // Keep a few messages in flight, never more than the 64 KiB window.
         if sent < sizes.len() && sent < got.len() + 4 {
-            offer(&mut publ, &message(sent as u64, sizes[sent]), Some(-(sent as i64)));
+            offer(&publ, &message(sent as u64, sizes[sent]), Some(-(sent as i64)));
             sent += 1;
         }
         sub.poll_fn(
@@ -233,7 +234,7 @@ fn the_aeron_c_client_reads_our_exclusive_publication() {
         assert!(Instant::now() < deadline, "the late C subscriber never connected");
         std::thread::sleep(Duration::from_millis(1));
     }
-    offer(&mut publ, &message(99, 100), None);
+    offer(&publ, &message(99, 100), None);
     let mut late_got = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     while late_got.is_empty() {
@@ -252,7 +253,7 @@ fn claims_commit_abort_and_drop_as_aeron_s_buffer_claim() {
     let d = common::driver();
     let client = Client::connect(d.dir()).unwrap();
     let mut sub = client.subscription("aeron:ipc", 72).unwrap();
-    let mut publ = client.exclusive_publication("aeron:ipc", 72).unwrap();
+    let publ = client.exclusive_publication("aeron:ipc", 72).unwrap();
     wait_connected(&publ, &sub);
     assert!(matches!(
         publ.try_claim(publ.max_payload_length() + 1),
@@ -327,7 +328,7 @@ fn back_pressure_then_the_driver_gone() {
         .build()
         .unwrap();
     let mut sub = client.subscription("aeron:ipc", 73).unwrap();
-    let mut publ = client.exclusive_publication("aeron:ipc", 73).unwrap();
+    let publ = client.exclusive_publication("aeron:ipc", 73).unwrap();
     wait_connected(&publ, &sub);
     let msg = [5u8; 1000];
     let mut accepted = 0usize;
@@ -353,7 +354,7 @@ fn back_pressure_then_the_driver_gone() {
         )
         .unwrap();
     }
-    offer(&mut publ, &msg, None);
+    offer(&publ, &msg, None);
 
     drop(d);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -420,11 +421,11 @@ fn an_exclusive_publication_closed_under_its_reader_is_an_unavailable_image() {
         .unwrap();
     let client = Client::connect(d.dir()).unwrap();
     let mut sub = client.subscription("aeron:ipc", 75).unwrap();
-    let mut publ = client.exclusive_publication("aeron:ipc", 75).unwrap();
+    let publ = client.exclusive_publication("aeron:ipc", 75).unwrap();
     wait_connected(&publ, &sub);
     let session = publ.session_id();
     for i in 0..50u64 {
-        offer(&mut publ, &message(i, 64), None);
+        offer(&publ, &message(i, 64), None);
     }
     publ.close();
     let mut got = 0u64;
@@ -468,12 +469,11 @@ fn concurrent_writers_ours_and_the_c_client_s_share_one_log() {
         m[1..9].copy_from_slice(&i.to_le_bytes());
         m
     };
-    let mut next = [0u64; 3];
-    std::thread::scope(|s| {
-        for (w, mut p) in ours.into_iter().enumerate() {
+    let next = std::thread::scope(|s| {
+        for (w, p) in ours.into_iter().enumerate() {
             s.spawn(move || {
                 for i in 0..PER_WRITER {
-                    offer(&mut p, &msg(w as u8, i), None);
+                    offer(&p, &msg(w as u8, i), None);
                 }
             });
         }
@@ -494,24 +494,92 @@ fn concurrent_writers_ours_and_the_c_client_s_share_one_log() {
                 }
             }
         });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut idle: IdleStrategy = "yield".parse().unwrap();
-        while next.iter().sum::<u64>() < 3 * PER_WRITER {
-            assert!(Instant::now() < deadline, "received {next:?} of {PER_WRITER} each");
-            let n = sub
-                .poll(
-                    &mut |m: &[u8], _: &MessageHeader<'_>| {
-                        let w = m[0] as usize;
-                        let i = u64::from_le_bytes(m[1..9].try_into().unwrap());
-                        assert_eq!(i, next[w], "writer {w}: lost, repeated or out of order");
-                        assert!(m == msg(w as u8, i), "writer {w}'s message {i} corrupted");
-                        next[w] += 1;
-                    },
-                    64,
-                )
-                .unwrap();
-            idle.idle(n);
-        }
+        receive_in_order(&mut sub, PER_WRITER, msg)
     });
+    assert_eq!(next, [PER_WRITER; 3]);
+}
+
+/// Polls until each of three writers' `per_writer` messages came, each in its writer's order
+/// and as `msg(writer, i)` made it (a message is `[writer, i (8 bytes), ...]`); fails the test
+/// after 60 s. What came from each writer.
+fn receive_in_order(sub: &mut Subscriber, per_writer: u64, msg: impl Fn(u8, u64) -> Vec<u8>) -> [u64; 3] {
+    let mut next = [0u64; 3];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut idle: IdleStrategy = "yield".parse().unwrap();
+    while next.iter().sum::<u64>() < 3 * per_writer {
+        assert!(Instant::now() < deadline, "received {next:?} of {per_writer} each");
+        let n = sub
+            .poll(
+                &mut |m: &[u8], _: &MessageHeader<'_>| {
+                    let w = m[0] as usize;
+                    let i = u64::from_le_bytes(m[1..9].try_into().unwrap());
+                    assert_eq!(i, next[w], "writer {w}: lost, repeated or out of order");
+                    assert!(m == msg(w as u8, i), "writer {w}'s message {i} corrupted");
+                    next[w] += 1;
+                },
+                64,
+            )
+            .unwrap();
+        idle.idle(n);
+    }
+    next
+}
+
+/// One concurrent publication shared by threads (it is `Sync`), as Aeron's
+/// `ConcurrentPublication` is: three threads offer and claim through the same handle at once,
+/// messages of 24 bytes to past one frame (fragmented); every message arrives once, in its
+/// writer's order, intact.
+#[test]
+fn threads_share_one_concurrent_publication() {
+    const PER_WRITER: u64 = 3_000;
+    let d = common::driver();
+    let client = Client::connect(d.dir()).unwrap();
+    let mut sub = client.subscription("aeron:ipc", 77).unwrap();
+    let publ = std::sync::Arc::new(client.publication("aeron:ipc", 77).unwrap());
+    wait_connected(&publ, &sub);
+    let frame = publ.max_payload_length();
+    // Writer w's message i: [w, i (8 bytes), filler]; every 100th is longer than a frame.
+    let msg = move |w: u8, i: u64| {
+        let len = if i % 100 == 99 {
+            frame + 500
+        } else {
+            24 + (i as usize * 37 + w as usize * 101) % 977
+        };
+        let mut m = vec![w.wrapping_add(i as u8); len];
+        m[0] = w;
+        m[1..9].copy_from_slice(&i.to_le_bytes());
+        m
+    };
+    let writers: Vec<_> = (0..3_u8)
+        .map(|w| {
+            let publ = std::sync::Arc::clone(&publ);
+            std::thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                for i in 0..PER_WRITER {
+                    let m = msg(w, i);
+                    if w == 2 && m.len() <= publ.max_payload_length() {
+                        // The third writer claims in place.
+                        loop {
+                            match publ.try_claim(m.len()) {
+                                Ok(mut claim) => {
+                                    claim.buffer_mut().copy_from_slice(&m);
+                                    claim.commit();
+                                    break;
+                                }
+                                Err(e) if e.is_retryable() && Instant::now() < deadline => std::thread::yield_now(),
+                                Err(e) => panic!("writer {w}'s claim {i}: {e}"),
+                            }
+                        }
+                    } else {
+                        offer(&publ, &m, None);
+                    }
+                }
+            })
+        })
+        .collect();
+    let next = receive_in_order(&mut sub, PER_WRITER, msg);
+    for w in writers {
+        w.join().unwrap();
+    }
     assert_eq!(next, [PER_WRITER; 3]);
 }

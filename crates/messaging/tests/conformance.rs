@@ -471,7 +471,7 @@ fn a_reassembled_message_s_header_is_the_c_client_s() {
     let c = common::c_client(d.dir());
     let mut sub = client.subscription("aeron:ipc", 850).unwrap();
     let c_sub = common::c_subscription(&c, "aeron:ipc", 850);
-    let mut publ = client.exclusive_publication("aeron:ipc", 850).unwrap();
+    let publ = client.exclusive_publication("aeron:ipc", 850).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while !publ.is_connected() || sub.image_count() == 0 || !c_sub.is_connected() {
         assert!(Instant::now() < deadline, "never connected");
@@ -568,7 +568,7 @@ fn a_malformed_frame_is_an_error_for_its_image_only() {
     let d = common::driver();
     let client = Client::connect(d.dir()).unwrap();
     let mut sub = client.subscription("aeron:ipc", 860).unwrap();
-    let mut good = client.exclusive_publication("aeron:ipc", 860).unwrap();
+    let good = client.exclusive_publication("aeron:ipc", 860).unwrap();
     let mut short = client.exclusive_publication("aeron:ipc", 860).unwrap();
     let mut long = client.exclusive_publication("aeron:ipc", 860).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -643,7 +643,7 @@ fn the_hand_off_thread_polls_past_a_malformed_frame_and_keeps_the_error() {
     let mut handoff = client
         .subscribe("aeron:ipc", 862, tx, stop, HandoffOptions::default())
         .unwrap();
-    let mut good = client.exclusive_publication("aeron:ipc", 862).unwrap();
+    let good = client.exclusive_publication("aeron:ipc", 862).unwrap();
     let mut short = client.exclusive_publication("aeron:ipc", 862).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     while !good.is_connected() || !short.is_connected() {

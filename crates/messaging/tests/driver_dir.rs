@@ -114,7 +114,7 @@ fn cnc_counters_find_a_counter_by_type_and_follow_its_value() {
     // A subscriber's position counter appears with its image and moves as it reads.
     let client = Client::connect(driver.dir()).expect("client");
     let mut sub = client.subscription("aeron:ipc", 77).expect("subscription");
-    let mut publ = client.publication("aeron:ipc", 77).expect("publication");
+    let publ = client.publication("aeron:ipc", 77).expect("publication");
     common::wait_until_connected(&publ, &sub);
     let id = counters
         .find(messaging::SUBSCRIBER_POSITION_COUNTER_TYPE_ID)

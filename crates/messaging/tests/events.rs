@@ -96,7 +96,7 @@ fn an_image_counted_is_read_by_the_next_poll_and_dropping_it_then_never_hangs() 
         let d = common::driver();
         let client = Client::connect(d.dir()).unwrap();
         let mut keeper = client.subscription("aeron:ipc", 52).unwrap();
-        let mut publ = client.exclusive_publication("aeron:ipc", 52).unwrap();
+        let publ = client.exclusive_publication("aeron:ipc", 52).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while !publ.is_connected() {
             assert!(Instant::now() < deadline, "the publication never connected");
@@ -157,7 +157,7 @@ fn a_pending_subscription_dropped_after_the_driver_answered_never_hangs_the_clie
         std::thread::sleep(Duration::from_millis(300));
         drop(pending);
         let mut sub = client.subscription("aeron:ipc", 54).unwrap();
-        let mut publ = client.publication("aeron:ipc", 54).unwrap();
+        let publ = client.publication("aeron:ipc", 54).unwrap();
         common::wait_until_connected(&publ, &sub);
         while publ.offer(b"after").is_err() {
             std::thread::yield_now();

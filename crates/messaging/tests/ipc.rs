@@ -115,7 +115,7 @@ fn an_aborted_or_dropped_claim_is_skipped_by_the_subscriber() {
 fn claims_longer_than_one_frame_are_refused_with_the_limit() {
     let d = driver();
     let client = Client::connect(d.dir()).unwrap();
-    let mut publ = client.publication("aeron:ipc", 4).unwrap();
+    let publ = client.publication("aeron:ipc", 4).unwrap();
     let max = publ.max_payload_length();
     let result = publ.try_claim(max + 1).map(|c| c.len());
     assert_eq!(result, Err(OfferError::MessageTooLong { length: max + 1, max }));
@@ -125,7 +125,7 @@ fn claims_longer_than_one_frame_are_refused_with_the_limit() {
 fn offers_without_a_subscriber_are_not_connected_and_retryable() {
     let d = driver();
     let client = Client::connect(d.dir()).unwrap();
-    let mut publ = client.publication("aeron:ipc", 5).unwrap();
+    let publ = client.publication("aeron:ipc", 5).unwrap();
     let e = publ.offer(b"x").unwrap_err();
     assert_eq!(e, OfferError::NotConnected);
     assert!(e.is_retryable());

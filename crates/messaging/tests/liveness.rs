@@ -127,7 +127,7 @@ fn an_orderly_driver_stop_is_noticed_as_closed_at_once() {
     let live = client.liveness();
     move_messages(&client, 10, 100);
     assert!(live.is_active() && !client.is_closed() && live.error().is_none());
-    let mut publ = client.publication("aeron:ipc", 13).expect("publication");
+    let publ = client.publication("aeron:ipc", 13).expect("publication");
     let mut sub = client.subscription("aeron:ipc", 13).expect("subscription");
     common::wait_until_connected(&publ, &sub);
     assert!(sub.is_connected());
@@ -185,7 +185,7 @@ fn the_hand_off_thread_ends_when_the_driver_stops() {
     let handoff = client
         .subscribe("aeron:ipc", 16, tx, stop, HandoffOptions::default())
         .expect("subscribe");
-    let mut publ = client.publication("aeron:ipc", 16).expect("publication");
+    let publ = client.publication("aeron:ipc", 16).expect("publication");
     let connected = Instant::now();
     while publ.offer(b"one").is_err() {
         assert!(connected.elapsed() < TIMEOUT + SLACK, "never connected");
@@ -220,7 +220,7 @@ fn a_driver_that_stops_beating(sig: &str, tag: &str) {
     move_messages(&client, 20, 100);
     // The exclusive publication writes the log without aeron-rs: it must see the loss too.
     let mut sub = client.subscription("aeron:ipc", 21).unwrap();
-    let mut excl = client.exclusive_publication("aeron:ipc", 21).unwrap();
+    let excl = client.exclusive_publication("aeron:ipc", 21).unwrap();
     let mut got = 0u64;
     let deadline = Instant::now() + Duration::from_secs(10);
     for i in 0..100u64 {

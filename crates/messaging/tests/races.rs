@@ -217,7 +217,7 @@ fn exclusive_publications_started_near_a_term_end_lay_out_the_log_as_the_c_clien
     let mut sub = client.subscription("aeron:ipc", ours_stream).unwrap();
     let mut c_read_sub = client.subscription("aeron:ipc", c_stream).unwrap();
     let c_sub = common::c_subscription(&c, "aeron:ipc", ours_stream);
-    let mut ours = client.exclusive_publication(channel, ours_stream).unwrap();
+    let ours = client.exclusive_publication(channel, ours_stream).unwrap();
     let theirs =
         c.0.async_add_exclusive_publication(&c_channel, c_stream)
             .and_then(|a| a.poll_blocking(Duration::from_secs(10)))
@@ -307,7 +307,7 @@ fn the_end_of_the_term_id_space_is_max_position_exceeded_every_time() {
     let client = Client::connect(d.dir()).unwrap();
     let channel = "aeron:ipc?term-length=65536|init-term-id=0|term-id=2147483647|term-offset=0";
     let mut sub = client.subscription("aeron:ipc", 960).unwrap();
-    let mut publ = client.exclusive_publication(channel, 960).unwrap();
+    let publ = client.exclusive_publication(channel, 960).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !publ.is_connected() || sub.image_count() == 0 {
         assert!(Instant::now() < deadline, "never connected");

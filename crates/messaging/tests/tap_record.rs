@@ -366,7 +366,7 @@ fn a_forwarder_s_stamp_gives_hop_and_end_to_end_and_own_figures_record() {
     let mut sub = client.subscription("aeron:ipc", 21).unwrap();
     sub.record_latency(&tap, RecordLatency::hop("hop").end_to_end("e2e"))
         .unwrap();
-    let mut publ = client.exclusive_publication("aeron:ipc", 21).unwrap();
+    let publ = client.exclusive_publication("aeron:ipc", 21).unwrap();
     let mut own = tap.figure("inside").unwrap();
     while !publ.is_connected() || sub.image_count() == 0 {
         std::thread::yield_now();

@@ -312,7 +312,7 @@ fn foreign_bytes_on_our_stream_are_decode_errors_and_the_totals_still_add_up() {
 
     // A publisher that is not ours, on the same stream, while the run is in full swing.
     let client = messaging::Client::connect(&dir).expect("client");
-    let mut foreign = client.publication("aeron:ipc", 3004).expect("publication");
+    let foreign = client.publication("aeron:ipc", 3004).expect("publication");
     std::thread::sleep(Duration::from_millis(800));
     let mut sent = 0u64;
     for i in 0..200u32 {

@@ -166,7 +166,7 @@ mod tests {
             .unwrap();
         let client = Client::connect(d.dir()).unwrap();
         let sub = client.subscription("aeron:ipc", 60).unwrap();
-        let mut publ = client.publication("aeron:ipc", 60).unwrap();
+        let publ = client.publication("aeron:ipc", 60).unwrap();
         let mut idle: IdleStrategy = "yield".parse().unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         while let Err(e) = publ.offer(&[1; 40]) {

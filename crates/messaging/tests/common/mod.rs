@@ -30,7 +30,7 @@ pub(crate) fn wait_until_connected(publisher: &ConcurrentPublication, subscriber
 /// order; fails the test when one is missing, out of order, or the stream stalls for 10 s.
 pub(crate) fn move_messages(client: &Client, stream: i32, n: u64) {
     let mut sub = client.subscription("aeron:ipc", stream).expect("subscription");
-    let mut publ = client.publication("aeron:ipc", stream).expect("publication");
+    let publ = client.publication("aeron:ipc", stream).expect("publication");
     wait_until_connected(&publ, &sub);
     let mut idle: IdleStrategy = "yield".parse().unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -214,7 +214,7 @@ fn split_probe_path(at: &Placement, dir: &Path, plan: &Plan, compact: bool, k: u
     } else {
         ("probe path, 64 B full", 1027)
     };
-    let (client, mut publ, mut sub) = open_stream::<Exclusive>(at, dir, BIG_TERM, stream);
+    let (client, publ, mut sub) = open_stream::<Exclusive>(at, dir, BIG_TERM, stream);
     let len = if compact {
         wire::COMPACT_LEN
     } else {
