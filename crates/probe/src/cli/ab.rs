@@ -211,12 +211,7 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
         return Err(UsageError::new(format!("--rounds {}: give 2 to 1000 rounds", a.rounds)));
     }
     super::validate::seconds("--duration", a.duration)?;
-    if !(0.5..=0.9999).contains(&a.confidence) {
-        return Err(UsageError::new(format!(
-            "--confidence {}: give a confidence from 0.5 to 0.9999 (0.99: 99%)",
-            a.confidence
-        )));
-    }
+    super::validate::confidence(a.confidence)?;
     super::validate::resolve(a.resolve)?;
     a.out.validate()?;
     let a_flags = split_flags(&a.a).map_err(|e| UsageError::new(format!("--a: {e}")))?;

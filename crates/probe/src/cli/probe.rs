@@ -385,12 +385,7 @@ fn check_driver(a: &Args, pong: Option<&crate::run::PongPath>) -> Result<DriverC
 /// # Errors
 /// A file cannot be read or is no report ([`EXIT_SETUP`](super::EXIT_SETUP)).
 pub fn compare(c: &CompareArgs) -> Result<(), Failure> {
-    if !(0.5..=0.9999).contains(&c.confidence) {
-        return Err(Failure::setup(format!(
-            "--confidence {}: give a confidence from 0.5 to 0.9999 (0.99: 99%)",
-            c.confidence
-        )));
-    }
+    super::validate::confidence(c.confidence).map_err(Failure::setup)?;
     super::validate::resolve(c.resolve).map_err(Failure::setup)?;
     let text = crate::run::compare::compare(&c.a, &c.b, (c.confidence, c.resolve)).map_err(Failure::setup)?;
     print!("{text}");

@@ -88,12 +88,7 @@ fn parse_period(s: &str) -> Result<(f64, f64), String> {
 /// # Errors
 /// A bad flag, a path that cannot be read, a log that does not parse: one line, exit 2.
 pub fn tap(a: &TapArgs) -> Result<(), Failure> {
-    if !(0.5..=0.9999).contains(&a.confidence) {
-        return Err(Failure::setup(format!(
-            "--confidence {}: give a confidence from 0.5 to 0.9999 (0.99: 99%)",
-            a.confidence
-        )));
-    }
+    super::validate::confidence(a.confidence).map_err(Failure::setup)?;
     super::validate::resolve(a.resolve).map_err(Failure::setup)?;
     if a.vs_period.is_some() && a.vs.is_empty() && a.period.is_none() {
         // Comparing a period with the whole log would count its intervals twice.

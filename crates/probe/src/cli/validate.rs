@@ -98,6 +98,19 @@ pub fn resolve(r: f64) -> Result<(), UsageError> {
     )))
 }
 
+/// `--confidence` (of `ab`, `compare` and `tap`): from 0.5 to 0.9999.
+///
+/// # Errors
+/// Outside that range, with the flag's form (0.99 for 99%).
+pub fn confidence(c: f64) -> Result<(), UsageError> {
+    if (0.5..=0.9999).contains(&c) {
+        return Ok(());
+    }
+    Err(UsageError::new(format!(
+        "--confidence {c}: give a confidence from 0.5 to 0.9999 (0.99: 99%)"
+    )))
+}
+
 /// The Aeron directory: the flag, else `AERON_DIR`, else Aeron's default.
 #[must_use]
 pub fn dir_or_default(dir: Option<PathBuf>) -> PathBuf {
@@ -329,6 +342,18 @@ mod tests {
             let e = resolve(bad).unwrap_err().to_string();
             assert!(
                 e.starts_with(&format!("--resolve {bad}: give")) && e.contains("0.05: 5%"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_confidence_is_from_half_to_four_nines() {
+        assert!(confidence(0.5).is_ok() && confidence(0.99).is_ok() && confidence(0.9999).is_ok());
+        for bad in [0.49, 0.99995, 1.0, 1.5, f64::NAN] {
+            let e = confidence(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("--confidence {bad}: give")) && e.contains("0.99: 99%"),
                 "{e}"
             );
         }
