@@ -279,8 +279,9 @@ impl LastSession {
 }
 
 // SAFETY: the raw pointers of the sessions and of `last` point into the active slots of sources
-// the sessions hold (`Arc`; `last` is reset when its session goes), which only the thread holding this recorder writes (`&mut self`); moving the
-// recorder to another thread between polls moves that role with it.
+// the sessions hold (`Arc`; `last` is reset when its session goes), which only the thread
+// holding this recorder writes (`&mut self`); moving the recorder to another thread between
+// polls moves that role with it.
 unsafe impl Send for SubscriberTap {}
 
 impl SubscriberTap {
