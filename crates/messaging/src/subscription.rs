@@ -320,8 +320,8 @@ impl Subscriber {
     }
 
     /// The start of every poll: fails once the client lost its driver, and takes the image
-    /// changes the conductor queued (two relaxed loads when there are none; before a recording poll takes its recorder, so a session
-    /// that went retires in it).
+    /// changes the conductor queued, before a recording poll takes its recorder (so a session
+    /// that went retires in it). Two relaxed loads when nothing changed.
     #[inline]
     fn begin_poll(&mut self) -> Result<(), PollError> {
         if self.live.load(std::sync::atomic::Ordering::Relaxed) != crate::conductor::ACTIVE {

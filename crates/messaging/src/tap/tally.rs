@@ -2,7 +2,7 @@
 //! (3 significant digits, from 1 ns up) incremented by index, without the histogram's own
 //! bookkeeping (its total, minimum and maximum, each updated per value), which the tap's writer
 //! rebuilds when it turns the interval into a [`Histogram`](hdrhistogram::Histogram) ([`Tally::drain_into`]). A record
-//! is a clamp, a `leading_zeros`, one increment and two adds.
+//! is a clamp, a `leading_zeros`, two increments and a 128-bit add (an add and a carry).
 //!
 //! The layout is HdrHistogram's for `lowest = 1`, 3 significant digits: 2048 sub-buckets,
 //! the first bucket holding 0..2047 exactly, each next one twice as wide at half the
