@@ -26,7 +26,7 @@ use hdrhistogram::Histogram;
 use super::handover::{Handover, Slots};
 use super::phaser::Phaser;
 use super::slowest::Slow;
-use super::stamp::{Latency, Stamp};
+use super::stamp::Latency;
 use super::tally::Tally;
 use super::writer::{Shared, Tap};
 use super::StampClock;
@@ -168,7 +168,7 @@ impl Source {
 }
 
 /// What a subscription records: the figure its hop goes to and, optionally, the figure for end
-/// to end (from the origin, through any forwarders: see [`Stamp`]).
+/// to end (from the origin, through any forwarders: see [`Stamp`](super::Stamp)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordLatency {
     pub(crate) hop: String,
@@ -234,9 +234,9 @@ pub(crate) struct Measured {
     /// read would wait for.
     hop: *mut Tally,
     end_to_end: *mut Tally,
-    /// None: unstamped.
-    latency: Option<Latency>,
-    /// The receive time (the poll's clock read) when it carries a stamp.
+    /// Its latency, when `received` is set.
+    latency: Latency,
+    /// The receive time (the poll's clock read) when it carries a stamp; `None`: unstamped.
     pub(crate) received: Option<i64>,
 }
 
@@ -363,60 +363,51 @@ impl SubscriberTap {
     #[inline(always)]
     pub(crate) fn measure(&mut self, session_id: i32, reserved: i64) -> Measured {
         let (hop, end_to_end) = self.intervals(session_id);
-        let latency = match Stamp::from_reserved(reserved) {
-            Stamp::Absent => None,
-            stamp => {
-                if self.now == 0 {
-                    self.now = self.clock.now_ns();
-                }
-                match stamp.latency(self.now) {
-                    // Perhaps sent after this poll read the clock (the publisher appended
-                    // meanwhile): read it again rather than record a negative latency that is
-                    // not one. Negative after that, it is real (a receiver's clock behind the
-                    // sender's) and counted as such; such a message costs one more clock read.
-                    Some(l) if l.hop_ns < 0 => {
-                        self.now = self.clock.now_ns();
-                        stamp.latency(self.now)
-                    }
-                    l => l,
-                }
-            }
-        };
-        Measured {
+        let mut m = Measured {
             hop,
             end_to_end,
-            latency,
-            received: latency.map(|_| self.now),
+            latency: Latency::UNSTAMPED,
+            received: None,
+        };
+        if reserved == 0 {
+            return m;
         }
+        if self.now == 0 {
+            self.now = self.clock.now_ns();
+        }
+        m.latency = Latency::of_stamp(reserved, self.now);
+        if m.latency.hop_ns < 0 {
+            // Perhaps sent after this poll read the clock (the publisher appended meanwhile):
+            // read it again rather than record a negative latency that is not one. Negative
+            // after that, it is real (a receiver's clock behind the sender's) and counted as
+            // such; such a message costs one more clock read.
+            self.now = self.clock.now_ns();
+            m.latency = Latency::of_stamp(reserved, self.now);
+        }
+        m.received = Some(self.now);
+        m
     }
 
     /// Records a measured message (the handler kept it).
     #[inline(always)]
     pub(crate) fn keep(&mut self, m: Measured) {
-        let Measured {
-            hop,
-            end_to_end,
-            latency,
-            ..
-        } = m;
         // SAFETY: the session's active intervals, which only this thread writes (`Session`);
         // they stay active until the poll ends (`end_poll` switches them), and `m` is of this
         // poll.
-        let hop = unsafe { &mut *hop };
-        match latency {
-            None => hop.unstamped += 1,
-            Some(l) => {
-                let now = self.now;
-                hop.record(l.hop_ns, || now);
-                // SAFETY: as above; null when the subscription records no end to end.
-                if let Some(e2e) = unsafe { end_to_end.as_mut() } {
-                    let counted = e2e.saturated + e2e.negative;
-                    e2e.record(l.end_to_end_ns, || now);
-                    // A saturated age makes the value a lower bound: saturated, once.
-                    if l.age_saturated && e2e.saturated + e2e.negative == counted {
-                        e2e.saturated += 1;
-                    }
-                }
+        let hop = unsafe { &mut *m.hop };
+        let Some(now) = m.received else {
+            hop.unstamped += 1;
+            return;
+        };
+        let l = m.latency;
+        hop.record(l.hop_ns, || now);
+        // SAFETY: as above; null when the subscription records no end to end.
+        if let Some(e2e) = unsafe { m.end_to_end.as_mut() } {
+            let counted = e2e.saturated + e2e.negative;
+            e2e.record(l.end_to_end_ns, || now);
+            // A saturated age makes the value a lower bound: saturated, once.
+            if l.age_saturated && e2e.saturated + e2e.negative == counted {
+                e2e.saturated += 1;
             }
         }
     }
