@@ -265,6 +265,10 @@ impl EmbeddedDriverBuilder {
 
     /// The driver's context: its directory, then the settings, then the options by name.
     fn context(&self, dir: &Path, delete_on_start: bool) -> Result<AeronDriverContext, DriverLaunchError> {
+        // SAFETY: clears this thread's Aeron error text (thread-local, no arguments), so that
+        // `c_words` below reads the failing call's own text, never one an earlier launch on
+        // this thread left.
+        unsafe { rusteron_media_driver::bindings::aeron_err_clear() };
         let ctx = AeronDriverContext::new().map_err(rejected("context"))?;
         let dir_c = CString::new(dir.to_string_lossy().as_bytes()).map_err(|_| DriverLaunchError::Config {
             setting: "dir",
