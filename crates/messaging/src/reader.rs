@@ -232,7 +232,9 @@ mod tests {
             std::thread::yield_now();
         }
         sender.join().unwrap();
-        assert!(!changes.pending() || changes.take().next().is_none(), "nothing more");
+        // The flag may still be set (for a change taken before the poller cleared it), but
+        // the queue holds nothing more.
+        assert!(changes.take().next().is_none(), "nothing more");
     }
 
     /// Once the conductor marked the image closed, a poll reads it no more and never writes
