@@ -209,6 +209,12 @@ mod tests {
             drop(held);
             answered
         });
+        // The raw aeron-rs clones are now the last references: drop them as `AeronHandle`
+        // does, under the lock the conductor holds while it may hold an upgraded clone, so the
+        // last drop is ours and never the conductor's (which would take its own lock again).
+        let cycle = shared.aeron.lock().unwrap();
+        drop((publication, subscription));
+        drop(cycle);
         let status = answered.expect("a status read waited for a lock the conductor takes");
         // One 40-byte message: a 32-byte header, 72 bytes aligned to 96.
         assert_eq!(status, (true, Ok(96), 1, true, false, false));
