@@ -119,14 +119,15 @@ loom: bootstrap
 	$(WITH_CMAKE) RUSTFLAGS="--cfg messaging_loom" CARGO_TARGET_DIR=target/loom scripts/expect-tests.sh 5 \
 		$(CARGO) test -p messaging --features tap --lib --release -- log::model tap::phaser::model tap::handover::model
 
-# Miri over the appender and term reader tests on heap logs (src/log/tests.rs, src/reader.rs)
-# and the tap's phaser and handover (src/tap/phaser.rs, src/tap/handover.rs),
+# Miri over the appender and term reader tests on heap logs (src/log/tests.rs, src/reader.rs),
+# the tap's phaser and handover (src/tap/phaser.rs, src/tap/handover.rs) and a recording poll's
+# raw interval pointers across handovers and sessions (src/tap/record.rs, ~90 s),
 # installing the nightly toolchain's miri and rust-src when missing.
 miri: bootstrap
 	@rustup component list --toolchain $(MIRI_TOOLCHAIN) --installed 2>/dev/null | grep -q '^miri' || \
 		rustup toolchain install $(MIRI_TOOLCHAIN) --profile minimal --component miri,rust-src
-	$(WITH_CMAKE) MIRIFLAGS="-Zmiri-disable-isolation" scripts/expect-tests.sh 13 \
-		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --features tap --lib -- log:: reader:: tap::phaser tap::handover
+	$(WITH_CMAKE) MIRIFLAGS="-Zmiri-disable-isolation" scripts/expect-tests.sh 14 \
+		$(CARGO) +$(MIRI_TOOLCHAIN) miri test -p messaging --features tap --lib -- log:: reader:: tap::phaser tap::handover tap::record
 
 bench: bootstrap
 	$(WITH_CMAKE) $(CARGO) bench --workspace --features latency-probe/iceoryx2
