@@ -88,7 +88,7 @@ impl<F: FnMut(&[u8], &MessageHeader<'_>) -> ControlledAction> Deliver for Record
             bytes,
             &MessageHeader {
                 frame: *frame,
-                received: m.received,
+                received: m.received(),
             },
         );
         if action != ControlledAction::Abort {

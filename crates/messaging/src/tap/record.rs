@@ -234,10 +234,16 @@ pub(crate) struct Measured {
     /// read would wait for.
     hop: *mut Tally,
     end_to_end: *mut Tally,
-    /// Its latency, when `received` is set.
-    latency: Latency,
-    /// The receive time (the poll's clock read) when it carries a stamp; `None`: unstamped.
-    pub(crate) received: Option<i64>,
+    /// Its latency and receive time (the poll's clock read); `None`: it carried no stamp.
+    stamped: Option<(Latency, i64)>,
+}
+
+impl Measured {
+    /// The receive time, when it carried a stamp.
+    #[inline(always)]
+    pub(crate) fn received(&self) -> Option<i64> {
+        self.stamped.map(|(_, at)| at)
+    }
 }
 
 /// A subscription's recorder, held by its polling thread.
@@ -363,29 +369,30 @@ impl SubscriberTap {
     #[inline(always)]
     pub(crate) fn measure(&mut self, session_id: i32, reserved: i64) -> Measured {
         let (hop, end_to_end) = self.intervals(session_id);
-        let mut m = Measured {
-            hop,
-            end_to_end,
-            latency: Latency::UNSTAMPED,
-            received: None,
-        };
         if reserved == 0 {
-            return m;
+            return Measured {
+                hop,
+                end_to_end,
+                stamped: None,
+            };
         }
         if self.now == 0 {
             self.now = self.clock.now_ns();
         }
-        m.latency = Latency::of_stamp(reserved, self.now);
-        if m.latency.hop_ns < 0 {
+        let mut latency = Latency::of_stamp(reserved, self.now);
+        if latency.hop_ns < 0 {
             // Perhaps sent after this poll read the clock (the publisher appended meanwhile):
             // read it again rather than record a negative latency that is not one. Negative
             // after that, it is real (a receiver's clock behind the sender's) and counted as
             // such; such a message costs one more clock read.
             self.now = self.clock.now_ns();
-            m.latency = Latency::of_stamp(reserved, self.now);
+            latency = Latency::of_stamp(reserved, self.now);
         }
-        m.received = Some(self.now);
-        m
+        Measured {
+            hop,
+            end_to_end,
+            stamped: Some((latency, self.now)),
+        }
     }
 
     /// Records a measured message (the handler kept it).
@@ -395,11 +402,10 @@ impl SubscriberTap {
         // they stay active until the poll ends (`end_poll` switches them), and `m` is of this
         // poll.
         let hop = unsafe { &mut *m.hop };
-        let Some(now) = m.received else {
+        let Some((l, now)) = m.stamped else {
             hop.unstamped += 1;
             return;
         };
-        let l = m.latency;
         hop.record(l.hop_ns, || now);
         // SAFETY: as above; null when the subscription records no end to end.
         if let Some(e2e) = unsafe { m.end_to_end.as_mut() } {

@@ -69,10 +69,8 @@ impl Stamp {
         } else if bits & FORWARDED == 0 {
             Stamp::Sent(value)
         } else {
-            Stamp::Forwarded {
-                sent_low: bits as u32,
-                age_ns: ((bits & !FORWARDED) >> 32) as u32,
-            }
+            let (sent_low, age_ns) = forwarded_fields(value);
+            Stamp::Forwarded { sent_low, age_ns }
         }
     }
 
@@ -116,14 +114,15 @@ impl Stamp {
     }
 }
 
-impl Latency {
-    /// What a [`Measured`](super::record::Measured) message without a stamp holds (not read).
-    pub(crate) const UNSTAMPED: Latency = Latency {
-        hop_ns: 0,
-        end_to_end_ns: 0,
-        age_saturated: false,
-    };
+/// A forwarded stamp's fields (bit 63 set): the forwarder's send time, low 32 bits, and the
+/// age (bits 32-62).
+#[inline(always)]
+fn forwarded_fields(reserved: i64) -> (u32, u32) {
+    let bits = reserved as u64;
+    (bits as u32, ((bits & !FORWARDED) >> 32) as u32)
+}
 
+impl Latency {
     /// [`Stamp::latency`] of a reserved value that is not 0 (a stamp), read in place: a send
     /// stamp costs a compare and a subtraction, with no enum built and taken apart (a
     /// recording poll's per-message path).
@@ -133,8 +132,8 @@ impl Latency {
         if reserved > 0 {
             Latency::sent(reserved, now)
         } else {
-            let bits = reserved as u64;
-            Latency::forwarded(bits as u32, ((bits & !FORWARDED) >> 32) as u32, now)
+            let (sent_low, age_ns) = forwarded_fields(reserved);
+            Latency::forwarded(sent_low, age_ns, now)
         }
     }
 
