@@ -98,7 +98,10 @@ test: bootstrap
 	$(WITH_CMAKE) $(CARGO) clippy -p latency-probe --benches --features iceoryx2 -- -D warnings
 	# The fuzz targets too (built, not run: `make fuzz` runs them), sharing the build above.
 	$(WITH_CMAKE) $(CARGO) check --manifest-path fuzz/Cargo.toml --all-targets --target-dir target
-	$(WITH_CMAKE) BENCH_PAIRED=1 $(CARGO) test -p latency-probe --bench roundtrip
+	# Every case once, tiny; its figures as JSON lines (BENCH_FIGURES), which scripts/bench-builds.py
+	# compares across builds, checked with that script's own test (a fake bench, planted changes).
+	$(WITH_CMAKE) BENCH_PAIRED=1 BENCH_FIGURES=$(CURDIR)/target/bench-figures.jsonl $(CARGO) test -p latency-probe --bench roundtrip
+	scripts/bench-builds.py --self-test --figures target/bench-figures.jsonl
 
 # Conformance of messaging's log code (not part of `make test`; docs/reliability.md): Aeron's
 # race and edge tests ported (tests/races.rs, tests/conformance.rs) RACE_ROUNDS times, the

@@ -86,18 +86,20 @@
 //! Run: `cargo bench -p latency-probe --bench roundtrip` (about 40 s once built;
 //! `BENCH_TAP_ONLY=1` runs the tap's cost alone, `BENCH_TAP_VARIANT=I[,J]` only those of its
 //! variants (`make poll-instructions` counts each one's instructions), `BENCH_ONEWAY_ONLY=1` one
-//! way after a wait alone);
+//! way after a wait alone; `BENCH_FIGURES=PATH` also writes the summary's figures to `PATH` as
+//! JSON lines, which `scripts/bench-builds.py` compares across builds, pass by pass);
 //! `cargo test --benches -p latency-probe` runs every case once plus a tiny summary, as a test.
 //!
 //! Files: `raw` (`raw`, `crossbeam`), `iceoryx` (iceoryx2's round trip, flow and split row),
 //! `java` (Aeron's Java Ping/Pong), `messaging` (`messaging`, `offer_poll`, its throughput
 //! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
-//! the timing itself), `oneway` (one way after a wait), `paired` (the interleaved rounds), `common` (what they share, and the
+//! the timing itself), `oneway` (one way after a wait), `paired` (the interleaved rounds), `figures` (`BENCH_FIGURES`), `common` (what they share, and the
 //! harness that runs a case with the floor around it), `summary` (the summary printed after the
 //! cases); this file: the run, in order.
 
 mod c_client;
 mod common;
+mod figures;
 #[cfg(feature = "iceoryx2")]
 mod iceoryx;
 mod java;
@@ -209,6 +211,7 @@ fn main() {
     if let Some(p) = &paired {
         paired::print(p);
     }
+    figures::write();
 }
 
 /// Runs `section` against the bench's driver, with the load average before and after.
@@ -218,6 +221,7 @@ fn alone(at: &Placement, section: impl FnOnce(&Path)) {
     section(driver.dir.as_path());
     println!("load average after: {}", load_average());
     driver.stop();
+    figures::write();
 }
 
 /// `--list`: registers every case's id without starting anything.

@@ -38,6 +38,7 @@ use crate::common::{
     connect, percentiles_of, spawn_pinned, spin_until, wait_for, Control, Pausable, Placement, Plan, CHANNEL, MSG_LEN,
     RT_FRAGMENT_LIMIT, STUCK,
 };
+use crate::figures::{self, Better};
 use crate::messaging::{publish, Ping, Pub};
 
 /// The gaps before each message, ns: the probe's pacing at 100,000 and 10,000 msg/s.
@@ -439,6 +440,17 @@ pub(crate) fn print(o: &OneWay) {
     };
     println!("{:<44} {:>18} {:>22}", "case", "p50", "p50 / (rtt / 2)");
     let row = |name: &str, v: Vec<f64>, r: Option<Vec<f64>>| {
+        let figure = name.trim();
+        figures::ns("one way", &format!("{figure}: p50"), median(&v));
+        if let Some(r) = &r {
+            figures::note(
+                "one way",
+                &format!("{figure}: p50 / (rtt / 2)"),
+                "x",
+                Better::Lower,
+                median(r),
+            );
+        }
         let ratio = r.map_or_else(|| "-".to_owned(), |r| spread(&r, 2));
         println!("{name:<44} {:>18} {ratio:>22}", spread(&v, 0));
     };
@@ -482,6 +494,17 @@ pub(crate) fn print(o: &OneWay) {
     }
 }
 
+/// The median of `v` (NaN when empty).
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
 /// "median [min-max]" of `v` with `decimals`.
 fn spread(v: &[f64], decimals: usize) -> String {
     if v.is_empty() {
@@ -489,11 +512,7 @@ fn spread(v: &[f64], decimals: usize) -> String {
     }
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
-    let median = if s.len() % 2 == 1 {
-        s[s.len() / 2]
-    } else {
-        (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
-    };
+    let median = median(&s);
     format!(
         "{median:.decimals$} [{:.decimals$}-{:.decimals$}]",
         s[0],

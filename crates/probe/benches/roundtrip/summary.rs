@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 use latency_probe::model::Stats;
 
 use crate::common::{Mode, Plan, Row, ThroughputRow, BIG_TERM, MSG_LEN, ROUND_TRIP_TERM, TP_FRAGMENT_LIMIT};
+use crate::figures::{self, Better};
 use crate::split::SplitRow;
 
 /// What the run measured, for the summary.
@@ -153,6 +154,16 @@ fn print_round_trips(s: &Summary) {
 fn print_round_trip_row(name: &str, batch: (Option<f64>, Option<f64>), st: &Stats, fl: &Stats, fl_pair: (u64, u64)) {
     let r = latency_probe::model::ratios(st, fl);
     let at = |label: &str| r.iter().find(|(n, _)| n == label).map_or(f64::NAN, |(_, x)| *x);
+    for (label, v) in [("p50", st.p50), ("p99", st.p99), ("p99.9", st.p999)] {
+        figures::ns("round trip", &format!("{name}: {label}"), v as f64);
+    }
+    figures::note(
+        "round trip",
+        &format!("{name}: p50 / floor"),
+        "x",
+        Better::Lower,
+        at("p50"),
+    );
     let moved = if latency_probe::model::regime_moved(fl_pair.0, fl_pair.1) {
         "!"
     } else {
@@ -228,6 +239,9 @@ fn print_throughput(s: &Summary) {
         let mut v = r.rates.clone();
         v.sort_by(f64::total_cmp);
         let m = |x: f64| format!("{:.2}", x / 1e6);
+        if let Some(median) = v.get(v.len() / 2) {
+            figures::note("throughput", r.name, "msg/s", Better::Higher, *median);
+        }
         println!(
             "{:<30} {:>10} {:>8} {:>8} {:>8}",
             r.name,
@@ -255,6 +269,8 @@ fn print_split(s: &Summary) {
         "", "k", "publish ns", "poll ns", "ceiling M/s"
     );
     for r in &s.split {
+        figures::ns("each side alone", &format!("{}: publish", r.name), r.publish_ns);
+        figures::ns("each side alone", &format!("{}: poll", r.name), r.poll_ns);
         println!(
             "{:<32} {:>8} {:>11.1} {:>8.1} {:>12.1}  {}",
             r.name,

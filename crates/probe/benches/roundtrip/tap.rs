@@ -33,6 +33,7 @@ use aeron_latency::messaging::tap::{RecordLatency, Tap};
 use aeron_latency::messaging::{Exclusive, MessageHeader, Publication, StampClock, Subscriber};
 
 use crate::common::{connect, message, spin_until, wait_for, Placement, Plan, BIG_TERM, CHANNEL, TP_FRAGMENT_LIMIT};
+use crate::figures;
 use crate::messaging::publish;
 
 /// One variant's stream.
@@ -297,32 +298,44 @@ pub(crate) fn print(c: &TapCost) {
     for (name, p, q) in &c.variants {
         if name.ends_with("keeping up") {
             println!("{name:<24} {:>21}", format!("{q:.1} (both)"));
+            figures::ns("tap", &format!("{name}: publish and poll"), *q);
         } else {
             println!("{name:<24} {p:>11.1} {q:>9.1}");
+            figures::ns("tap", &format!("{name}: publish"), *p);
+            figures::ns("tap", &format!("{name}: poll"), *q);
         }
     }
-    let show = |(m, lo, hi): (f64, f64, f64)| format!("{m:+.1} ns/msg [{lo:+.1}, {hi:+.1}]");
     println!("one clock read (StampClock::Monotonic.now_ns): {:.1} ns", c.clock_ns);
-    println!("stamping (stamped - plain, publishing): {}", show(c.stamp));
-    println!(
-        "recording, {} fragments a poll (recorded - stamped, polling): {}",
-        TP_FRAGMENT_LIMIT,
-        show(c.record)
+    figures::ns("tap", "one clock read", c.clock_ns);
+    // A change: printed as the median [min, max] of its per-round differences, noted as its median.
+    let change = |text: String, figure: &str, (m, lo, hi): (f64, f64, f64)| {
+        println!("{text}: {m:+.1} ns/msg [{lo:+.1}, {hi:+.1}]");
+        figures::ns("tap", figure, m);
+    };
+    change("stamping (stamped - plain, publishing)".into(), "stamping", c.stamp);
+    change(
+        format!("recording, {TP_FRAGMENT_LIMIT} fragments a poll (recorded - stamped, polling)"),
+        &format!("recording, {TP_FRAGMENT_LIMIT} a poll"),
+        c.record,
     );
-    println!(
-        "recording, 1 fragment a poll (recorded - stamped, every message a poll and a clock read): {}",
-        show(c.record_each)
+    change(
+        "recording, 1 fragment a poll (recorded - stamped, every message a poll and a clock read)".into(),
+        "recording, 1 a poll",
+        c.record_each,
     );
-    println!(
-        "  a clock read in the handler, 1 fragment a poll (clocked - stamped): {}",
-        show(c.clock_in_poll)
+    change(
+        "  a clock read in the handler, 1 fragment a poll (clocked - stamped)".into(),
+        "a clock read in the handler",
+        c.clock_in_poll,
     );
-    println!(
-        "  recording beyond that clock read (recorded - clocked, 1 fragment a poll): {}",
-        show(c.record_each_beyond_clock)
+    change(
+        "  recording beyond that clock read (recorded - clocked, 1 fragment a poll)".into(),
+        "recording beyond the clock read",
+        c.record_each_beyond_clock,
     );
-    println!(
-        "  the same, keeping up (each message polled once published, latencies not rising): {}",
-        show(c.record_kept_up_beyond_clock)
+    change(
+        "  the same, keeping up (each message polled once published, latencies not rising)".into(),
+        "recording beyond the clock read, keeping up",
+        c.record_kept_up_beyond_clock,
     );
 }
