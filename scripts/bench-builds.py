@@ -15,6 +15,7 @@ either build when they do not differ, which the alternating order gives.
 
   scripts/bench-builds.py save NAME        build the bench of the working tree and keep its
                                            executable as target/bench-builds/NAME
+  scripts/bench-builds.py path             build it and print where cargo left its executable
   scripts/bench-builds.py [--passes N] [--only tap|oneway|all] [--json OUT] EXE_A EXE_B [...]
                                            compare them (`--only tap`: BENCH_TAP_ONLY=1, about
                                            3 s a run; `oneway`: BENCH_ONEWAY_ONLY=1; `all`: the
@@ -192,8 +193,8 @@ def show(exes, rows, passes_done, passes, error, out=print):
             f"is one to believe)")
 
 
-def save(name):
-    """Builds the bench of the working tree and copies its executable to target/bench-builds/NAME."""
+def build():
+    """Builds the bench of the working tree; its executable's path (what `path` prints)."""
     env = dict(os.environ)
     if "CMAKE" not in env:
         cmake = subprocess.run([os.path.join(ROOT, "scripts/bootstrap.sh"), "--print-cmake"],
@@ -212,6 +213,12 @@ def save(name):
             exe = m["executable"]
     if done.returncode != 0 or not exe:
         sys.exit(f"bench-builds: the bench did not build: {done.stderr.strip()[-600:]}")
+    return exe
+
+
+def save(name):
+    """Builds the bench of the working tree and copies its executable to target/bench-builds/NAME."""
+    exe = build()
     dest_dir = os.path.join(ROOT, "target", "bench-builds")
     os.makedirs(dest_dir, exist_ok=True)
     dest = os.path.join(dest_dir, name)
@@ -291,6 +298,8 @@ def self_test():
 
 
 def main():
+    if sys.argv[1:] == ["path"]:
+        return print(build())
     if sys.argv[1:2] == ["save"]:
         if len(sys.argv) != 3 or "/" in sys.argv[2]:
             sys.exit("usage: scripts/bench-builds.py save NAME (a plain file name)")

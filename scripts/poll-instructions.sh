@@ -17,12 +17,7 @@ command -v valgrind >/dev/null || {
 }
 cargo build -q --release -p latency-probe --bin latency-probe
 bench="${BENCH_EXE:-}"
-[ -n "$bench" ] || bench=$(cargo bench -q -p latency-probe --bench roundtrip --no-run --message-format=json 2>/dev/null |
-  python3 -c 'import json,sys
-for l in sys.stdin:
-    m = json.loads(l)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "roundtrip" and m.get("executable"):
-        print(m["executable"])')
+[ -n "$bench" ] || bench=$(scripts/bench-builds.py path)
 [ -x "$bench" ] || {
   echo "poll-instructions: no bench executable from cargo bench --no-run" >&2
   exit 1
