@@ -371,6 +371,35 @@ mod tests {
     }
 
     #[test]
+    fn an_end_marker_below_the_plan_makes_the_report_incomplete_however_the_run_ended() {
+        // The plan is 2 warm-up + 3 measured: an end marker counting 5 is a whole run, one
+        // counting 4 is a publisher that stopped early (Ctrl-C reaching it first).
+        let report = |sent: u64, stopped_early: Option<&str>| {
+            let mut st = State::new(None, None, false);
+            let t = now_ns();
+            for seq in 0..sent {
+                full(&mut st, seq, if seq < 2 { Kind::Warmup } else { Kind::Measured }, t);
+            }
+            full(&mut st, sent, Kind::End, t);
+            let out = st.finish(stopped_early.map(str::to_owned));
+            crate::run::subscriber::to_report(&out, crate::model::Env::detect(), 64)
+        };
+        let whole = report(5, None);
+        assert!(whole.complete, "{:?}", whole.incomplete_reason);
+        let short = report(4, None);
+        assert!(!short.complete);
+        assert_eq!(short.lost, 0, "what was sent all arrived");
+        let why = short.incomplete_reason.unwrap();
+        assert!(
+            why.contains("the publisher stopped early: its end marker says it sent 4 of the 5"),
+            "{why}"
+        );
+        // Stopped here too: this side's reason alone, not both.
+        let why = report(4, Some("interrupted")).incomplete_reason.unwrap();
+        assert_eq!(why, "interrupted");
+    }
+
+    #[test]
     fn compact_samples_take_the_runs_counts_and_the_send_stamp() {
         let mut st = State::new(None, None, false);
         let t = now_ns();

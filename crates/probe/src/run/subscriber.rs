@@ -635,11 +635,11 @@ pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> cra
     if let Some(e) = &out.echo {
         pong_notes(&mut r, e);
     }
-    if let Some(why) = &out.stopped_early {
+    if let Some(why) = out.stopped_early.clone().or_else(|| publisher_stopped_early(out)) {
         r.complete = false;
         r.incomplete_reason = Some(match r.incomplete_reason.take() {
             Some(other) => format!("{why}; {other}"),
-            None => why.clone(),
+            None => why,
         });
     }
     if let Some(raw) = out.raw_jitter() {
@@ -647,4 +647,21 @@ pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> cra
         crate::report::build::attach(&mut r, &raw, None, &skipped, out.explain);
     }
     r
+}
+
+/// Why a run that ended at the end marker, not stopped here, still ran short: the marker's
+/// count is below the plan its messages carried (warm-up plus measured; an open-ended plan,
+/// 0 measured, has no such check). The publisher was interrupted or failed: a Ctrl-C that
+/// reached the publisher before this side saw it, or a publisher elsewhere.
+fn publisher_stopped_early(out: &SubOutcome) -> Option<String> {
+    let sent = out.end?;
+    let (warmup, measured) = out.recorder.plan()?;
+    let planned = u64::from(warmup) + u64::from(measured);
+    (measured > 0 && sent < planned).then(|| {
+        format!(
+            "the publisher stopped early: its end marker says it sent {sent} of the {planned} messages it \
+             planned (warm-up included); this run measured only those, and the publisher's report says why it \
+             stopped"
+        )
+    })
 }
