@@ -92,6 +92,7 @@ test: bootstrap
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000 --rate 100000
 	# latency-probe attach names the causes planted in that example, 3 runs each of 5 cases,
 	# each named in 2 of them at least on these debug builds (~3 min; make attach-check: 3 of 3).
+	scripts/attach-check.py --self-test
 	LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) scripts/attach-check.py --debug --cost-rounds 0 --need 2
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
 	# The bench's iceoryx2 rows (feature iceoryx2, run by `make bench`): checked, not run.

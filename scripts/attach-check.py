@@ -24,13 +24,17 @@ gateway's poll minus the feed's send stamp).
 
 Exit 1 when a planted case is not named in every run (--need N: in N of them). A run that did not
 name its plant while a thread nobody planted was the largest cause of a band (on these two cores
-the example's own tap writer, kdamond, a kworker), or during which the example ran out of ticks
-(starved, its feed caught up in a burst), is set aside, said so, and run again, at most
---runs times per case. Needs root (perf), a C compiler (cc) and
+the example's own tap writer, kdamond, a kworker) still counts as named when the band the
+headline explains names the plant first besides the unplanted preemptions above it, with a fifth
+of the excess they leave ("named besides"). Otherwise such a run, and one during which the
+example ran out of ticks (starved, its feed caught up in a burst), is set aside, said so, and run
+again, at most --runs times per case. --self-test checks those rules on made-up reports.
+Needs root (perf), a C compiler (cc) and
 the release builds (`make attach-check` builds them first), or with --debug the debug ones
 (`make test` runs the planted cases so, without the cost).
 
     scripts/attach-check.py [--runs 3] [--need N] [--watch 8] [--cost-rounds 6] [--cases hog,handoff,stall,clean,container] [--debug] [--save DIR]
+    scripts/attach-check.py --self-test
 """
 import argparse
 import json
@@ -184,18 +188,50 @@ def named(case, r):
 PLANTED = ("hogz",)
 
 
+def unplanted(cause):
+    """Whether a band cause is a preemption by a thread nobody planted."""
+    by = cause.get("by") or ""
+    return cause.get("cause") in ("preempted-foreign", "preempted-own") and not any(p in by for p in PLANTED)
+
+
 def interfered(r):
     """The first band whose largest cause is a preemption by a thread nobody planted, as
     `band: words`; None when there is none."""
     for band in r["jitter"].get("bands") or []:
         causes = band.get("causes") or []
-        if not causes:
-            continue
-        top = causes[0]
-        by = top.get("by") or ""
-        if top.get("cause") in ("preempted-foreign", "preempted-own") and not any(p in by for p in PLANTED):
-            return f"{band.get('band', '?')}: {top.get('words', '?')}"
+        if causes and unplanted(causes[0]):
+            return f"{band.get('band', '?')}: {causes[0].get('words', '?')}"
     return None
+
+
+# The band a headline's percentile explains ("p99 = ..." explains p90-p99).
+EXPLAINED = {"p90": "p50-p90", "p99": "p90-p99", "p99.9": "p99-p99.9", "max": "p99.9-max"}
+
+# The share of a band's excess a cause needs to be named (the probe's BAND_CAUSE_MIN_SHARE).
+NAMED_SHARE = 0.2
+
+# Each planted case's band cause: its name, and what `by` must hold (preemptions).
+PLANTED_CAUSE = {"hog": ("preempted-foreign", "hogz"), "container": ("preempted-foreign", "hogz"),
+                 "handoff": ("futex", ""), "stall": ("busy", "")}
+
+
+def named_besides(case, r):
+    """Whether the band the headline explains has the plant first after the unplanted preemptions
+    above it, with at least NAMED_SHARE of the excess they leave: named, had they not been there."""
+    headline = r["jitter"]["verdict"]["headline"]
+    which = EXPLAINED.get(headline.split(" = ")[0])
+    band = next((b for b in r["jitter"].get("bands") or [] if b.get("band") == which), None)
+    if case not in PLANTED_CAUSE or band is None:
+        return False
+    causes = band.get("causes") or []
+    k = next((i for i, c in enumerate(causes) if not unplanted(c)), len(causes))
+    above, rest = causes[:k], causes[k:]
+    if not above or not rest:
+        return False
+    left = max(1.0 - sum(c.get("share", 0.0) for c in above), 1e-9)
+    cause, by = PLANTED_CAUSE[case]
+    first = rest[0]
+    return first.get("cause") == cause and by in (first.get("by") or "") and first.get("share", 0.0) / left >= NAMED_SHARE
 
 
 def own(r):
@@ -242,6 +278,11 @@ def planted(args, tmp, hogz):
                 continue
             ok, headline = named(case, r)
             by = None if ok or case == "clean" else interfered(r)
+            if by and named_besides(case, r):
+                named_in += 1
+                print(f"{case} run {run + 1}: named besides the thread nobody planted on top of {by[:240]}: {hop}")
+                print(f"  attach itself: {own(r)}")
+                continue
             if by and set_aside < args.runs:
                 set_aside += 1
                 print(f"{case} run {run + 1}: set aside ({set_aside} of at most {args.runs}): "
@@ -308,8 +349,44 @@ def cost(args, tmp):
         print(f"load average {os.getloadavg()[0]:.2f}")
 
 
+def self_test():
+    """The rules above on made-up reports: what is named, what is set aside, what is named besides."""
+    def report(band, causes, headline="p99 = 1 ms: ..."):
+        return {"jitter": {"verdict": {"headline": headline, "futex": "", "findings": []},
+                           "bands": [{"band": "p50-p90", "causes": []}, {"band": band, "causes": causes}]}}
+
+    def cause(name, share, by=""):
+        return {"cause": name, "share": share, "by": by, "words": f"gateway: {name} {by}".strip()}
+    kdamond, driver = cause("preempted-foreign", 0.4, "kdamond.0 (pid 77, not ours)"), \
+        cause("preempted-own", 0.3, "order_gateway/aeron-driver (other thread)")
+    hogz = cause("preempted-foreign", 0.3, "hogz (pid 9, not ours)")
+    checks = [
+        ("a hog under kdamond, 50% of what it leaves", named_besides("hog", report("p90-p99", [kdamond, hogz])), True),
+        ("a hog under kdamond and the driver, 100% of what they leave",
+         named_besides("hog", report("p90-p99", [kdamond, driver, hogz])), True),
+        ("a hog under kdamond, 10% of 60%", named_besides("hog", report("p90-p99", [kdamond, cause(
+            "preempted-foreign", 0.06, "hogz (pid 9)"), cause("busy", 0.3)])), False),
+        ("the stall under the driver", named_besides("stall", report("p90-p99", [driver, cause("busy", 0.5)])), True),
+        ("the handoff under the driver", named_besides("handoff", report("p90-p99", [driver, cause("futex", 0.5)])),
+         True),
+        ("the stall in another band than the headline's",
+         named_besides("stall", report("p99-p99.9", [driver, cause("busy", 0.5)])), False),
+        ("nothing unplanted on top", named_besides("hog", report("p90-p99", [hogz])), False),
+        ("the clean case is never named besides", named_besides("clean", report("p90-p99", [kdamond, hogz])), False),
+        ("kdamond on top interferes", interfered(report("p90-p99", [kdamond, hogz])) is not None, True),
+        ("hogz on top does not", interfered(report("p90-p99", [hogz, kdamond])) is None, True),
+    ]
+    bad = [what for what, got, want in checks if got != want]
+    for what in bad:
+        print(f"self-test: WRONG: {what}")
+    if bad:
+        sys.exit(f"self-test: {len(bad)} of {len(checks)} checks wrong")
+    print(f"self-test: {len(checks)} checks right")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--self-test", action="store_true", help="check the naming rules on made-up reports, run nothing")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--need", type=int, help="runs of each case that must name it (default: every run)")
     p.add_argument("--watch", type=float, default=8)
@@ -318,6 +395,8 @@ def main():
     p.add_argument("--debug", action="store_true", help="use the debug builds (make test's)")
     p.add_argument("--save", help="keep each planted run's report (text and JSON) in this directory")
     args = p.parse_args()
+    if args.self_test:
+        return self_test()
     global PROBE, GATEWAY
     profile = os.path.join(ROOT, "target", "debug" if args.debug else "release")
     PROBE = os.path.join(profile, "latency-probe")
