@@ -496,13 +496,7 @@ pub(crate) fn print(o: &OneWay) {
 
 /// The median of `v` (NaN when empty).
 fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
+    latency_probe::analysis::paired::median(v).unwrap_or(f64::NAN)
 }
 
 /// "median [min-max]" of `v` with `decimals`.

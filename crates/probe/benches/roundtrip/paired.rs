@@ -275,9 +275,7 @@ fn value(s: &Stats, q: f64) -> f64 {
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s.get(s.len() / 2).copied().unwrap_or(0.0)
+    latency_probe::analysis::paired::median(v).unwrap_or(0.0)
 }
 
 /// `x` as a ratio with its interval and the rounds it used: `0.94 [0.91, 0.97] (16)`.

@@ -50,10 +50,7 @@ pub(crate) fn split_costs(
         // Let the (backing-off) driver see the subscriber's position before the next round.
         std::thread::sleep(Duration::from_millis(20));
     }
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
+    let median = |v: Vec<f64>| latency_probe::analysis::paired::median(&v).unwrap_or(f64::NAN);
     (median(publish_ns), median(poll_ns))
 }
 

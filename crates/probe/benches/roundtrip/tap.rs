@@ -76,9 +76,8 @@ pub(crate) struct TapCost {
 
 fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
-    let m = v.get(v.len() / 2).copied().unwrap_or(f64::NAN);
     (
-        m,
+        latency_probe::analysis::paired::median(&v).unwrap_or(f64::NAN),
         v.first().copied().unwrap_or(f64::NAN),
         v.last().copied().unwrap_or(f64::NAN),
     )

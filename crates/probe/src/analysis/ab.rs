@@ -2,7 +2,7 @@
 //! neither moving during its run), and per figure the paired change with its interval and
 //! verdict ([`super::paired`]).
 
-use crate::analysis::paired::paired_change;
+use crate::analysis::paired::{median, paired_change};
 use crate::model::{value, AbPercentile, AbRound, Floor, Stats, AB_PERCENTILES};
 use crate::units::format_ns;
 
@@ -60,15 +60,6 @@ fn figure(s: &Stats, name: &str) -> f64 {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Per figure of [`AB_PERCENTILES`]: the medians, the paired change over the rounds counted
 /// (those not set aside) and its verdict at `confidence`, a no change ruling out `resolve`
 /// either way (else inconclusive).
@@ -84,8 +75,8 @@ pub fn judge(rounds: &[AbRound], confidence: f64, resolve: f64) -> Vec<AbPercent
             let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
             AbPercentile {
                 percentile: p.to_owned(),
-                a_ns: median(a),
-                b_ns: median(b),
+                a_ns: median(&a).unwrap_or(0.0),
+                b_ns: median(&b).unwrap_or(0.0),
                 change: c.change,
                 ci_low: bounded.then_some(c.ci_low),
                 ci_high: bounded.then_some(c.ci_high),

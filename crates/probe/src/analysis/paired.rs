@@ -156,6 +156,15 @@ fn walsh_averages(d: &[f64]) -> Vec<f64> {
     w
 }
 
+/// The median of `v`: its middle value, or the mean of the middle two for an even count;
+/// `None` when `v` is empty. Sorts a copy (NaN after every number).
+#[must_use]
+pub fn median(v: &[f64]) -> Option<f64> {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    median_sorted(&s)
+}
+
 fn median_sorted(v: &[f64]) -> Option<f64> {
     let n = v.len();
     match n {
@@ -215,6 +224,16 @@ pub fn min_rounds(alpha: f64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_is_the_middle_or_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0]), Some(3.0));
+        assert_eq!(median(&[9.0, 1.0, 5.0]), Some(5.0));
+        assert_eq!(median(&[9.0, 1.0, 5.0, 2.0]), Some(3.5));
+        // NaN sorts after every number: one NaN of three leaves the lower two's upper.
+        assert_eq!(median(&[f64::NAN, 1.0, 2.0]), Some(2.0));
+    }
 
     /// A small, seeded generator (xorshift64*) and a standard normal from it (Box-Muller).
     struct Rng(u64);

@@ -193,8 +193,8 @@ pub fn compare(a: &Report, b: &Report, confidence: f64, resolve: f64) -> Compari
             let bounded = c.ci_low.is_finite() && c.ci_high.is_finite();
             Change {
                 percentile: (*p).to_owned(),
-                a_ns: median(&va),
-                b_ns: median(&vb),
+                a_ns: median_ns(&va),
+                b_ns: median_ns(&vb),
                 change_pct: 100.0 * c.change,
                 ci_low_pct: bounded.then_some(100.0 * c.ci_low),
                 ci_high_pct: bounded.then_some(100.0 * c.ci_high),
@@ -213,14 +213,9 @@ pub fn compare(a: &Report, b: &Report, confidence: f64, resolve: f64) -> Compari
     }
 }
 
-fn median(v: &[f64]) -> u64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => 0,
-        n if n % 2 == 1 => s[n / 2] as u64,
-        n => ((s[n / 2 - 1] + s[n / 2]) / 2.0).round() as u64,
-    }
+/// The median of whole-ns figures, rounded to a whole ns (0 for none).
+fn median_ns(v: &[f64]) -> u64 {
+    crate::analysis::paired::median(v).map_or(0, |m| m.round() as u64)
 }
 
 #[cfg(test)]
