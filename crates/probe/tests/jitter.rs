@@ -538,7 +538,10 @@ fn three_runs<P>(tag: &str, extra: &[&str], plant: impl Fn() -> P, check: impl F
             std::panic::resume_unwind(quiet);
         };
         if checked(Platform::OnTop).is_ok() {
-            eprintln!("run {i} passed besides the thread nobody planted on top of {by}");
+            eprintln!(
+                "run {i} passed besides the thread nobody planted on top of {by} (the panic above is its check as a \
+                 quiet run)"
+            );
             passed += 1;
         } else if set_aside < INTERFERED_MAX {
             set_aside += 1;
