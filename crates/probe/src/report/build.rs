@@ -264,6 +264,19 @@ fn anomaly_notes(rec: &Recorder, acc: &Accounting, env: &Env) -> Vec<String> {
     notes
 }
 
+/// How the subscriber's reason begins when the publisher's end marker counts fewer messages
+/// than planned ([`combine`] gives the publisher's own reason instead).
+pub const PUBLISHER_STOPPED_EARLY: &str = "the publisher stopped early";
+
+/// The subscriber's reason without its first clause when that says only that the publisher
+/// stopped early (the publisher's own reason replaces it); `None` when nothing is left.
+fn without_publishers(reason: String) -> Option<String> {
+    if !reason.starts_with(PUBLISHER_STOPPED_EARLY) {
+        return Some(reason);
+    }
+    reason.split_once("; ").map(|(_, rest)| rest.to_owned())
+}
+
 /// Merges the publisher's report into the subscriber's: offer outcomes, target and achieved
 /// rate, message size and the publisher's notes; the run is complete only if both were.
 pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_version: &str) -> Report {
@@ -291,7 +304,7 @@ pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_
                     .incomplete_reason
                     .clone()
                     .unwrap_or_else(|| "publisher stopped early".into());
-                sub.incomplete_reason = Some(match sub.incomplete_reason.take() {
+                sub.incomplete_reason = Some(match sub.incomplete_reason.take().and_then(without_publishers) {
                     // Both interrupted (Ctrl-C): the publisher's words say it and more.
                     Some(s) if why.starts_with(&s) => why,
                     Some(s) => format!("{why}; {s}"),
@@ -314,4 +327,21 @@ pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_
         }
     }
     sub
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_publishers_own_reason_replaces_the_subscribers_word_for_it() {
+        let short = format!("{PUBLISHER_STOPPED_EARLY}: its end marker says it sent 5 of the 9 messages it planned");
+        assert_eq!(without_publishers(short.clone()), None);
+        assert_eq!(
+            without_publishers(format!("{short}; this subscriber joined the stream after 3")).as_deref(),
+            Some("this subscriber joined the stream after 3")
+        );
+        let own = "interrupted (SIGINT or SIGTERM): the report holds what was measured until then";
+        assert_eq!(without_publishers(own.to_owned()).as_deref(), Some(own));
+    }
 }

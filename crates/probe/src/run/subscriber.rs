@@ -659,9 +659,9 @@ fn publisher_stopped_early(out: &SubOutcome) -> Option<String> {
     let planned = u64::from(warmup) + u64::from(measured);
     (measured > 0 && sent < planned).then(|| {
         format!(
-            "the publisher stopped early: its end marker says it sent {sent} of the {planned} messages it \
-             planned (warm-up included); this run measured only those, and the publisher's report says why it \
-             stopped"
+            "{}: its end marker says it sent {sent} of the {planned} messages it planned \
+             (warm-up included), so this run measured only those (the publisher's report says why it stopped)",
+            crate::report::build::PUBLISHER_STOPPED_EARLY
         )
     })
 }
