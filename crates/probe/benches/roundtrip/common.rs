@@ -380,16 +380,12 @@ impl Batches {
     /// ones are its warm-up) of nanoseconds per operation.
     fn median_ns(&self) -> Option<f64> {
         let tail = &self.0[self.0.len().saturating_sub(SAMPLE_SIZE)..];
-        let mut per_op: Vec<f64> = tail
+        let per_op: Vec<f64> = tail
             .iter()
             .filter(|(n, _)| *n > 0)
             .map(|(n, d)| d.as_nanos() as f64 / *n as f64)
             .collect();
-        if per_op.is_empty() {
-            return None;
-        }
-        per_op.sort_by(f64::total_cmp);
-        Some(per_op[per_op.len() / 2])
+        latency_probe::analysis::paired::median(&per_op)
     }
 }
 

@@ -239,14 +239,15 @@ fn print_throughput(s: &Summary) {
         let mut v = r.rates.clone();
         v.sort_by(f64::total_cmp);
         let m = |x: f64| format!("{:.2}", x / 1e6);
-        if let Some(median) = v.get(v.len() / 2) {
-            figures::note("throughput", r.name, "msg/s", Better::Higher, *median);
+        let median = latency_probe::analysis::paired::median(&v);
+        if let Some(median) = median {
+            figures::note("throughput", r.name, "msg/s", Better::Higher, median);
         }
         println!(
             "{:<30} {:>10} {:>8} {:>8} {:>8}",
             r.name,
             r.batch_median_ns.map_or_else(|| "-".to_owned(), |ns| m(1e9 / ns)),
-            v.get(v.len() / 2).map_or_else(|| "-".to_owned(), |x| m(*x)),
+            median.map_or_else(|| "-".to_owned(), m),
             v.first().map_or_else(|| "-".to_owned(), |x| m(*x)),
             v.last().map_or_else(|| "-".to_owned(), |x| m(*x)),
         );
