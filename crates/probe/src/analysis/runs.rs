@@ -63,7 +63,7 @@ impl RunsSummary {
                     } else {
                         0.0
                     },
-                    median_ns: vals.get(vals.len() / 2).copied().unwrap_or(0),
+                    median_ns: median_ns(&vals.iter().map(|&v| v as f64).collect::<Vec<_>>()),
                 }
             })
             .collect();
@@ -277,6 +277,7 @@ mod tests {
         assert!(!two.first_run_skipped, "two runs: both count");
         assert_eq!(two.variation[0].min_ns, 1000);
         assert_eq!(two.variation[0].max_ns, 5000);
+        assert_eq!(two.variation[0].median_ns, 3000, "two runs: the mean of the middle two");
     }
 
     /// A report whose runs have these p50s (p99 = 2 x p50) and floors.
