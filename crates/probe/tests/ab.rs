@@ -181,6 +181,11 @@ fn bad_arms_and_flags_are_refused_before_anything_runs() {
             vec!["ab", "--", "--json", "x.json"],
             "arm A: --json is set by ab itself",
         ),
+        // Before the rounds, not after them: their files would have nowhere to go.
+        (
+            vec!["ab", "--out", "/dev/null/out"],
+            "--out /dev/null/out: cannot write there",
+        ),
     ] {
         let out = run("latency-probe", &args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));

@@ -401,6 +401,14 @@ fn latency_probe_refuses_bad_driver_and_output_flags_with_one_line_before_starti
         ),
         case(p, &["--json", json_in_missing.to_str().unwrap()], "--json", "mkdir -p"),
         case(p, &["--json", tmp_s], "--json", "give a file name"),
+        // Found before the run, not after it: the run's files would have nowhere to go.
+        case(p, &["--out", file_s], "--out", "is a file; give a directory"),
+        case(
+            p,
+            &["--out", "/dev/null/out"],
+            "--out",
+            "give a directory you can write",
+        ),
         case(
             p,
             &["--diagnostics", "loud"],
@@ -553,6 +561,12 @@ fn latency_sub_refuses_every_bad_flag_with_one_line_before_starting_anything() {
             "use inline or channel",
         ),
         case(s, &["--json", "/nonexistent-dir/sub.json"], "--json", "mkdir -p"),
+        case(
+            s,
+            &["--out", "/dev/null/out"],
+            "--out",
+            "give a directory you can write",
+        ),
     ];
     let dirs = bad_driver_dirs(s);
     let _cleanup = Cleanup(dirs.iter().map(|(d, _)| d.clone()).collect());

@@ -214,6 +214,9 @@ pub fn check(a: &AbArgs) -> Result<Ab, UsageError> {
     super::validate::confidence(a.confidence)?;
     super::validate::resolve(a.resolve)?;
     a.out.validate()?;
+    if let Some(dir) = &a.out_dir {
+        super::validate::output_dir("--out", dir)?;
+    }
     let a_flags = split_flags(&a.a).map_err(|e| UsageError::new(format!("--a: {e}")))?;
     let b_flags = split_flags(&a.b).map_err(|e| UsageError::new(format!("--b: {e}")))?;
     let run_a = check_arm("A", &a.probe_args, &a_flags, a.duration)?;

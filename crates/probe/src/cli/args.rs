@@ -62,19 +62,15 @@ pub struct OutDirArgs {
 }
 
 impl OutDirArgs {
-    /// Checks that `--out` is, or can become, a directory.
+    /// Makes `--out` (when missing) and checks that it can be written, before the run.
     ///
     /// # Errors
     /// One line naming the flag and the fix.
     pub fn validate(&self) -> Result<(), UsageError> {
-        let Some(dir) = &self.out else { return Ok(()) };
-        if dir.exists() && !dir.is_dir() {
-            return Err(UsageError::new(format!(
-                "--out {} is a file; give a directory (it is created if missing)",
-                dir.display()
-            )));
+        match &self.out {
+            Some(dir) => super::validate::output_dir("--out", dir),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Writes the report's directory, if `--out` was given, and says so on stderr; false (after

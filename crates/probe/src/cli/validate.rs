@@ -331,6 +331,32 @@ pub fn output_file(flag: &str, path: &Path) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// Makes the directory `flag` names (when missing) and checks that a file can be written in
+/// it: before the run, so that a run is not measured only to find its files have nowhere to go.
+///
+/// # Errors
+/// One line naming the flag, the cause and the fix.
+pub fn output_dir(flag: &str, dir: &Path) -> Result<(), UsageError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(UsageError::new(format!(
+            "{flag} {} is a file; give a directory (it is created if missing)",
+            dir.display()
+        )));
+    }
+    let cannot = |e: std::io::Error| {
+        UsageError::new(format!(
+            "{flag} {}: cannot write there ({e}); give a directory you can write (it is created if missing)",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(cannot)?;
+    let check = dir.join(format!(".latency-probe-check-{}", std::process::id()));
+    std::fs::write(&check, b"").map_err(cannot)?;
+    // Only the check's own empty file; a directory that lets it be made lets it go.
+    let _ = std::fs::remove_file(&check);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +427,34 @@ mod tests {
             parse_rate("0").unwrap_err().to_string(),
             "0: a rate is 1 to 100,000,000 messages per second"
         );
+    }
+
+    #[test]
+    fn an_output_dir_is_made_and_checked_before_the_run() {
+        let base = std::env::temp_dir().join(format!("latency-probe-outdir-{}", std::process::id()));
+        let made = base.join("a/b");
+        output_dir("--out", &made).expect("a missing directory is made");
+        assert!(made.is_dir());
+        assert_eq!(
+            std::fs::read_dir(&made).unwrap().count(),
+            0,
+            "the check leaves nothing behind"
+        );
+        let file = base.join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let e = output_dir("--out", &file).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--out ") && e.contains("is a file; give a directory"),
+            "{e}"
+        );
+        let under_a_file = file.join("x");
+        let e = output_dir("--out", &under_a_file).unwrap_err().to_string();
+        assert!(
+            e.contains("cannot write there") && e.contains("give a directory you can write"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "one line: {e}");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
