@@ -424,6 +424,8 @@ fn bad_loss_experiment_input_is_one_line_and_exit_2() {
         (&["loss", "--arms", "fast"][..], "--arms"),
         (&["loss", "--rtt", "1ms", "--budget", "1ms"][..], "--budget"),
         (&["loss", "--unicast", "--receivers", "2"][..], "--unicast"),
+        (&["loss", "--duration", "0"][..], "--duration 0"),
+        (&["loss", "--duration", "0.5", "--rate", "1"][..], "plans no message"),
     ] {
         refused(args, &[flag]);
     }

@@ -99,6 +99,20 @@ pub fn loss(a: &LossArgs) -> Result<(), Failure> {
             .into());
         }
     }
+    if !(a.duration.is_finite() && a.duration > 0.0) {
+        return Err(UsageError::new(format!(
+            "--duration {} must be a positive number of seconds per arm, e.g. --duration 5",
+            a.duration
+        ))
+        .into());
+    }
+    if a.duration * (a.rate as f64) < 1.0 {
+        return Err(UsageError::new(format!(
+            "--duration {} x --rate {} plans no message; lengthen the arms or raise the rate",
+            a.duration, a.rate
+        ))
+        .into());
+    }
     let duration = super::seconds("--duration", a.duration)?;
     let x = crate::run::loss::LossExperiment {
         receivers: a.receivers,
