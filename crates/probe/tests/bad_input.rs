@@ -154,7 +154,10 @@ fn bad_driver_dirs(tag: &str) -> Vec<(PathBuf, &'static str)> {
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
     synthetic_cnc(&dead, now_ms - 60_000);
     vec![
-        (missing, "cnc.dat is missing; start one"),
+        (
+            missing,
+            "cnc.dat is missing; start one there (latency-probe driver --dir",
+        ),
         (file, "it is a file, not a directory"),
         (garbage, "start a media driver there"),
         (short, "shorter than the 128-byte header"),

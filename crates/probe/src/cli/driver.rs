@@ -47,7 +47,9 @@ fn serve(a: &DriverArgs) -> Result<(), Failure> {
     for o in &a.driver_opt {
         b = b.option(o.clone());
     }
-    let d = b.spawn().map_err(|e| Failure::setup(crate::run::launch_error(&e)))?;
+    let d = b
+        .spawn()
+        .map_err(|e| Failure::setup(crate::run::launch_error(&e, crate::run::Launcher::DriverCommand)))?;
     eprintln!("{DRIVER}: running in {}", d.dir().display());
     match a.seconds {
         Some(s) => std::thread::sleep(super::seconds("--seconds", s)?),

@@ -98,7 +98,7 @@ impl fmt::Display for DriverError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DriverError::Connect(e) => f.write_str(&crate::run::connect_error(e)),
-            DriverError::Launch(e) => f.write_str(&crate::run::launch_error(e)),
+            DriverError::Launch(e) => f.write_str(&crate::run::launch_error(e, crate::run::Launcher::Run)),
             DriverError::NotBuiltIn => f.write_str(
                 "built without the embedded driver: pass --dir for a running media driver, or rebuild with the \
                  embedded-driver feature",

@@ -114,6 +114,27 @@ pub fn connect(dir: &std::path::Path, pre_touch: bool) -> Result<aeron_latency::
         .map_err(|e| SetupError(connect_error(&e)))
 }
 
+/// How to start a media driver in `dir`, right for each of the three programs (latency-pub
+/// and latency-sub have no driver of their own; [`OWN_DRIVER`] adds latency-probe's).
+fn how_to_start(dir: &std::path::Path) -> String {
+    #[cfg(feature = "embedded-driver")]
+    return format!(
+        "latency-probe driver --dir {}, aeronmd or the Java MediaDriver",
+        dir.display()
+    );
+    #[cfg(not(feature = "embedded-driver"))]
+    {
+        let _ = dir;
+        "aeronmd or the Java MediaDriver".to_owned()
+    }
+}
+
+/// latency-probe's other way: a driver of its own.
+#[cfg(feature = "embedded-driver")]
+const OWN_DRIVER: &str = "; latency-probe without --dir runs its own";
+#[cfg(not(feature = "embedded-driver"))]
+const OWN_DRIVER: &str = "";
+
 /// Why the probe could not connect to a media driver, with the probe's flags as the fix (the
 /// library's message names the builder and `AERON_DIR`).
 #[must_use]
@@ -121,15 +142,17 @@ pub fn connect_error(e: &aeron_latency::messaging::ConnectError) -> String {
     use aeron_latency::messaging::ConnectError;
     match e {
         ConnectError::NoDriver { dir } => format!(
-            "no media driver at {}: {} is missing; start one (aeronmd, the Java MediaDriver, or drop --dir to use \
-             the embedded driver) or point --dir / AERON_DIR at the driver's directory",
+            "no media driver at {}: {} is missing; start one there ({}) or point --dir / AERON_DIR at the \
+             driver's directory{OWN_DRIVER}",
             dir.display(),
-            dir.join("cnc.dat").display()
+            dir.join("cnc.dat").display(),
+            how_to_start(dir)
         ),
         ConnectError::NotADirectory { dir } => format!(
             "no media driver at {}: it is a file, not a directory; point --dir / AERON_DIR at the media driver's \
-             directory (the one holding cnc.dat), or drop --dir to use the embedded driver",
-            dir.display()
+             directory (the one holding cnc.dat){}",
+            dir.display(),
+            OWN_DRIVER
         ),
         ConnectError::BadCnc { dir, detail } => format!(
             "no usable media driver at {}: {} {detail}; start a media driver there (after deleting the stale \
@@ -152,10 +175,27 @@ pub fn connect_error(e: &aeron_latency::messaging::ConnectError) -> String {
     }
 }
 
-/// Why the embedded driver did not start, with the probe's flags as the fix.
+/// Who launched the embedded driver whose launch failed: the fix names that command's flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// latency-probe's own driver for a run (`--driver-dir`, `--term-length`).
+    Run,
+    /// `latency-probe driver --dir D`, a driver for other processes.
+    DriverCommand,
+}
+
+/// The library's words for a live driver, up to its fix (which names the library's API).
+const ACTIVE_DRIVER_FIX: &str = ": connect to it with Client::connect";
+
+/// Why the embedded driver did not start, with the flags of the command that launched it as
+/// the fix.
 #[must_use]
-pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError) -> String {
+pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError, by: Launcher) -> String {
     use aeron_latency::messaging::DriverLaunchError;
+    let (dir_flag, term_flag) = match by {
+        Launcher::Run => ("latency-probe --driver-dir", "latency-probe --term-length, "),
+        Launcher::DriverCommand => ("--dir", ""),
+    };
     match e {
         DriverLaunchError::NoSpace {
             dir,
@@ -164,9 +204,9 @@ pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError) -> String {
             term_length,
         } => format!(
             "not enough space for the media driver's term buffers in {}: needs about {} MiB ({} streams x 3 \
-             terms of {} + 16 MiB), {} MiB free; use a smaller term length (latency-probe --term-length, \
+             terms of {} + 16 MiB), {} MiB free; use a smaller term length ({term_flag}\
              AERON_IPC_TERM_BUFFER_LENGTH), give the tmpfs more room (mount -o remount,size=2G /dev/shm; in \
-             Docker: docker run --shm-size=2g) or put the driver where there is room (latency-probe --driver-dir)",
+             Docker: docker run --shm-size=2g) or put the driver where there is room ({dir_flag})",
             dir.display(),
             needed.div_ceil(1 << 20),
             driver::LOGS_PER_RUN,
@@ -177,6 +217,22 @@ pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError) -> String {
             },
             available / (1 << 20)
         ),
+        DriverLaunchError::ActiveDriver { dir, .. } => {
+            let words = e.to_string();
+            let what = words.split(ACTIVE_DRIVER_FIX).next().unwrap_or(&words);
+            let fix = match by {
+                Launcher::Run => format!(
+                    "run against it with --dir {} in place of --driver-dir, or give --driver-dir another directory",
+                    dir.display()
+                ),
+                Launcher::DriverCommand => format!(
+                    "use it (--dir {} with latency-probe, latency-pub and latency-sub), or start this one in \
+                     another directory (--dir)",
+                    dir.display()
+                ),
+            };
+            format!("{what}; {fix}")
+        }
         other => other.to_string(),
     }
 }
@@ -189,9 +245,10 @@ pub fn driver_lost(live: &aeron_latency::messaging::DriverLiveness) -> String {
     match live.error() {
         None => String::new(),
         Some(LivenessError::DriverClosed { dir }) => format!(
-            "media driver at {} closed (it shut down in order during the run); start it again, or drop --dir \
-             for an embedded one, and start the run again",
-            dir.display()
+            "media driver at {} closed (it shut down in order during the run); start it again ({}) and start \
+             the run again{OWN_DRIVER}",
+            dir.display(),
+            how_to_start(&dir)
         ),
         Some(LivenessError::DriverTimedOut { dir, timeout }) => format!(
             "media driver at {} stopped responding (no heartbeat for over {:.1} s, the driver timeout \
@@ -205,5 +262,55 @@ pub fn driver_lost(live: &aeron_latency::messaging::DriverLiveness) -> String {
             dir.display()
         ),
         Some(other) => format!("{other}; start the run again"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aeron_latency::messaging::{ConnectError, DriverLaunchError, DriverProcessState};
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_live_driver_s_fix_names_the_launching_command_s_flags_not_the_library_s_api() {
+        let e = DriverLaunchError::ActiveDriver {
+            dir: PathBuf::from("/dev/shm/d"),
+            pid: Some(7),
+            heartbeat_age: std::time::Duration::from_millis(3),
+            process: DriverProcessState::Running,
+        };
+        assert!(
+            e.to_string().contains(ACTIVE_DRIVER_FIX),
+            "the library's words changed: {e}"
+        );
+        let run = launch_error(&e, Launcher::Run);
+        let command = launch_error(&e, Launcher::DriverCommand);
+        for m in [&run, &command] {
+            assert!(m.starts_with("a media driver (pid 7) is running at /dev/shm/d"), "{m}");
+            assert!(
+                !m.contains("Client::connect") && !m.contains("EmbeddedDriverBuilder"),
+                "{m}"
+            );
+        }
+        assert!(run.ends_with("or give --driver-dir another directory"), "{run}");
+        assert!(
+            command.contains("use it (--dir /dev/shm/d with latency-probe"),
+            "{command}"
+        );
+    }
+
+    #[test]
+    fn no_driver_says_how_to_start_one_with_what_each_program_has() {
+        let m = connect_error(&ConnectError::NoDriver {
+            dir: PathBuf::from("/x"),
+        });
+        assert!(
+            m.contains("start one there (latency-probe driver --dir /x, aeronmd"),
+            "{m}"
+        );
+        assert!(
+            !m.contains("drop --dir"),
+            "latency-pub and latency-sub have no driver of their own: {m}"
+        );
     }
 }
