@@ -417,6 +417,16 @@ fn malformed_frame_named_and_ours_all_arrive(delivery: &str, stream: u32) {
     let p = read_json(&pub_json);
     assert_eq!(r["received"], p["sent"], "every message of ours arrived: {r}");
     assert_eq!((&r["lost"], &r["complete"]), (&0.into(), &true.into()), "{r}");
+    // The subscriber's own run: the size it received, the time it started (before the
+    // publisher, which started later; timestamps to the second sort as text).
+    assert!(p["msg_size"].as_u64().unwrap() > 0, "{p}");
+    assert_eq!(r["msg_size"], p["msg_size"], "{r}");
+    assert!(
+        r["started_at"].as_str().unwrap() <= p["started_at"].as_str().unwrap(),
+        "the subscriber started first: {} after {}",
+        r["started_at"],
+        p["started_at"]
+    );
     let notes = r["notes"].as_array().unwrap();
     assert!(
         notes

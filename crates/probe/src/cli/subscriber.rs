@@ -103,7 +103,7 @@ pub fn subscribe(a: &Args) -> Result<(), Failure> {
     cfg.publication = a.mode.publication;
     let out = subscriber::run(&cfg).map_err(Failure::setup)?;
     a.diagnostics.write_raw(PROGRAM, out.raw_jitter().as_ref());
-    let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), 0);
+    let report = subscriber::to_report(&out, Env::detect().with_driver(DRIVER_EXTERNAL, UNKNOWN), out.msg_size);
     a.out.emit(&render_text(&report, a.out.view()), &report)?;
     let out_ok = a.out_dir.write(PROGRAM, &report);
     if !report.complete || report.lost > 0 {

@@ -52,6 +52,8 @@ pub(crate) struct State {
     pub(crate) live: Option<Arc<crate::run::live::Live>>,
     /// Images a poll could not read (a malformed frame in a publisher's log), in words.
     pub(crate) poll_errors: Vec<String>,
+    /// The first measured message's length, bytes (the run's message size).
+    msg_size: u64,
 }
 
 impl State {
@@ -75,6 +77,7 @@ impl State {
             lock,
             live: None,
             poll_errors: Vec::new(),
+            msg_size: 0,
         }
     }
 
@@ -123,6 +126,7 @@ impl State {
                 self.intended_span.0 = s.intended_ns;
                 self.seq_span.0 = s.seq;
                 self.receive_span.0 = now;
+                self.msg_size = bytes.len() as u64;
             }
             self.intended_span.1 = s.intended_ns;
             self.seq_span.1 = s.seq;
@@ -220,6 +224,8 @@ impl State {
             prefaulted: Vec::new(),
             setup_notes: Vec::new(),
             poll_errors: self.poll_errors,
+            started_at: None,
+            msg_size: self.msg_size,
         }
     }
 
@@ -289,6 +295,10 @@ pub struct SubOutcome {
     pub setup_notes: Vec<String>,
     /// Images the polls could not read (a malformed frame in a publisher's log), in words.
     pub poll_errors: Vec<String>,
+    /// When the subscriber's run started (set by [`run`](crate::run::subscriber::run)).
+    pub started_at: Option<std::time::SystemTime>,
+    /// The length of the first measured message, bytes (0: none came).
+    pub msg_size: u64,
 }
 
 impl SubOutcome {

@@ -177,6 +177,7 @@ fn ping_gone_at_the_end(e: &OfferError, bytes: &[u8]) -> bool {
 /// # Errors
 /// [`SetupError`] when the driver, subscription, core or the diagnostics source is unusable.
 pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
+    let started = std::time::SystemTime::now();
     let monitor = Monitor::new(cfg.diagnostics).map_err(|e| SetupError(e.to_string()))?;
     let client = crate::run::connect(&cfg.dir, cfg.prefault)?;
     let plant = if cfg.hot_path_lock {
@@ -223,6 +224,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     out.hot_path_lock = cfg.hot_path_lock;
     out.explain = cfg.explain;
     out.prefaulted = prefaulted;
+    out.started_at = Some(started);
     out.setup_notes
         .extend(aeron_latency::messaging::world_writable_warning(&cfg.dir));
     Ok(out)
@@ -596,7 +598,7 @@ pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> cra
         rate_achieved: rate(out.receive_span),
         msg_size,
         duration_s: (out.receive_span.1 - out.receive_span.0).max(0) as f64 / 1e9,
-        started_at: crate::units::utc_timestamp(std::time::SystemTime::now()),
+        started_at: crate::units::utc_timestamp(out.started_at.unwrap_or_else(std::time::SystemTime::now)),
     };
     let mut r = crate::model::Report::from_recorder(&out.recorder, &acc, run, Default::default(), env);
     r.in_flight = r.littles_law();
