@@ -151,8 +151,9 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs: Option<crate::model::RunsSummary>,
     /// Little's law (seed 004): achieved rate x mean latency from the intended send time, the
-    /// number of messages in flight on average (one-way: published, not yet handled; rtt: the
-    /// fraction of time the one outstanding message is out).
+    /// number of messages in flight on average (one-way: published, not yet handled; rtt: up
+    /// to 1, the fraction of time the one outstanding message is out, and above 1 those that
+    /// waited to be sent while ping was behind its schedule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<f64>,
     /// The media driver's counters over the run (`latency-probe`, read from `cnc.dat` as

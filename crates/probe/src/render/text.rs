@@ -241,10 +241,16 @@ fn header(o: &mut String, r: &Report) {
             "Little's law: {:.0} msg/s x mean latency {} = {n:.3} messages in flight on average{}",
             r.rate_achieved,
             format_ns(r.latency_ns.mean.round() as u64),
-            if r.mode == RunMode::Rtt {
-                " (one outstanding at a time: the share of time a message is out)"
-            } else {
-                " (size buffers and concurrency from this, seed 004)"
+            match r.mode {
+                // Ping waits for each echo: more than one in flight waited to be sent.
+                RunMode::Rtt if n <= 1.0 =>
+                    " (one outstanding at a time: the share of time a message is out)".to_owned(),
+                RunMode::Rtt => format!(
+                    " (one outstanding at a time; the other {:.3} waited to be sent: ping fell behind its \
+                     schedule, so lower --rate to time the round trip alone)",
+                    n - 1.0
+                ),
+                RunMode::OneWay => " (size buffers and concurrency from this, seed 004)".to_owned(),
             }
         );
     }
@@ -657,6 +663,25 @@ mod tests {
         assert_eq!(err.kind(), io::ErrorKind::NotFound);
         assert!(write_json(&r, Path::new("/")).is_err());
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn littles_law_in_rtt_mode_says_what_more_than_one_in_flight_means() {
+        let mut r = sample_report();
+        r.mode = RunMode::Rtt;
+        r.in_flight = Some(0.25);
+        let t = render_text(&r, View::Detail);
+        assert!(
+            t.contains("= 0.250 messages in flight on average (one outstanding at a time: the share"),
+            "{t}"
+        );
+        r.in_flight = Some(7.284);
+        let t = render_text(&r, View::Detail);
+        assert!(
+            t.contains("= 7.284 messages in flight on average (one outstanding at a time; the other 6.284 waited"),
+            "{t}"
+        );
+        assert!(!t.contains("the share of time"), "a share is at most 1: {t}");
     }
 
     #[test]
