@@ -420,6 +420,13 @@ fn malformed_frame_named_and_ours_all_arrive(delivery: &str, stream: u32) {
     // The subscriber's own run: the size it received, the time it started (before the
     // publisher, which started later; timestamps to the second sort as text).
     assert!(p["msg_size"].as_u64().unwrap() > 0, "{p}");
+    for report in [&r, &p] {
+        assert_eq!(
+            report["schema_version"],
+            latency_probe::model::SCHEMA_VERSION,
+            "{report}"
+        );
+    }
     assert_eq!(r["msg_size"], p["msg_size"], "{r}");
     assert!(
         r["started_at"].as_str().unwrap() <= p["started_at"].as_str().unwrap(),

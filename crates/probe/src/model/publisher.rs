@@ -9,6 +9,10 @@ use std::collections::BTreeMap;
 /// The publisher's own report (`latency-pub --json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PubReport {
+    /// The version of this report's JSON format ([`SCHEMA_VERSION`](crate::model::SCHEMA_VERSION)
+    /// when written by this build; 1 for reports from before the field existed).
+    #[serde(default = "crate::model::schema_version_1")]
+    pub schema_version: u32,
     /// Messages sent, warm-up included (the count the end marker carries).
     pub sent: u64,
     /// Warm-up messages sent.

@@ -53,10 +53,11 @@ impl From<&GroupRow> for GroupReport {
     }
 }
 
-/// The version of the JSON format this build writes (`schema_version` in [`Report`] and
-/// [`crate::model::AbReport`]). It rises when a field changes meaning or goes away (adding a
-/// field does not: readers ignore what they do not know); CHANGELOG.md says what each version
-/// changed and how to migrate. Reports written before the field existed read as version 1.
+/// The version of the JSON format this build writes (`schema_version` in [`Report`],
+/// [`crate::model::AbReport`] and [`crate::model::PubReport`], also where a report holds the
+/// publisher's). It rises when a field changes meaning or goes away (adding a field does not:
+/// readers ignore what they do not know); CHANGELOG.md says what each version changed and how
+/// to migrate. Reports written before the field existed read as version 1.
 pub const SCHEMA_VERSION: u32 = 3;
 
 /// `schema_version` of a report written before the field existed.

@@ -440,6 +440,7 @@ fn assemble(
         rtt,
         lags,
         report: PubReport {
+            schema_version: crate::model::SCHEMA_VERSION,
             sent: r.sent,
             warmup_sent: r.sent.min(cfg.warmup),
             measured_sent,
@@ -561,6 +562,7 @@ pub fn rtt_report(run: &PubRun, env: crate::model::Env) -> Option<crate::model::
 
 fn failed_report(cfg: &PubConfig, planned: u64, started_at: String, reason: String) -> PubReport {
     PubReport {
+        schema_version: crate::model::SCHEMA_VERSION,
         sent: 0,
         warmup_sent: 0,
         measured_sent: 0,
