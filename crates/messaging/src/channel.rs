@@ -48,6 +48,27 @@ pub(crate) fn check_mapped_term_length(len: usize) -> Result<(), String> {
     Ok(())
 }
 
+/// Aeron's rule for term lengths (a power of two from 64 KiB to 1 GiB), and the limit of
+/// `messaging`'s clients: at most 512 MiB, since aeron-rs 0.1.8, which maps the logs of a
+/// client's publications and images, crashes mapping a log of 2 GiB or more (three 1 GiB
+/// terms; with 512 MiB terms, a file page size over 256 MiB, which `EmbeddedDriverBuilder::spawn`
+/// checks too, with feature `embedded-driver`). Available without that feature: a tool that
+/// checks a term for another driver uses it too.
+///
+/// # Errors
+/// A sentence saying what is wrong with `len` and what to use.
+pub fn check_term_length(len: usize) -> Result<(), String> {
+    const MIN: usize = 64 << 10;
+    const MAX: usize = 1 << 30;
+    if !(MIN..=MAX).contains(&len) || !len.is_power_of_two() {
+        return Err(format!(
+            "term length {len} must be a power of two from 65536 (64 KiB) to 536870912 (512 MiB) \
+             (Aeron allows 1 GiB, whose logs messaging's clients cannot map)"
+        ));
+    }
+    check_mapped_term_length(len)
+}
+
 /// Refuses terms whose log, as the driver sizes it (three terms and 4 KiB of metadata, rounded
 /// up to its file page size), is 2 GiB or more: what aeron-rs 0.1.8 cannot map.
 #[cfg_attr(not(feature = "embedded-driver"), allow(dead_code))]
@@ -265,6 +286,21 @@ fn check_host_port(key: &str, value: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn term_lengths_follow_aeron_rules() {
+        assert!(check_term_length(64 << 10).is_ok());
+        assert!(check_term_length(512 << 20).is_ok());
+        for bad in [0, 1000, 32 << 10, (64 << 10) + 1, 2 << 30] {
+            let e = check_term_length(bad).unwrap_err();
+            assert!(
+                e.contains("power of two") && e.contains("to 536870912 (512 MiB)"),
+                "{e}"
+            );
+        }
+        let e = check_term_length(1 << 30).unwrap_err();
+        assert!(e.contains("cannot map") && e.contains("512m"), "{e}");
+    }
 
     /// A publication's term-length whose log aeron-rs could not map is refused before the add;
     /// Aeron's own rules for it stay the driver's.

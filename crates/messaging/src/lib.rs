@@ -104,7 +104,7 @@ mod subscription;
 pub mod tap;
 mod thread;
 
-pub use channel::{validate_channel, MAX_CHANNEL_LENGTH};
+pub use channel::{check_term_length, validate_channel, MAX_CHANNEL_LENGTH};
 pub use client::{
     Client, ClientBuilder, DriverLiveness, PendingExclusivePublication, PendingPublication, PendingSubscription,
 };
@@ -116,8 +116,7 @@ pub use cnc::{
 pub use conductor::CONDUCTOR_IDLE;
 #[cfg(feature = "embedded-driver")]
 pub use driver::{
-    check_term_length, driver_version, free_bytes, DriverSettings, EmbeddedDriver, EmbeddedDriverBuilder,
-    DEFAULT_DRIVER_IDLE,
+    driver_version, free_bytes, DriverSettings, EmbeddedDriver, EmbeddedDriverBuilder, DEFAULT_DRIVER_IDLE,
 };
 pub use driver_option::{env_name as driver_env_name, DriverOption};
 #[cfg(feature = "tap")]

@@ -17,8 +17,9 @@ use rusteron_media_driver::{AeronCError, AeronDriver, AeronDriverContext};
 use super::dir::{
     deny_world_write, free_bytes, private_dir_name, private_prefix, refuse_live_driver, remove_stale_dirs,
 };
-use super::settings::{check_term_length, env_bytes, env_set, DriverSettings};
+use super::settings::{env_bytes, env_set, DriverSettings};
 use super::{EmbeddedDriver, DEFAULT_DRIVER_IDLE};
+use crate::channel::check_term_length;
 use crate::conductor::ErrorHandler;
 use crate::error::DriverLaunchError;
 

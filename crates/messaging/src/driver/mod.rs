@@ -36,7 +36,7 @@ use std::thread::JoinHandle;
 
 pub use dir::free_bytes;
 pub use launch::EmbeddedDriverBuilder;
-pub use settings::{check_term_length, DriverSettings};
+pub use settings::DriverSettings;
 
 /// Our default idle strategy for the driver's agent: Aeron's `backoff` (parks up to 1 ms).
 pub const DEFAULT_DRIVER_IDLE: &str = "backoff";

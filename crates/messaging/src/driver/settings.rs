@@ -134,25 +134,6 @@ impl DriverSettings {
     }
 }
 
-/// Aeron's rule for term lengths (a power of two from 64 KiB to 1 GiB), and the limit of
-/// `messaging`'s clients: at most 512 MiB, since aeron-rs 0.1.8, which maps the logs of a
-/// client's publications and images, crashes mapping a log of 2 GiB or more (three 1 GiB
-/// terms; with 512 MiB terms, a file page size over 256 MiB, which
-/// [`EmbeddedDriverBuilder::spawn`](crate::EmbeddedDriverBuilder::spawn) checks too).
-///
-/// # Errors
-/// A sentence saying what is wrong with `len` and what to use.
-pub fn check_term_length(len: usize) -> Result<(), String> {
-    const MIN: usize = 64 << 10;
-    const MAX: usize = 1 << 30;
-    if !(MIN..=MAX).contains(&len) || !len.is_power_of_two() {
-        return Err(format!(
-            "term length {len} must be a power of two from 65536 (64 KiB) to 1073741824 (1 GiB)"
-        ));
-    }
-    crate::channel::check_mapped_term_length(len)
-}
-
 /// Whether the environment sets `name` (to anything but the empty string).
 pub(super) fn env_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| !v.is_empty())
@@ -161,20 +142,4 @@ pub(super) fn env_set(name: &str) -> bool {
 /// A byte count from the environment in Aeron's syntax (`65536`, `64k`, `16m`, `1g`).
 pub(super) fn env_bytes(name: &str) -> Option<usize> {
     crate::channel::parse_bytes(&std::env::var(name).ok()?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn term_lengths_follow_aeron_rules() {
-        assert!(check_term_length(64 << 10).is_ok());
-        assert!(check_term_length(512 << 20).is_ok());
-        for bad in [0, 1000, 32 << 10, (64 << 10) + 1, 2 << 30] {
-            assert!(check_term_length(bad).unwrap_err().contains("power of two"));
-        }
-        let e = check_term_length(1 << 30).unwrap_err();
-        assert!(e.contains("cannot map") && e.contains("512m"), "{e}");
-    }
 }

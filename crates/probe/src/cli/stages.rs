@@ -125,12 +125,9 @@ pub fn check(a: &StagesArgs) -> Result<StagesPlan, Failure> {
         ))
         .into());
     }
-    if !a.term_length.is_power_of_two() || !(65_536..=1 << 30).contains(&a.term_length) {
-        return Err(UsageError::new(format!(
-            "--term-length {}: a power of two from 65536 to 1073741824",
-            a.term_length
-        ))
-        .into());
+    // The probe's own client maps the stream's logs: messaging's limit, as --term-length of a run.
+    if let Err(e) = aeron_latency::messaging::check_term_length(a.term_length) {
+        return Err(UsageError::new(format!("--term-length {}: {e}", a.term_length)).into());
     }
     let run = super::args::RunArgs {
         duration: a.duration,
