@@ -267,6 +267,17 @@ fn doctor_prints_every_check_and_exits_0_only_without_a_fail() {
     // The embedded driver's settings are read back from it.
     let driver = v["request"]["driver"].as_array().expect("embedded driver settings");
     assert!(driver.iter().any(|p| p[0] == "aeron.threading.mode"), "{driver:?}");
+    // The cores a run would pin, publisher first (as --cores takes them): the probe's
+    // subscriber takes the last usable core, its publisher the one before.
+    let usable = aeron_latency::messaging::available_cores();
+    if let [.., publisher, subscriber] = usable[..] {
+        assert_eq!(
+            v["request"]["hot_cores"],
+            serde_json::json!([publisher, subscriber]),
+            "{}",
+            v["request"]
+        );
+    }
 }
 
 #[test]

@@ -59,8 +59,9 @@ pub fn doctor(a: &DoctorArgs) -> Result<(), Failure> {
             c.clone()
         }
         None => {
-            let (p, s) = crate::run::process::default_cores();
-            [p, s].into_iter().flatten().collect()
+            // Publisher first, as --cores takes them; default_cores gives the subscriber's first.
+            let (sub, publisher) = crate::run::process::default_cores();
+            [publisher, sub].into_iter().flatten().collect()
         }
     };
     super::check_channel("--channel", &a.channel)?;
