@@ -161,6 +161,30 @@ fn a_and_a_raises_no_alarm_and_a_planted_slowdown_is_worse() {
     );
 }
 
+/// Too few rounds for an interval: every figure says `cannot tell`, and a note the rounds it
+/// needs.
+#[test]
+fn too_few_rounds_cannot_tell_and_say_how_many_it_needs() {
+    let (out, r) = ab("ab-two-rounds", &["--rounds", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for p in ["p50", "p99"] {
+        assert_eq!(verdict(&r, p)["verdict"], "cannot tell", "{r}");
+    }
+    let notes: Vec<&str> = r["ab"]["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "cannot tell: 2 counted rounds give no 99% interval; it needs 8 at least (--rounds 8 or more"
+        )),
+        "{notes:?}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("note: cannot tell: 2 counted rounds"));
+}
+
 /// Bad input is refused before anything runs, in one line naming the arm or the flag.
 #[test]
 fn bad_arms_and_flags_are_refused_before_anything_runs() {

@@ -364,6 +364,14 @@ fn report(
         ));
     }
     notes.extend(looks.note(stopped_early, n, ab.resolve));
+    let needed = crate::analysis::paired::min_rounds(1.0 - interval_confidence);
+    if n < needed && percentiles.iter().any(|p| p.verdict == "cannot tell") {
+        notes.push(format!(
+            "cannot tell: {n} counted rounds give no {}% interval; it needs {needed} at least (--rounds {needed} \
+             or more, or a lower --confidence)",
+            crate::render::ab::format_confidence(interval_confidence)
+        ));
+    }
     AbReport {
         schema_version: crate::model::SCHEMA_VERSION,
         a: describe(&ab.probe_a, &ab.probe_b, &ab.a_flags, true),
