@@ -22,7 +22,8 @@ pub struct AttachArgs {
     #[arg(long)]
     pub pid: u32,
     /// Watch these threads as the service's, by name, comma-separated (Linux keeps the first 15
-    /// bytes of a name; a longer one matches those); default: every thread
+    /// bytes of a name; a longer one matches those); default: with a tap, the figure's
+    /// recording threads, else every thread
     #[arg(long, value_delimiter = ',')]
     pub threads: Vec<String>,
     /// How long to watch, seconds (20 time-ordered groups of a twentieth each); Ctrl-C ends it

@@ -29,8 +29,8 @@ pub enum Cmd {
     /// paired change B vs A with its interval and a verdict: better, worse, no change,
     /// inconclusive
     Ab(super::ab::AbArgs),
-    /// Compare two JSON reports per percentile, and say whether each change exceeds the
-    /// run-to-run variation recorded in them (measure both with --runs N)
+    /// Compare two JSON reports per percentile: the change with its interval over the runs
+    /// recorded in them, and a verdict (measure both with --runs 6 or more)
     Compare(super::probe::CompareArgs),
     /// Run the probe at each rate and draw latency (p50, p99, p99.9) against offered load, with
     /// the single-queue 1/(1-rho) curve for comparison

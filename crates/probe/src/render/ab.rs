@@ -57,7 +57,8 @@ fn row(p: &AbPercentile) -> String {
     let verdict = verdict_text(&p.verdict, p.resolvable);
     format!(
         "{:<6} {:>10} {:>10} {:>8} {:>18} {:>7} {}",
-        p.percentile,
+        // The JSON's name is p999; the text says p99.9, as every other table does.
+        if p.percentile == "p999" { "p99.9" } else { &p.percentile },
         format_ns(p.a_ns.round() as u64),
         format_ns(p.b_ns.round() as u64),
         pct(p.change),
@@ -169,5 +170,6 @@ mod tests {
         };
         let text = render(&report(vec![one]));
         assert!(text.contains("verdict") && text.contains("p50"), "{text}");
+        assert!(text.contains("\np99.9 ") && !text.contains("p999"), "p99.9, as elsewhere: {text}");
     }
 }
