@@ -309,11 +309,38 @@ fn doctor_on_udp_checks_socket_buffers_and_nak_timers() {
 }
 
 #[test]
-fn doctor_refuses_bad_input_with_one_line() {
+fn doctor_and_the_calculators_refuse_bad_input_with_one_line() {
     for (args, flag) in [
         (&["doctor", "--cores", "9999,0"][..], "--cores"),
         (&["doctor", "--steal=-1"][..], "--steal"),
         (&["doctor", "--msg-size", "0"][..], "--msg-size"),
+        // Before the checks run and print, not after them.
+        (&["doctor", "--json", "/nonexistent-dir/d.json"][..], "mkdir -p"),
+        (
+            &[
+                "buffers",
+                "--rate",
+                "10k",
+                "--rtt",
+                "50us",
+                "--json",
+                "/nonexistent-dir/b.json",
+            ][..],
+            "mkdir -p",
+        ),
+        (
+            &[
+                "nak",
+                "--rtt",
+                "35us",
+                "--budget",
+                "1ms",
+                "--json",
+                "/nonexistent-dir/n.json",
+            ][..],
+            "mkdir -p",
+        ),
+        (&["loss", "--json", "/nonexistent-dir/l.json"][..], "mkdir -p"),
     ] {
         refused(args, &[flag]);
     }

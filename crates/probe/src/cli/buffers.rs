@@ -2,7 +2,7 @@
 //! flags and their checks.
 
 use super::nak::{check_nak, NakArgs};
-use super::output::{emit, failed};
+use super::output::{check_json, emit, failed};
 use super::parse::{parse_bytes, parse_duration};
 use super::validate::{check_msg_size, check_receivers};
 use super::{Failure, UsageError};
@@ -65,6 +65,7 @@ pub struct BuffersArgs {
 /// # Errors
 /// Bad input (exit 2), a failed check (exit 1), or the JSON file could not be written.
 pub fn buffers(a: &BuffersArgs) -> Result<(), Failure> {
+    check_json(a.json.as_ref())?;
     let plan = buffer_plan(&check_buffers(a)?);
     emit(a.json.as_ref(), &buffers_text(&plan), &plan)?;
     failed(&plan.checks)

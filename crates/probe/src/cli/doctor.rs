@@ -1,6 +1,6 @@
 //! `latency-probe doctor`: this host and driver checked for a run, its flags and their checks.
 
-use super::output::{emit, failed};
+use super::output::{check_json, emit, failed};
 use super::parse::parse_driver_opt;
 use super::validate::check_msg_size;
 use super::Failure;
@@ -50,6 +50,7 @@ pub struct DoctorArgs {
 /// Bad input or no driver (exit 2), a failed check (exit 1), or the JSON file could not be
 /// written.
 pub fn doctor(a: &DoctorArgs) -> Result<(), Failure> {
+    check_json(a.json.as_ref())?;
     use crate::run::driver::{start, DriverChoice};
     let hot = match &a.cores {
         Some(c) => {

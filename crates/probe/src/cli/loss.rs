@@ -1,6 +1,6 @@
 //! `latency-probe loss`: seed 000's A/B over real UDP on this host, its flags and their checks.
 
-use super::output::emit;
+use super::output::{check_json, emit};
 use super::parse::parse_duration;
 use super::validate::{check_msg_size, check_receivers};
 use super::{Failure, UsageError};
@@ -66,6 +66,7 @@ pub struct LossArgs {
 /// # Errors
 /// Bad input (exit 2), an arm incomplete or a file not written (exit 1).
 pub fn loss(a: &LossArgs) -> Result<(), Failure> {
+    check_json(a.json.as_ref())?;
     check_receivers(a.receivers)?;
     if a.receivers > 64 {
         return Err(UsageError::new(format!("--receivers {}: give 1 to 64 (one driver each)", a.receivers)).into());

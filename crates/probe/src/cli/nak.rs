@@ -1,7 +1,7 @@
 //! `latency-probe nak`: seed 000's NAK-timer calculator, its flags and their checks, and the
 //! round trip it measures when not given one.
 
-use super::output::{emit, failed};
+use super::output::{check_json, emit, failed};
 use super::parse::{parse_bytes, parse_duration};
 use super::validate::{check_embedded, check_msg_size, check_receivers};
 use super::{Failure, UsageError};
@@ -64,6 +64,7 @@ pub struct NakArgs {
 /// # Errors
 /// Bad input (exit 2), a failed check (exit 1), or the JSON file could not be written.
 pub fn nak(a: &NakArgs) -> Result<(), Failure> {
+    check_json(a.json.as_ref())?;
     let mut a = a.clone();
     if a.rtt.is_none() {
         let ch = a.channel.clone().unwrap_or_default();

@@ -20,6 +20,18 @@ pub(super) fn emit<T: serde::Serialize>(json: Option<&PathBuf>, text: &str, valu
     Ok(())
 }
 
+/// Checks `--json` before the command works (a path in a directory that exists, not a
+/// directory; `-` is stdout), so that a bad path is refused before the text is printed.
+///
+/// # Errors
+/// One line naming the flag and the fix.
+pub(super) fn check_json(json: Option<&PathBuf>) -> Result<(), super::UsageError> {
+    match json {
+        Some(p) if p.as_os_str() != "-" => super::validate::output_file("--json", p),
+        _ => Ok(()),
+    }
+}
+
 /// Exit 1 with the number of FAILed checks, if any.
 pub(super) fn failed(checks: &[Check]) -> Result<(), Failure> {
     let n = checks.iter().filter(|c| c.status == CheckStatus::Fail).count();

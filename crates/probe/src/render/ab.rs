@@ -170,6 +170,9 @@ mod tests {
         };
         let text = render(&report(vec![one]));
         assert!(text.contains("verdict") && text.contains("p50"), "{text}");
-        assert!(text.contains("\np99.9 ") && !text.contains("p999"), "p99.9, as elsewhere: {text}");
+        assert!(
+            text.contains("\np99.9 ") && !text.contains("p999"),
+            "p99.9, as elsewhere: {text}"
+        );
     }
 }
