@@ -86,7 +86,11 @@ pub fn summary(r: &PubReport) -> String {
         r.rate_target,
         r.rate_achieved,
         r.duration_s,
-        offers.join(", "),
+        if offers.is_empty() {
+            "none recorded".to_owned()
+        } else {
+            offers.join(", ")
+        },
         format_ns(r.max_lag_ns),
         format_ns(r.publish_cost_ns.p50),
         format_ns(r.publish_cost_ns.p99),
