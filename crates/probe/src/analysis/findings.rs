@@ -204,7 +204,9 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
         if list.is_empty() {
             continue;
         }
-        list.sort_by_key(|x| std::cmp::Reverse(x.1 .0));
+        // Longest off CPU first: what the tail waited for, rather than the most frequent
+        // (a kworker's many short turns before a runtime's few long ones).
+        list.sort_by_key(|x| (std::cmp::Reverse(x.1 .1), std::cmp::Reverse(x.1 .0)));
         let n: u64 = list.iter().map(|(_, v)| v.0).sum();
         let total: u64 = list.iter().map(|(_, v)| v.1).sum();
         let yields: u64 = list.iter().map(|(_, v)| v.2).sum();
@@ -219,7 +221,7 @@ fn preempted_by_whom(lineup: &Lineup<'_>, t: &ThreadJitter, tail: &Tail) -> Vec<
         let who = list
             .iter()
             .take(4)
-            .map(|(w, v)| format!("{w} {}x", thousands(v.0)))
+            .map(|(w, v)| format!("{w} {}x for {}", thousands(v.0), format_ns(v.1)))
             .collect::<Vec<_>>()
             .join(", ");
         let cause = if ours {

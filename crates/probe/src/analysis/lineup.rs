@@ -143,6 +143,8 @@ impl<'a> Lineup<'a> {
                 format!("{}/{} ({})", process_name(known, k.pid), k.name, k.role.describe()),
                 true,
             ),
+            // The process analysing (attach, which watches another process): its own reads.
+            None if pid == std::process::id() as i32 => (format!("{comm} (pid {pid}, this watcher)"), false),
             None => (format!("{comm} (pid {pid}, not ours)"), false),
         }
     }

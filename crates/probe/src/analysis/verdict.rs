@@ -452,6 +452,53 @@ mod tests {
     }
 
     #[test]
+    fn preemptors_are_listed_by_the_time_they_took_not_by_how_often() {
+        let mut sub = switched_subscriber(7);
+        // A kworker's five short turns, a runtime's two long ones; this process's own one.
+        for t in 0..5 {
+            let at = 100 + t * 10_000;
+            sub.off_cpu.push(episode(
+                at,
+                Some(at + 2_000),
+                OffCpuKind::Preempted,
+                998,
+                comm_of(b"kworker"),
+            ));
+        }
+        for at in [200_000, 400_000] {
+            sub.off_cpu.push(episode(
+                at,
+                Some(at + 90_000),
+                OffCpuKind::Preempted,
+                997,
+                comm_of(b"tokio-rt-worker"),
+            ));
+        }
+        let me = std::process::id() as i32;
+        sub.off_cpu.push(episode(
+            600_000,
+            Some(601_000),
+            OffCpuKind::Preempted,
+            me,
+            comm_of(b"latency-probe"),
+        ));
+        let s = side(Source::Perf, vec![sub]);
+        let a = analyse(&[&s], &[sample(20_000, 90)], &[], None, &ctx("spin"));
+        let e = &finding(&a, Cause::PreemptedForeign).evidence;
+        let at = |who: &str| e.find(who).unwrap_or_else(|| panic!("no {who} in {e}"));
+        assert!(
+            e.contains("by tokio-rt-worker (pid 997, not ours) 2x for 180.0 µs, kworker"),
+            "{e}"
+        );
+        assert!(e.contains("kworker (pid 998, not ours) 5x for 10.00 µs"), "{e}");
+        assert!(at("tokio-rt-worker") < at("kworker"), "the longest first: {e}");
+        assert!(
+            e.contains(&format!("latency-probe (pid {me}, this watcher) 1x for 1000 ns")),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_yield_is_the_cause_of_whoever_ran_and_is_worded_as_a_yield() {
         let mut sub = switched_subscriber(3);
         let comm = comm_of(b"hogz");
