@@ -68,6 +68,11 @@ pub enum AttachError {
         /// The names the process's threads have.
         present: Vec<String>,
     },
+    /// The process ended between finding its threads and watching them: nothing was watched.
+    Ended {
+        /// The pid asked for.
+        pid: u32,
+    },
     /// None of the threads to watch could be opened (each one gone or not readable).
     NoneWatchable {
         /// The pid asked for.
@@ -96,6 +101,11 @@ impl fmt::Display for AttachError {
                 "--threads: no thread named {}; its threads are named {} (Linux keeps 15 bytes of a name)",
                 missing.join(", "),
                 present.join(", ")
+            ),
+            AttachError::Ended { pid } => write!(
+                f,
+                "process {pid} ended as attach started watching it: nothing was watched; attach to a process \
+                 that runs for --duration"
             ),
             AttachError::NoneWatchable { pid, why } => write!(
                 f,
@@ -241,6 +251,9 @@ pub fn attach(target: &Target, watch: Watch<'_>) -> Result<AttachReport, AttachE
         monitor.watch(pid, t.tid, Role::Service);
     }
     if !target.threads.iter().any(|t| monitor.watches(t.tid)) {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(AttachError::Ended { pid });
+        }
         return Err(AttachError::NoneWatchable {
             pid,
             why: monitor.notes().join("; "),
@@ -426,6 +439,35 @@ mod tests {
             )) && e.ends_with("name threads that still run")
                 && !e.contains('\n'),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_process_that_ended_before_watching_began_says_so() {
+        let mut child = std::process::Command::new("true").spawn().expect("true runs");
+        let pid = child.id();
+        child.wait().expect("true ends");
+        let target = Target {
+            pid,
+            process: "true".into(),
+            threads: vec![AttachedThread {
+                tid: pid as i32,
+                name: "true".into(),
+            }],
+        };
+        let watch = Watch {
+            duration: Duration::from_millis(100),
+            mode: Mode::Proc,
+            tap: None,
+            explain: Explain::default(),
+        };
+        let e = attach(&target, watch).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "process {pid} ended as attach started watching it: nothing was watched; attach to a process \
+                 that runs for --duration"
+            )
         );
     }
 
