@@ -50,8 +50,8 @@ pub struct DoctorArgs {
 /// Bad input or no driver (exit 2), a failed check (exit 1), or the JSON file could not be
 /// written.
 pub fn doctor(a: &DoctorArgs) -> Result<(), Failure> {
-    check_json(a.json.as_ref())?;
     use crate::run::driver::{start, DriverChoice};
+    check_json(a.json.as_ref())?;
     let hot = match &a.cores {
         Some(c) => {
             for &core in c {

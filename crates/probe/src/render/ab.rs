@@ -57,8 +57,7 @@ fn row(p: &AbPercentile) -> String {
     let verdict = verdict_text(&p.verdict, p.resolvable);
     format!(
         "{:<6} {:>10} {:>10} {:>8} {:>18} {:>7} {}",
-        // The JSON's name is p999; the text says p99.9, as every other table does.
-        if p.percentile == "p999" { "p99.9" } else { &p.percentile },
+        crate::model::label(&p.percentile),
         format_ns(p.a_ns.round() as u64),
         format_ns(p.b_ns.round() as u64),
         pct(p.change),
