@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{Client, ConcurrentPublication, DriverCounter, MessageHeader, Subscriber};
 use common::{embedded_driver, wait_until};
+use latency_probe::measure::counter_window::CounterWindow;
 use latency_probe::measure::counters::diff;
 use latency_probe::measure::counters::POSITION_TYPE_IDS;
 use latency_probe::measure::counters::TIMESTAMP_TYPE_IDS;
@@ -37,6 +38,21 @@ fn drain(sub: &mut Subscriber, got: &mut u32) -> usize {
         .expect("the client has its driver")
 }
 
+/// Sends [`MESSAGES`] and receives them all, on this thread.
+fn move_messages(publ: &mut ConcurrentPublication, sub: &mut Subscriber, deadline: Instant) {
+    let mut got = 0u32;
+    for i in 0..MESSAGES {
+        offer(publ, sub, &mut got, &[i as u8; 32], deadline);
+    }
+    while got < MESSAGES {
+        assert!(Instant::now() < deadline, "received {got} of {MESSAGES}");
+        if drain(sub, &mut got) == 0 {
+            std::thread::yield_now();
+        }
+    }
+    assert_eq!(got, MESSAGES);
+}
+
 fn print_all(title: &str, counters: &[DriverCounter]) {
     println!("{title}:");
     for c in counters {
@@ -55,17 +71,7 @@ fn a_real_ipc_run_shows_positions_in_the_note_errors_watched_and_no_timestamps_m
     let mut publ = client.publication("aeron:ipc", 7001).expect("publication");
     let deadline = Instant::now() + Duration::from_secs(20);
     wait_until(deadline, "publication never connected", || publ.is_connected());
-    let mut got = 0u32;
-    for i in 0..MESSAGES {
-        offer(&mut publ, &mut sub, &mut got, &[i as u8; 32], deadline);
-    }
-    while got < MESSAGES {
-        assert!(Instant::now() < deadline, "received {got} of {MESSAGES}");
-        if drain(&mut sub, &mut got) == 0 {
-            std::thread::yield_now();
-        }
-    }
-    assert_eq!(got, MESSAGES);
+    move_messages(&mut publ, &mut sub, deadline);
     let after = client.counters();
     print_all("every counter after the run", &after);
     // latency-probe reads them from cnc.dat without a client: the same counters, same labels.
@@ -117,4 +123,34 @@ fn a_real_ipc_run_shows_positions_in_the_note_errors_watched_and_no_timestamps_m
             "watched counter {name:?} not found among the driver's system counters {system:?}"
         );
     }
+}
+
+#[test]
+fn a_window_from_the_connect_leaves_making_the_logs_to_the_setup() {
+    let driver = embedded_driver(64 * 1024, None);
+    let window = CounterWindow::start(driver.dir().to_path_buf(), vec![7002]);
+    let client = Client::connect(driver.dir()).expect("client connects");
+    let mut sub = client.subscription("aeron:ipc", 7002).expect("subscription");
+    let mut publ = client.publication("aeron:ipc", 7002).expect("publication");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_until(deadline, "publication never connected", || publ.is_connected());
+    wait_until(deadline, "the window never saw the connect", || !window.waiting());
+    move_messages(&mut publ, &mut sub, deadline);
+    let end = aeron_latency::messaging::read_driver_counters(driver.dir()).expect("cnc.dat readable");
+    let d = window.finish(&end);
+    println!("{}", render(&d));
+    // The log was made and mapped before the connect: setup, not the run.
+    let setup = d.setup.expect("the connect was seen");
+    let mapped = |l: &[latency_probe::model::CounterDelta]| {
+        l.iter()
+            .any(|x| x.label.starts_with("Bytes currently mapped") && x.delta > 0)
+    };
+    assert!(mapped(&setup), "{setup:?}");
+    assert!(!mapped(&d.moved), "{:?}", d.moved);
+    // The run's positions advanced from the connect on: none was created during it.
+    let note = d.note.as_deref().expect("a note");
+    assert!(
+        note.contains("positions: ") && !note.contains("created during the run"),
+        "{note}"
+    );
 }

@@ -13,7 +13,8 @@
 //!   every counter with its value at 0 (`aeron_counters_manager_next_counter_id` zeroes a
 //!   reused slot; a fresh slot is untouched, zero-filled `cnc.dat`), so its whole value accrued
 //!   inside the run. A counter freed during the run has no final value: it is named in
-//!   [`DriverCounters::note`], never given an invented delta.
+//!   [`DriverCounters::note`] (a stream position, freed when its stream closed, is counted by
+//!   name in the note's positions line), never given an invented delta.
 //! - [`DriverCounters::watched`] always holds Aeron's error, back-pressure, loss and stall
 //!   counters that the driver has ([`WATCHED_SYSTEM_COUNTERS`], then every per-stream
 //!   `snd-bpe`), even at 0: a report that says "Errors +0" says more than one that says
@@ -247,11 +248,16 @@ pub fn diff(before: &[DriverCounter], after: &[DriverCounter]) -> DriverCounters
         }
     }
     let after_keys: BTreeMap<i32, &DriverCounter> = after.iter().map(|c| (c.id, c)).collect();
-    let mut freed: Vec<&DriverCounter> = before
+    let (freed_positions, mut freed): (Vec<&DriverCounter>, Vec<&DriverCounter>) = before
         .iter()
         .filter(|b| !after_keys.get(&b.id).is_some_and(|a| same(b, a)))
-        .collect();
+        .partition(|b| kind(b) == Kind::Position);
     freed.sort_by_key(|c| c.id);
+    let positions = Positions {
+        advanced: &positions,
+        created: positions_new,
+        freed: &freed_positions.iter().map(|c| short_name(&c.label)).collect::<Vec<_>>(),
+    };
 
     watched.sort_by_key(|(order, d)| (*order, d.id));
     moved.sort_by(|x, y| {
@@ -264,7 +270,8 @@ pub fn diff(before: &[DriverCounter], after: &[DriverCounter]) -> DriverCounters
     DriverCounters {
         moved,
         watched: watched.into_iter().map(|(_, d)| d).collect(),
-        note: not_listed(&positions, positions_new, &timestamps, &freed),
+        note: not_listed(&positions, &timestamps, &freed),
+        setup: None,
     }
 }
 
@@ -284,32 +291,56 @@ fn unreadable(before: bool, after: bool) -> DriverCounters {
     }
 }
 
-/// What the diff does not list, in words: the stream positions and timestamps that moved (by
-/// short name; `positions_new` of the positions created during the run) and the counters freed.
-fn not_listed(
-    positions: &[&str],
-    positions_new: usize,
-    timestamps: &[&str],
-    freed: &[&DriverCounter],
-) -> Option<String> {
-    let mut note = Vec::new();
-    if !positions.is_empty() {
-        let created = if positions_new > 0 {
-            format!(", {positions_new} of them created during the run")
-        } else {
-            String::new()
-        };
-        note.push(format!(
-            "positions: {} with the traffic and {} not listed ({}{created})",
-            plural(
-                positions.len(),
-                "stream position counter advanced",
-                "stream position counters advanced"
-            ),
-            if positions.len() == 1 { "is" } else { "are" },
-            tally(positions.iter().copied()),
-        ));
+/// The stream positions of a diff, by short name: those that advanced (`created` of them
+/// created during the run) and those freed during it (a stream that closed before the second
+/// snapshot: latency-sub's `sub-pos` when it exits).
+struct Positions<'a> {
+    advanced: &'a [&'a str],
+    created: usize,
+    freed: &'a [&'a str],
+}
+
+impl Positions<'_> {
+    /// `"positions: ..."`, or `None` when no position moved or went.
+    fn line(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.advanced.is_empty() {
+            let created = if self.created > 0 {
+                format!(", {} of them created during the run", self.created)
+            } else {
+                String::new()
+            };
+            parts.push(format!(
+                "{} with the traffic and {} not listed ({}{created})",
+                plural(
+                    self.advanced.len(),
+                    "stream position counter advanced",
+                    "stream position counters advanced"
+                ),
+                if self.advanced.len() == 1 { "is" } else { "are" },
+                tally(self.advanced.iter().copied()),
+            ));
+        }
+        if !self.freed.is_empty() {
+            parts.push(format!(
+                "{} freed during the run as {} closed, not listed ({})",
+                plural(self.freed.len(), "stream position counter", "stream position counters"),
+                if self.freed.len() == 1 {
+                    "its stream"
+                } else {
+                    "their streams"
+                },
+                tally(self.freed.iter().copied()),
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("positions: {}", parts.join("; ")))
     }
+}
+
+/// What the diff does not list, in words: the stream positions, the timestamps that moved (by
+/// short name) and the other counters freed.
+fn not_listed(positions: &Positions<'_>, timestamps: &[&str], freed: &[&DriverCounter]) -> Option<String> {
+    let mut note: Vec<String> = positions.line().into_iter().collect();
     if !timestamps.is_empty() {
         note.push(format!(
             "timestamps: {} and {} not listed ({})",
@@ -332,19 +363,22 @@ fn not_listed(
     (!note.is_empty()).then(|| note.join("\n"))
 }
 
+/// A counter as `cnc.dat` holds it, for the counter modules' tests.
+#[cfg(test)]
+pub(crate) fn test_counter(id: i32, type_id: i32, label: &str, value: i64) -> DriverCounter {
+    DriverCounter {
+        id,
+        type_id,
+        label: label.to_owned(),
+        value,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_counter as c;
     use super::*;
     use crate::render::counters::render;
-
-    fn c(id: i32, type_id: i32, label: &str, value: i64) -> DriverCounter {
-        DriverCounter {
-            id,
-            type_id,
-            label: label.to_owned(),
-            value,
-        }
-    }
 
     const ERRORS: &str = "Errors: version=1.54.0 commit=0123abcd";
 
@@ -426,19 +460,23 @@ mod tests {
         assert!(bpe.label.starts_with("snd-bpe: "));
         let note = d.note.expect("note");
         assert!(
-            note.contains("freed during the run, final value unknown: 2 counters: 50 4 sub-pos: 5 2 1001 aeron:ipc @0 (was 4096); 51 5 rcv-pos"),
+            note.contains("; 2 stream position counters freed during the run as their streams closed, not listed (sub-pos ×1, rcv-pos ×1)"),
             "{note}"
         );
+        assert!(!note.contains("final value unknown"), "{note}");
     }
 
     #[test]
     fn a_changed_type_with_the_same_label_is_also_a_different_counter() {
-        let before = [c(15, 0, ERRORS, 0), c(60, 1, "x: 1", 10)];
+        let before = [c(15, 0, ERRORS, 0), c(60, 10, "x: 1", 10)];
         let after = [c(15, 0, ERRORS, 0), c(60, 18, "x: 1", 10)];
         let d = diff(&before, &after);
         let x = find(&d.moved, 60).expect("new counter with value 10 moved from 0");
         assert_eq!((x.before, x.after, x.delta), (0, 10, 10));
-        assert!(d.note.unwrap().contains("60 1 x: 1 (was 10)"));
+        assert_eq!(
+            d.note.as_deref(),
+            Some("freed during the run, final value unknown: 1 counter: 60 10 x: 1 (was 10)")
+        );
     }
 
     #[test]
@@ -457,7 +495,20 @@ mod tests {
         assert_eq!(
             line,
             "positions: 3 stream position counters advanced with the traffic and are not listed \
-             (pub-lmt ×1, sub-pos ×1, pub-pos (concurrent) ×1)"
+             (pub-lmt ×1, sub-pos ×1, pub-pos (concurrent) ×1); 2 stream position counters freed \
+             during the run as their streams closed, not listed (sub-pos ×1, rcv-pos ×1)"
+        );
+        let one_freed = diff(
+            &[c(15, 0, ERRORS, 0), c(48, 4, "sub-pos: 9 1 1001 aeron:ipc @0", 7)],
+            &[c(15, 0, ERRORS, 0)],
+        )
+        .note
+        .expect("note");
+        assert!(
+            one_freed.contains(
+                "1 stream position counter freed during the run as its stream closed, not listed (sub-pos ×1)"
+            ),
+            "{one_freed}"
         );
     }
 
@@ -580,12 +631,12 @@ mod tests {
                 " moved:",
                 "   35   0 Bytes currently mapped: 1000 -> 500 (-500)",
                 " positions: 3 stream position counters advanced with the traffic and are not listed \
-                 (pub-lmt ×1, sub-pos ×1, pub-pos (concurrent) ×1)",
+                 (pub-lmt ×1, sub-pos ×1, pub-pos (concurrent) ×1); 2 stream position counters \
+                 freed during the run as their streams closed, not listed (sub-pos ×1, rcv-pos ×1)",
             ]
         );
         assert!(lines[9].starts_with(" timestamps: "), "{text}");
-        assert!(lines[10].starts_with(" freed during the run"), "{text}");
-        assert_eq!(lines.len(), 11, "{text}");
+        assert_eq!(lines.len(), 10, "{text}");
     }
 
     #[test]

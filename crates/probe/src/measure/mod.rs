@@ -5,6 +5,7 @@
 //! Names `sys`, the model and units.
 
 pub mod bands;
+pub mod counter_window;
 pub mod counters;
 pub mod floor;
 pub mod hiccup;

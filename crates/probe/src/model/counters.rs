@@ -31,4 +31,11 @@ pub struct DriverCounters {
     /// What is not listed, one line each: stream positions, timestamps, counters freed during
     /// the run; or why the counters could not be compared.
     pub note: Option<String>,
+    /// What moved from the run's start until both ends connected (the watched counters first,
+    /// then the others, as above): setting up, mostly making the logs, which `watched` and
+    /// `moved` then leave out. `None` when they are compared from the run's start: the connect
+    /// was not seen, or the report was written before this field
+    /// ([`counter_window`](crate::measure::counter_window)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Vec<CounterDelta>>,
 }

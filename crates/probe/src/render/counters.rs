@@ -13,11 +13,16 @@ fn line(out: &mut String, d: &CounterDelta) {
 }
 
 /// The text section for the report, AeronStat-like: a heading, the watched counters, the
-/// counters that moved, then the note, one counter per line as
-/// `  id type label: before -> after (+delta)`.
+/// counters that moved, the note, then what moved while the run was set up, one counter per
+/// line as `  id type label: before -> after (+delta)`.
 #[must_use]
 pub fn render(c: &DriverCounters) -> String {
-    let mut out = String::from("driver counters over the run (id type label: before -> after (delta)):\n");
+    let window = if c.setup.is_some() {
+        "from both ends' connect to the end of the run"
+    } else {
+        "over the run"
+    };
+    let mut out = format!("driver counters {window} (id type label: before -> after (delta)):\n");
     if !c.watched.is_empty() {
         out.push_str(" watched (errors, back-pressure, loss, stalls):\n");
         let zero = c.watched.iter().filter(|d| d.before == 0 && d.after == 0).count();
@@ -43,6 +48,16 @@ pub fn render(c: &DriverCounters) -> String {
         for l in note.lines() {
             let _ = writeln!(out, " {l}");
         }
+    }
+    match c.setup.as_deref() {
+        Some([]) => out.push_str(" setup (start to connect, not counted above): nothing watched or listed moved\n"),
+        Some(setup) => {
+            out.push_str(" setup (start to connect: making the logs; not counted above):\n");
+            for d in setup {
+                line(&mut out, d);
+            }
+        }
+        None => {}
     }
     out
 }

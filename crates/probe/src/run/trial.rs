@@ -3,6 +3,7 @@
 
 use super::process::{exit_words, spawn, wait_forwarding_interrupts, SpawnError, EXIT_REFUSED};
 use super::{Delivery, PongPath};
+use crate::measure::counter_window::CounterWindow;
 use crate::measure::floor::FloorRun;
 use crate::measure::hiccup::{self, HiccupConfig, HiccupMeter, HiccupRequest, HiccupSkipped};
 use crate::model::{Mode, PubReport, RawJitter, Report, DRIVER_EMBEDDED, DRIVER_EXTERNAL};
@@ -367,10 +368,15 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
     let c = children(t, at.dir, &tmp);
     let mut floor = floor_before(t, &mut notes);
     announce(t, at);
-    // The driver's counters around the run, straight from cnc.dat (no client joins).
-    let counters_before = aeron_latency::messaging::read_driver_counters(at.dir).unwrap_or_default();
+    // The driver's counters from both ends' connect to the run's end, straight from cnc.dat
+    // (no client joins).
+    let streams = std::iter::once(t.stream)
+        .chain(t.pong.as_ref().map(|p| p.stream))
+        .collect();
+    let window = CounterWindow::start(at.dir.to_path_buf(), streams);
     let (pub_status, sub_status) = run_children(t, &c, &tmp)?;
     let counters_after = aeron_latency::messaging::read_driver_counters(at.dir).unwrap_or_default();
+    let driver_counters = window.finish(&counters_after);
     // The floor again, right after the run and under the same conditions (driver and meter up).
     if let Some(f) = &mut floor {
         f.after();
@@ -390,7 +396,7 @@ pub fn measure(t: &Trial, at: &Place<'_>) -> Result<Measured, TrialError> {
     if let Some(f) = floor {
         add_floor(&mut report, f);
     }
-    report.driver_counters = Some(crate::measure::counters::diff(&counters_before, &counters_after));
+    report.driver_counters = Some(driver_counters);
     Ok(Measured {
         report,
         pub_status,
