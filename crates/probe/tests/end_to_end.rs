@@ -185,9 +185,15 @@ fn round_trip_mode_times_every_echo_on_pings_clock_and_relates_it_to_the_floor()
     assert_eq!(r["offer"]["ok"], 21_000, "one successful claim per ping");
     assert_eq!(r["latency_actual_ns"]["count"], 20_000);
     assert_eq!(r["publisher"]["sent"], 21_000, "ping's own report is merged in");
-    // Pong's echo publication and ping's echo image were pre-faulted too.
+    // Pong's echo publication and ping's echo image were pre-faulted too, and both hot
+    // threads' stacks.
     let pre = r["faults"]["prefaulted"].as_array().unwrap();
-    assert_eq!(pre.len(), 4, "{pre:?}");
+    assert_eq!(pre.len(), 6, "{pre:?}");
+    let stacks = pre
+        .iter()
+        .filter(|p| p.as_str().unwrap().contains("hot thread's stack"))
+        .count();
+    assert_eq!(stacks, 2, "{pre:?}");
     let notes = r["notes"].as_array().unwrap();
     assert!(
         notes

@@ -427,8 +427,9 @@ pub struct ModeArgs {
     /// atomic add on the tail per message; `shared` is its old name)
     #[arg(long, default_value = "exclusive")]
     pub publication: crate::model::PublicationKind,
-    /// Do not map in the log buffers before measuring: the hot threads take page faults on the
-    /// pages they first touch while measuring (a cold start, or planted cold memory)
+    /// Do not map in the log buffers (nor touch the hot threads' stacks) before measuring: the
+    /// hot threads take page faults on the pages they first touch while measuring (a cold
+    /// start, or planted cold memory)
     #[arg(long = "no-prefault")]
     pub no_prefault: bool,
 }

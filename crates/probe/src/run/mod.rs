@@ -114,6 +114,15 @@ pub fn connect(dir: &std::path::Path, pre_touch: bool) -> Result<aeron_latency::
         .map_err(|e| SetupError(connect_error(&e)))
 }
 
+/// The report's words for a hot thread's pre-faulted stack
+/// ([`prefault_stack`](crate::sys::thread::prefault_stack)), `side` `"pub"` or `"sub"`.
+pub(crate) fn stack_prefaulted(side: &str) -> String {
+    format!(
+        "{side} hot thread's stack: {} KiB, touched by the thread before it measures",
+        crate::sys::thread::STACK_PREFAULT / 1024
+    )
+}
+
 /// How to start a media driver in `dir`, right for each of the three programs (latency-pub
 /// and latency-sub have no driver of their own; [`OWN_DRIVER`] adds latency-probe's).
 fn how_to_start(dir: &std::path::Path) -> String {

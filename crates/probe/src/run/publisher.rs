@@ -265,6 +265,8 @@ fn prefault<K: Add>(publisher: &Publication<K>, pong: Option<&Subscriber>, cfg: 
             Err(e) => prefaulted.push(format!("ping stream {}: not pre-faulted: {e}", path.stream)),
         }
     }
+    // The hot thread touches its own (`drive`).
+    prefaulted.push(crate::run::stack_prefaulted("pub"));
     prefaulted
 }
 
@@ -298,7 +300,7 @@ fn drive<K: Add>(
             rest: Publication::<K>::frame_length(plan.message_len(1)) as i64,
         },
     );
-    let mut idle = cfg.idle.clone();
+    let (mut idle, prefault) = (cfg.idle.clone(), cfg.prefault);
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     // Dropped by the hot thread when it ends (also on a panic): wakes the sampling loop below.
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
@@ -307,6 +309,9 @@ fn drive<K: Add>(
         .affinity_opt(cfg.core)
         .spawn(move || {
             let _done = done_tx;
+            if prefault {
+                crate::sys::thread::prefault_stack();
+            }
             let echo = pong.as_mut().map(|sub| {
                 let mut st = State::new(None, None, false);
                 st.count_faults = false; // this thread's faults are counted by the send loop

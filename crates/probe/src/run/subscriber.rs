@@ -223,6 +223,9 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     out.delivery = cfg.delivery;
     out.hot_path_lock = cfg.hot_path_lock;
     out.explain = cfg.explain;
+    if cfg.prefault {
+        prefaulted.push(crate::run::stack_prefaulted("sub"));
+    }
     out.prefaulted = prefaulted;
     out.started_at = Some(started);
     out.setup_notes
@@ -279,12 +282,15 @@ fn receive_inline(
         }
     }
     let mut echo = add_echo(client, cfg, timeout, prefaulted)?;
-    let (total, flag, mut idle) = (cfg.total, cfg.timeout, cfg.idle.clone());
+    let (total, flag, mut idle, prefault) = (cfg.total, cfg.timeout, cfg.idle.clone(), cfg.prefault);
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let hot = ThreadBuilder::new()
         .name("latency-sub")
         .affinity_opt(cfg.core)
         .spawn(move || {
+            if prefault {
+                crate::sys::thread::prefault_stack();
+            }
             let mut subscriber = subscriber;
             let mut st = State::new(ready_rx.recv().ok(), lock, true);
             st.live = line;
@@ -351,7 +357,7 @@ fn receive_via_channel(
         live,
         driver,
     } = side;
-    let (total, timeout, driver_live) = (cfg.total, cfg.timeout, live.clone());
+    let (total, timeout, driver_live, prefault) = (cfg.total, cfg.timeout, live.clone(), cfg.prefault);
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Monitor>(1);
     let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
     let stop = Arc::new(AtomicBool::new(false));
@@ -362,6 +368,9 @@ fn receive_via_channel(
         .name("latency-sub")
         .affinity_opt(cfg.core)
         .spawn(move || {
+            if prefault {
+                crate::sys::thread::prefault_stack();
+            }
             let mut st = State::new(ready_rx.recv().ok(), lock, false);
             st.live = line;
             consume_loop(&rx, st, &Ends::new(total, (timeout, timeout), live))
