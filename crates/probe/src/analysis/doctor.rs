@@ -66,7 +66,9 @@ fn cores(r: &HostReadings, q: &DoctorRequest) -> Check {
         "at least {} (the hot threads, plus one for the driver and conductors)",
         HOT_THREADS + 1
     );
+    let shared = q.hot_cores.len() == HOT_THREADS && q.hot_cores[0] == q.hot_cores[1];
     match n {
+        _ if shared => check("cores", measured, "a core of its own for each hot thread", CheckStatus::Fail, "both hot threads on one core take turns on it, and the run measures the scheduler's time slices (latency-probe refuses it with --idle spin): give them two cores"),
         n if n < HOT_THREADS => check("cores", measured, expected, CheckStatus::Fail, "the two hot threads need a core each: run on a machine (or cpuset) with at least 2 cores"),
         n if n == HOT_THREADS => check("cores", measured, expected, CheckStatus::Warn, "the media driver and the aeron-rs conductors share the hot cores: every wake-up of theirs preempts a hot thread and lands in the tail; use a machine with a third core"),
         _ => check("cores", measured, expected, CheckStatus::Pass, ""),
@@ -621,6 +623,16 @@ mod tests {
             .find(|c| c.check == name)
             .unwrap_or_else(|| panic!("{name}: {checks:#?}"))
             .status
+    }
+
+    #[test]
+    fn both_hot_threads_on_one_core_fail_even_with_cores_to_spare() {
+        let mut q = request(false);
+        q.hot_cores = vec![2, 2];
+        let checks = examine(&tuned(), &q);
+        let c = checks.iter().find(|c| c.check == "cores").unwrap();
+        assert_eq!(c.status, CheckStatus::Fail, "{c:?}");
+        assert!(c.fix.contains("give them two cores"), "{c:?}");
     }
 
     #[test]
