@@ -414,17 +414,12 @@ mod tests {
         assert!(!e.contains('\n'));
     }
 
-    #[test]
-    fn a_target_none_of_whose_threads_can_be_watched_is_refused_in_one_line() {
-        let me = std::process::id();
+    /// Why attaching to thread `tid` of process `pid` for 100 ms (from /proc) failed.
+    fn attach_for_a_moment(pid: u32, process: &str, tid: i32, name: &str) -> String {
         let target = Target {
-            pid: me,
-            process: "p".into(),
-            // A thread id no thread of this process has (an ended thread's).
-            threads: vec![AttachedThread {
-                tid: i32::MAX,
-                name: "gone".into(),
-            }],
+            pid,
+            process: process.into(),
+            threads: vec![AttachedThread { tid, name: name.into() }],
         };
         let watch = Watch {
             duration: Duration::from_millis(100),
@@ -432,7 +427,14 @@ mod tests {
             tap: None,
             explain: Explain::default(),
         };
-        let e = attach(&target, watch).unwrap_err().to_string();
+        attach(&target, watch).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_target_none_of_whose_threads_can_be_watched_is_refused_in_one_line() {
+        let me = std::process::id();
+        // A thread id no thread of this process has (an ended thread's).
+        let e = attach_for_a_moment(me, "p", i32::MAX, "gone");
         assert!(
             e.starts_with(&format!(
                 "cannot watch any of the threads asked for in process {me} (could not watch"
@@ -447,21 +449,7 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().expect("true runs");
         let pid = child.id();
         child.wait().expect("true ends");
-        let target = Target {
-            pid,
-            process: "true".into(),
-            threads: vec![AttachedThread {
-                tid: pid as i32,
-                name: "true".into(),
-            }],
-        };
-        let watch = Watch {
-            duration: Duration::from_millis(100),
-            mode: Mode::Proc,
-            tap: None,
-            explain: Explain::default(),
-        };
-        let e = attach(&target, watch).unwrap_err().to_string();
+        let e = attach_for_a_moment(pid, "true", pid as i32, "true");
         assert_eq!(
             e,
             format!(
