@@ -53,6 +53,11 @@ fn java_client(jar: &Path, args: &[&str]) -> Child {
 }
 
 /// The channels: IPC, and UDP to `port` (64 KiB terms as the publisher's parameter).
+///
+/// Each publication kind gets a port of its own, below the ephemeral range (32768-60999 here):
+/// a port in it can be taken by any socket bound to port 0 meanwhile, and a second subscriber
+/// on the first one's port can find the driver still closing the first one's endpoint. Either
+/// failed a CI run with "failed to bind(6, 127.0.0.1:40361) ... Address already in use".
 fn channels(port: u16) -> [(String, String); 2] {
     [
         ("aeron:ipc".to_owned(), "aeron:ipc".to_owned()),
@@ -224,8 +229,10 @@ fn the_java_client_reads_both_our_publications_over_ipc_and_udp() {
     let Some(jar) = common::aeron_jar() else { return };
     let driver = common::driver();
     let client = Client::connect(driver.dir()).expect("client");
-    for (i, (ours, theirs)) in channels(40_361).iter().enumerate() {
+    let [exclusive_channels, concurrent_channels] = [channels(24_361), channels(24_362)];
+    for (i, (on_exclusive, on_concurrent)) in exclusive_channels.iter().zip(&concurrent_channels).enumerate() {
         let stream = 830 + 2 * i as i32;
+        let (ours, theirs) = on_exclusive;
         let mut exclusive = client.exclusive_publication(ours, stream).expect("exclusive");
         let got = java_reads(&jar, driver.dir(), &mut exclusive, theirs);
         assert_eq!(
@@ -233,6 +240,7 @@ fn the_java_client_reads_both_our_publications_over_ipc_and_udp() {
             expected(),
             "what the Java client read of the exclusive publication on {ours}"
         );
+        let (ours, theirs) = on_concurrent;
         let mut concurrent = client.publication(ours, stream + 1).expect("concurrent");
         let got = java_reads(&jar, driver.dir(), &mut concurrent, theirs);
         assert_eq!(
@@ -249,8 +257,9 @@ fn our_subscriber_reads_both_of_the_java_client_s_publications_over_ipc_and_udp(
     let driver = common::driver();
     let client = Client::connect(driver.dir()).expect("client");
     let file = messages_file("write", 0..MESSAGES);
-    for (i, (java_channel, ours)) in channels(40_363).iter().enumerate() {
+    for i in 0..2 {
         for (j, kind) in ["exclusive", "concurrent"].into_iter().enumerate() {
+            let (java_channel, ours) = &channels(24_363 + j as u16)[i];
             let stream = 840 + 2 * i as i32 + j as i32;
             let what = format!("the Java client's {kind} publication on {java_channel}");
             let mut sub = client.subscription(ours, stream).expect("subscription");
