@@ -87,7 +87,7 @@ fn random_sizes_through_many_rotations_arrive_once_in_order_intact() {
             6_000,
         );
     }
-    let udp = "aeron:udp?endpoint=localhost:40994";
+    let udp = "aeron:udp?endpoint=localhost:24994";
     random_sizes(
         &|c: &Client, ch, st| c.exclusive_publication(ch, st).unwrap(),
         udp,

@@ -401,7 +401,7 @@ fn a_loss_on_an_unreliable_stream_never_splices_two_messages() {
     );
     let client = Client::connect(&driver.dir).expect("client");
     let c = common::c_client(&driver.dir);
-    let channel = "aeron:udp?endpoint=localhost:40341|reliable=false|mtu=1408|term-length=65536\
+    let channel = "aeron:udp?endpoint=localhost:24341|reliable=false|mtu=1408|term-length=65536\
                    |init-term-id=100|term-id=100|term-offset=0";
     let mut sub = client.subscription(channel, 830).unwrap();
     let c_sub = common::c_subscription(&c, channel, 830);
@@ -432,7 +432,7 @@ fn random_loss_on_an_unreliable_stream_delivers_only_whole_messages() {
     );
     let client = Client::connect(&driver.dir).expect("client");
     let c = common::c_client(&driver.dir);
-    let channel = "aeron:udp?endpoint=localhost:40351|reliable=false|term-length=65536";
+    let channel = "aeron:udp?endpoint=localhost:24351|reliable=false|term-length=65536";
     let mut sub = client.subscription(channel, 840).unwrap();
     let c_sub = common::c_subscription(&c, channel, 840);
     let mut publ = client.publication(channel, 840).unwrap();

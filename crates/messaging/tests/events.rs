@@ -39,7 +39,7 @@ fn quick_driver() -> EmbeddedDriver {
 fn images_come_and_go_as_events_and_the_count_follows_them() {
     // One driver's publications on a channel and stream share one session: a second image
     // needs a second driver publishing to the same UDP endpoint.
-    const CHANNEL: &str = "aeron:udp?endpoint=localhost:40993";
+    const CHANNEL: &str = "aeron:udp?endpoint=localhost:24993";
     let (near, far) = (quick_driver(), quick_driver());
     let subscribing = Client::connect(near.dir()).unwrap();
     let mut sub = subscribing.subscription(CHANNEL, 50).unwrap();
@@ -186,7 +186,7 @@ fn errors_the_driver_logs_reach_the_client_s_error_handler() {
         .unwrap();
     // Well-formed as a URI, refused by the driver: an MTU above Aeron's 64 KiB limit.
     let asked = Instant::now();
-    let refused = client.publication("aeron:udp?endpoint=localhost:40991|mtu=1000000", 51);
+    let refused = client.publication("aeron:udp?endpoint=localhost:24991|mtu=1000000", 51);
     assert!(refused.is_err(), "the driver accepted an MTU of 1,000,000");
     let deadline = Instant::now() + Duration::from_secs(5);
     let logged = loop {

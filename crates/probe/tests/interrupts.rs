@@ -219,7 +219,7 @@ fn sigterm_to_loss_alone_ends_the_running_arm_with_what_its_receiver_got_and_run
         "--arms",
         "min-buffers,big-buffers",
         "--port",
-        "40640",
+        "24640",
         "--work-dir",
         work.to_str().unwrap(),
         "--json",

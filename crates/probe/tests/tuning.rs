@@ -287,7 +287,7 @@ fn doctor_on_udp_checks_socket_buffers_and_nak_timers() {
         "--steal",
         "0",
         "--channel",
-        "aeron:udp?endpoint=127.0.0.1:40999",
+        "aeron:udp?endpoint=127.0.0.1:24999",
         "--json",
         "-",
     ]);
@@ -438,7 +438,7 @@ fn a_short_loss_arm_naks_retransmits_and_loses_nothing() {
         "--arms",
         "derived",
         "--port",
-        "40620",
+        "24620",
         "--json",
         "-",
     ]);
@@ -475,7 +475,7 @@ fn nak_measures_the_rtt_on_a_channel_when_not_given() {
     let out = run(&[
         "nak",
         "--channel",
-        "aeron:udp?endpoint=localhost:40996",
+        "aeron:udp?endpoint=localhost:24996",
         "--budget",
         "20ms",
         "--receivers",
@@ -487,7 +487,7 @@ fn nak_measures_the_rtt_on_a_channel_when_not_given() {
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let rtt = v["inputs"]["rtt_ns"].as_u64().unwrap();
     assert!(rtt > 0 && rtt < 10_000_000, "{rtt}");
-    assert!(text(&out.stderr).contains("RTT measured on aeron:udp?endpoint=localhost:40996"));
+    assert!(text(&out.stderr).contains("RTT measured on aeron:udp?endpoint=localhost:24996"));
     // Neither: one line naming --rtt.
     let out = run(&["nak", "--budget", "1ms"]);
     assert_eq!(out.status.code(), Some(2));
@@ -513,13 +513,13 @@ fn a_short_unicast_loss_arm_naks_and_loses_nothing() {
         "--arms",
         "default",
         "--port",
-        "40630",
+        "24630",
         "--json",
         "-",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
-    assert_eq!(v["channel"], "aeron:udp?endpoint=127.0.0.1:40630");
+    assert_eq!(v["channel"], "aeron:udp?endpoint=127.0.0.1:24630");
     let arm = &v["arms"][0];
     assert_eq!(
         (arm["complete"].as_bool(), arm["lost"].as_u64()),
