@@ -48,7 +48,7 @@ pub struct LossArgs {
     )]
     pub arms: Vec<String>,
     /// UDP control port on 127.0.0.1; the receivers use the ports after it
-    #[arg(long, default_value_t = 40456)]
+    #[arg(long, default_value_t = 20456)]
     pub port: u16,
     /// Unicast to one receiver (endpoint=127.0.0.1:PORT) instead of MDC; needs --receivers 1
     #[arg(long)]

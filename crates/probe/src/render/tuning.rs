@@ -362,7 +362,7 @@ mod tests {
             rate: 5_000,
             msg_size: 224,
             duration_s: 1.0,
-            channel: "aeron:udp?control=127.0.0.1:40456|control-mode=dynamic".into(),
+            channel: "aeron:udp?control=127.0.0.1:20456|control-mode=dynamic".into(),
             derived,
             arms: vec![
                 arm("min-buffers", 409, true, &[]),
