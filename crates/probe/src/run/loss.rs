@@ -15,6 +15,7 @@ use crate::analysis::tuning::{buffer_plan, nak_plan, OVERSIZED_FACTOR};
 use crate::model::{BufferInputs, BufferPlan, LossArm, LossReport, NakInputs, NakPlan, NakSettings, Report, Stats};
 use crate::render::tuning::{env_name, properties};
 use crate::run::process::{exit_words, sibling, wait_for_run, wait_forwarding_interrupts, INTERRUPTED_CHILD_GRACE};
+use crate::units::plural;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -213,10 +214,10 @@ fn limits(x: &LossExperiment) -> Vec<String> {
         return Vec::new();
     }
     vec![format!(
-        "{cores} cores for {procs} busy processes ({} drivers, {} subscribers, 1 publisher), all idling with \
+        "{cores} cores for {procs} busy processes ({} drivers, {}, 1 publisher), all idling with \
          backoff: scheduling delays set the zero-loss tail, and a loss's cost shows only where it exceeds them",
         x.receivers + 1,
-        x.receivers
+        plural(x.receivers as usize, "subscriber", "subscribers")
     )]
 }
 
