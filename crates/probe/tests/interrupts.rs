@@ -4,6 +4,7 @@
 //! the rounds done, `sweep` the rates done, `loss` the arms done and what the stopped arm's
 //! receivers got, nothing lost. Some tests signal the whole process group (a terminal's
 //! Ctrl-C), others the command alone (a `kill`, which it hands on to the run it waits for).
+//! `latency-probe driver` stops at SIGTERM, and at the end of its stdin when that is a pipe.
 //! (latency-probe, latency-pub and latency-sub themselves: `faults.rs`.)
 
 mod common;
@@ -256,4 +257,80 @@ fn sigterm_to_loss_alone_ends_the_running_arm_with_what_its_receiver_got_and_run
     );
     assert_eq!(processes_in(&work), Vec::<String>::new(), "left running");
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `latency-probe driver --dir DIR` with `stdin`, its stderr in a file; waits until its driver
+/// is up (`cnc.dat`).
+fn start_driver(dir: &Path, stdin: std::process::Stdio, stderr: &Path) -> Child {
+    let child = Command::new(common::bin("latency-probe"))
+        .args(["driver", "--dir"])
+        .arg(dir)
+        .stdin(stdin)
+        .stderr(std::fs::File::create(stderr).expect("stderr file"))
+        .spawn()
+        .expect("latency-probe driver runs");
+    let t = Instant::now();
+    while !dir.join("cnc.dat").exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no driver in {}: {}",
+            dir.display(),
+            std::fs::read_to_string(stderr).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Waits up to 10 s for `child` to exit: its exit code and stderr.
+fn exit_of(child: &mut Child, stderr: &Path) -> (Option<i32>, String) {
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!(
+                "still running 10 s later: {}",
+                std::fs::read_to_string(stderr).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (status.code(), std::fs::read_to_string(stderr).unwrap_or_default())
+}
+
+#[test]
+fn the_driver_with_no_stdin_runs_until_sigterm_and_with_a_pipe_until_it_closes() {
+    // A script's background job gets /dev/null: an at-once end of stdin, not a stop.
+    let (dir, err) = (scratch("driver-null"), scratch("driver-null.err"));
+    let mut child = start_driver(&dir, std::process::Stdio::null(), &err);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "it stopped: {}",
+        std::fs::read_to_string(&err).unwrap()
+    );
+    let ok = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(ok.is_ok_and(|s| s.success()));
+    let (code, said) = exit_of(&mut child, &err);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("until Ctrl-C or SIGTERM") && said.contains("stopped: Ctrl-C or SIGTERM"),
+        "{said}"
+    );
+    assert!(!dir.join("cnc.dat").exists(), "its directory stays: {said}");
+
+    // The loss experiment's drivers: a parent that closes the pipe, or dies, stops the driver.
+    let (dir, err) = (scratch("driver-pipe"), scratch("driver-pipe.err"));
+    let mut child = start_driver(&dir, std::process::Stdio::piped(), &err);
+    drop(child.stdin.take());
+    let (code, said) = exit_of(&mut child, &err);
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("stopped: its stdin closed"), "{said}");
+    // `scratch` removes what is there: the stderr files.
+    for tag in ["driver-null.err", "driver-pipe.err"] {
+        scratch(tag);
+    }
 }

@@ -50,7 +50,7 @@ pub enum Cmd {
     /// its own driver dropping a seeded fraction of data frames; Aeron's default timers
     /// against the calculator's, and two zero-loss buffer controls
     Loss(super::loss::LossArgs),
-    /// The embedded media driver on its own, until stdin closes or --seconds (as aeronmd)
+    /// The embedded media driver on its own (as aeronmd), until Ctrl-C, SIGTERM, --seconds or the end of a piped stdin
     Driver(super::driver::DriverArgs),
     /// A service's own traffic, from its tap's interval logs (messaging's feature tap): each
     /// figure's percentiles overall and in time-ordered groups or intervals, plots with --out,
