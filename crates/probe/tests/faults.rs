@@ -14,6 +14,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{self, DriverStatus, EmbeddedDriver};
+use aeron_latency::wire::{self, Kind, Sample};
 use common::{bin, embedded_driver, read_json, scratch, spawn_in_own_group, tmp_json, wait_until, SideArgs};
 use serde_json::Value;
 
@@ -447,9 +448,29 @@ fn malformed_frame_named_and_ours_all_arrive(delivery: &str, stream: u32) {
 /// Ping (here, this test) takes its echoes, goes away, and only then does its end marker reach
 /// pong. Ping never waits for that echo, so pong ends at once with its report complete; it
 /// used to retry the echo for `--wait` (10 s) before it ended.
+/// Offers one of the probe's messages, `seq` of a plan of 1 warm-up and 3 measured, whose send
+/// times are this clock's now plus `offset_ns` (another host's clock, when not 0).
+fn send_sample(publ: &mut messaging::ExclusivePublication, seq: u64, kind: Kind, offset_ns: i64, deadline: Instant) {
+    let t = latency_probe::sys::clock::now_ns() + offset_ns;
+    let sample = Sample {
+        seq,
+        intended_ns: t,
+        sent_ns: t,
+        publisher_id: 1,
+        kind,
+        warmup: 1,
+        planned: 3,
+    };
+    let padding = 64;
+    let mut buf = vec![0; wire::encoded_len(padding)];
+    wire::encode_into(&mut buf, &sample, padding).expect("encode");
+    while let Err(e) = publ.offer(&buf) {
+        assert!(e.is_retryable() && Instant::now() < deadline, "{e}");
+    }
+}
+
 #[test]
 fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
-    use aeron_latency::wire::{self, Kind, Sample};
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();
     let sub_json = tmp_json("pong-gone");
@@ -466,27 +487,9 @@ fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
     wait_until(deadline, "pong connected both ways", || {
         ping.is_connected() && echoes.is_connected()
     });
-    let padding = 64;
-    let send = |ping: &mut messaging::ExclusivePublication, seq: u64, kind: Kind| {
-        let t = latency_probe::sys::clock::now_ns();
-        let sample = Sample {
-            seq,
-            intended_ns: t,
-            sent_ns: t,
-            publisher_id: 1,
-            kind,
-            warmup: 1,
-            planned: 3,
-        };
-        let mut buf = vec![0; wire::encoded_len(padding)];
-        wire::encode_into(&mut buf, &sample, padding).expect("encode");
-        while let Err(e) = ping.offer(&buf) {
-            assert!(e.is_retryable() && Instant::now() < deadline, "{e}");
-        }
-    };
     let kinds = [Kind::Warmup, Kind::Measured, Kind::Measured, Kind::Measured];
     for (seq, kind) in kinds.into_iter().enumerate() {
-        send(&mut ping, seq as u64, kind);
+        send_sample(&mut ping, seq as u64, kind, 0, deadline);
     }
     let (mut echoed, mut pong_session) = (0, 0);
     wait_until(deadline, "the four echoes", || {
@@ -509,7 +512,7 @@ fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
     wait_until(deadline, "the driver dropped ping's echo subscription", || {
         client.subscriber_positions(pong_session, 3016).is_empty()
     });
-    send(&mut ping, kinds.len() as u64, Kind::End);
+    send_sample(&mut ping, kinds.len() as u64, Kind::End, 0, deadline);
     let (s, took, err) = pong.wait(Duration::from_secs(30), "pong");
     assert!(s.success(), "pong: {err}");
     drop((ping, client));
@@ -527,6 +530,66 @@ fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
         "pong ended {took:?} after the end marker: {err}"
     );
     drop(driver);
+}
+
+/// latency-sub, or pong with `--mode rtt`, reading send times `offset_ns` off its clock (a
+/// sender on another host): its exit status, stderr and JSON report.
+fn read_another_clock(tag: &str, stream: u32, offset_ns: i64, pong: bool) -> (ExitStatus, String, Value) {
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let json = tmp_json(tag);
+    let mut args = SideArgs::sub(&dir, stream, 60).json(&json);
+    if pong {
+        args = args.flag("--mode", "rtt").flag("--pong-stream", stream + 1);
+    }
+    let mut sub = Proc::spawn("latency-sub", &args.args(), tag);
+    let client = messaging::Client::connect(&dir).expect("client");
+    let mut publ = client
+        .exclusive_publication("aeron:ipc", stream as i32)
+        .expect("publication");
+    // Pong's echoes need a reader, as ping's.
+    let echoes = pong.then(|| {
+        client
+            .subscription("aeron:ipc", stream as i32 + 1)
+            .expect("subscription")
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    wait_until(deadline, "latency-sub connected", || {
+        publ.is_connected() && echoes.as_ref().is_none_or(|e| e.is_connected())
+    });
+    let kinds = [Kind::Warmup, Kind::Measured, Kind::Measured, Kind::Measured, Kind::End];
+    for (seq, kind) in kinds.into_iter().enumerate() {
+        send_sample(&mut publ, seq as u64, kind, offset_ns, deadline);
+    }
+    let (s, _, err) = sub.wait(Duration::from_secs(30), tag);
+    (s, err, read_json(&json))
+}
+
+#[test]
+fn send_times_from_another_host_s_clock_are_named_not_reported_as_latency() {
+    // A publisher whose clock is 100 s behind this one's: every latency over 100 s.
+    let (s, err, r) = read_another_clock("other-clock-behind", 3017, -100_000_000_000, false);
+    assert_eq!(s.code(), Some(1), "{err}");
+    let why = r["not_one_clock"].as_str().expect("named in the report");
+    assert!(why.contains("the smallest of 3 latencies is "), "{why}");
+    assert!(why.contains("--mode rtt"), "{why}");
+    assert_eq!(
+        (&r["complete"], &r["incomplete_reason"]),
+        (&false.into(), &why.into()),
+        "{r}"
+    );
+    assert!(err.contains("not on this host's clock"), "{err}");
+
+    // Pong, with ping's clock ahead: every latency below zero. Its echoes are right; its one-way
+    // figures are not latencies, and it says so without failing.
+    let (s, err, r) = read_another_clock("other-clock-pong", 3018, 100_000_000_000, true);
+    assert!(s.success(), "{err}");
+    let why = r["not_one_clock"].as_str().expect("named in the report");
+    assert!(
+        why.starts_with("ping's send times are not on this host's clock (3 of 3 latencies below zero"),
+        "{why}"
+    );
+    assert_eq!(r["complete"], true, "{r}");
 }
 
 #[test]

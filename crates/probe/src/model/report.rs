@@ -126,6 +126,11 @@ pub struct Report {
     pub started_at: String,
     /// Warnings, in plain words.
     pub notes: Vec<String>,
+    /// Why this report's one-way figures are not latencies: the send times came from another
+    /// clock than the receiver's (another host's CLOCK_MONOTONIC): a latency below zero, or
+    /// none under a second. Absent when nothing says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_one_clock: Option<String>,
     /// The publisher's own report, when the run was driven by `latency-probe`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publisher: Option<crate::model::PubReport>,

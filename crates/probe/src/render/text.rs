@@ -182,6 +182,14 @@ pub fn render_text(r: &Report, view: View) -> String {
     if let Some(line) = r.publisher.as_ref().and_then(planted_line) {
         let _ = writeln!(o, "{line}");
     }
+    // Said once: an incomplete one-way run gives it as its reason.
+    if let Some(why) = r
+        .not_one_clock
+        .as_ref()
+        .filter(|w| !r.incomplete_reason.as_ref().is_some_and(|i| i.contains(w.as_str())))
+    {
+        let _ = writeln!(o, "NOT ONE CLOCK: {why}");
+    }
     overall(o, r, view);
     groups(o, r);
     match view {
@@ -627,6 +635,28 @@ mod tests {
         assert_eq!(v["sent"], Value::Null);
         let back: Report = serde_json::from_value(v).unwrap();
         assert_eq!(back.sent, None);
+    }
+
+    #[test]
+    fn another_clock_is_said_once_in_either_view() {
+        let mut r = sample_report();
+        let why = "ping's send times are not on this host's clock (3 of 3 latencies below zero)";
+        r.not_one_clock = Some(why.into());
+        for view in [View::Summary, View::Detail] {
+            let text = render_text(&r, view);
+            assert_eq!(text.matches(why).count(), 1, "{text}");
+            assert!(text.contains(&format!("NOT ONE CLOCK: {why}")), "{text}");
+            // An incomplete one-way run gives it as its reason, not twice.
+            let mut one_way = r.clone();
+            one_way.complete = false;
+            for reason in [why.to_owned(), format!("{why}; the publisher vanished")] {
+                one_way.incomplete_reason = Some(reason.clone());
+                let text = render_text(&one_way, view);
+                assert_eq!(text.matches(why).count(), 1, "{text}");
+                assert!(text.starts_with(&format!("INCOMPLETE: {reason}")), "{text}");
+            }
+        }
+        assert_eq!(serde_json::to_value(&r).unwrap()["not_one_clock"], why);
     }
 
     #[test]

@@ -144,6 +144,7 @@ impl Report {
             tool: Tool::this(),
             started_at: run.started_at,
             notes,
+            not_one_clock: None,
             publisher: None,
             jitter: None,
             mode: RunMode::OneWay,
@@ -329,6 +330,43 @@ pub fn combine(mut sub: Report, publ: Option<PubReport>, embedded: bool, driver_
     sub
 }
 
+/// The smallest one-way latency at which the send times cannot be on the receiver's clock: no
+/// message takes a second from one thread to another on one host.
+pub const ONE_CLOCK_MIN_NS: u64 = 1_000_000_000;
+
+/// Why the measured one-way figures are not latencies, when the send times came from another
+/// clock (another host's CLOCK_MONOTONIC, whose offset to this one's is its boot time's): a
+/// latency below zero, or every one of them [`ONE_CLOCK_MIN_NS`] or more. `pong`: the sender
+/// is ping, whose round trips are the run's figures.
+pub fn not_one_clock(acc: &Accounting, min_actual_ns: u64, pong: bool) -> Option<String> {
+    let measured = acc.received_measured;
+    let evidence = if acc.negative_latency > 0 {
+        format!(
+            "{} of {measured} latencies below zero, recorded as 0",
+            acc.negative_latency
+        )
+    } else if measured > 0 && min_actual_ns >= ONE_CLOCK_MIN_NS {
+        format!(
+            "the smallest of {measured} latencies is {}",
+            crate::units::format_ns(min_actual_ns)
+        )
+    } else {
+        return None;
+    };
+    Some(if pong {
+        format!(
+            "ping's send times are not on this host's clock ({evidence}): ping runs on another host, so these \
+             one-way figures are not latencies; ping's round trips, on its one clock, are"
+        )
+    } else {
+        format!(
+            "the publisher's send times are not on this host's clock ({evidence}): one-way latency needs the \
+             publisher on this host (one CLOCK_MONOTONIC); across hosts run both with --mode rtt, whose round \
+             trips read one clock"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,5 +381,24 @@ mod tests {
         );
         let own = "interrupted (SIGINT or SIGTERM): the report holds what was measured until then";
         assert_eq!(without_publishers(own.to_owned()).as_deref(), Some(own));
+    }
+
+    #[test]
+    fn send_times_on_another_clock_are_named_and_one_clock_s_are_not() {
+        let acc = |measured, negative| Accounting {
+            received_measured: measured,
+            negative_latency: negative,
+            ..Accounting::default()
+        };
+        // One host: a slow run, even one whose fastest message took most of a second.
+        assert_eq!(not_one_clock(&acc(100, 0), ONE_CLOCK_MIN_NS - 1, false), None);
+        assert_eq!(not_one_clock(&acc(0, 0), 0, false), None);
+        // A sender's clock ahead of this one's, and one behind it.
+        let ahead = not_one_clock(&acc(100, 0), 3_599_200_000_000, false).expect("named");
+        assert!(ahead.contains("the smallest of 100 latencies is 3599.2 s"), "{ahead}");
+        assert!(ahead.contains("--mode rtt"), "{ahead}");
+        let behind = not_one_clock(&acc(100, 100), 0, true).expect("named");
+        assert!(behind.starts_with("ping's send times are not on this host's clock (100 of 100 latencies below zero"));
+        assert!(behind.contains("ping's round trips"), "{behind}");
     }
 }

@@ -565,7 +565,7 @@ fn pong_notes(r: &mut crate::model::Report, e: &EchoStats) {
     let retries: Vec<String> = e.retries.iter().map(|(k, v)| format!("{k} {v}")).collect();
     r.notes.push(format!(
         "pong: echoed {} messages on stream {} (claims retried: {}); the latencies above are one-way, ping to \
-         pong, on this host's clock",
+         pong, ping's send times against this host's clock: latencies when ping runs on this host",
         e.echoed,
         e.stream,
         if retries.is_empty() {
@@ -645,6 +645,14 @@ pub fn to_report(out: &SubOutcome, env: crate::model::Env, msg_size: u64) -> cra
         .extend(out.poll_errors.iter().map(|e| format!("a poll failed: {e}")));
     if let Some(e) = &out.echo {
         pong_notes(&mut r, e);
+    }
+    r.not_one_clock = crate::report::build::not_one_clock(&acc, r.latency_actual_ns.min, out.echo.is_some());
+    if let (Some(why), None) = (&r.not_one_clock, &out.echo) {
+        r.complete = false;
+        r.incomplete_reason = Some(match r.incomplete_reason.take() {
+            Some(other) => format!("{why}; {other}"),
+            None => why.clone(),
+        });
     }
     if let Some(why) = out.stopped_early.clone().or_else(|| publisher_stopped_early(out)) {
         r.complete = false;
