@@ -216,6 +216,15 @@ mod tests {
         );
         let quiet = crate::render::counters::render(&compare(&at, Some(&at), &at));
         assert!(quiet.ends_with(" setup (start to connect, not counted above): nothing watched or listed moved\n"));
+        // The setup's maxima, still there at the end, are not shown as the run's (+0).
+        assert!(
+            quiet.contains(
+                "  unchanged during the run, at values set before it:\n   \
+                 26   0 Conductor max cycle time doing its work in ns: SHARED: 849000000\n   \
+                 27   0 Conductor work cycle exceeded threshold count: threshold=100ms SHARED: 1\n"
+            ) && !quiet.contains("(+0)"),
+            "{quiet}"
+        );
         let old = crate::render::counters::render(&compare(&at, None, &at));
         assert!(
             old.starts_with("driver counters over the run (") && !old.contains("setup"),

@@ -12,7 +12,8 @@ fn line(out: &mut String, d: &CounterDelta) {
     );
 }
 
-/// The text section for the report, AeronStat-like: a heading, the watched counters, the
+/// The text section for the report, AeronStat-like: a heading, the watched counters (those
+/// that moved, those that kept a value set before the run, a count of those at 0), the
 /// counters that moved, the note, then what moved while the run was set up, one counter per
 /// line as `  id type label: before -> after (+delta)`.
 #[must_use]
@@ -25,10 +26,19 @@ pub fn render(c: &DriverCounters) -> String {
     let mut out = format!("driver counters {window} (id type label: before -> after (delta)):\n");
     if !c.watched.is_empty() {
         out.push_str(" watched (errors, back-pressure, loss, stalls):\n");
-        let zero = c.watched.iter().filter(|d| d.before == 0 && d.after == 0).count();
-        for d in c.watched.iter().filter(|d| d.before != 0 || d.after != 0) {
+        for d in c.watched.iter().filter(|d| d.delta != 0) {
             line(&mut out, d);
         }
+        // A value set before the run (a duty-cycle maximum of the setup, an earlier run's
+        // errors on a shared driver): not this run's, so not shown as if it moved.
+        let held: Vec<&CounterDelta> = c.watched.iter().filter(|d| d.delta == 0 && d.after != 0).collect();
+        if !held.is_empty() {
+            out.push_str("  unchanged during the run, at values set before it:\n");
+            for d in &held {
+                let _ = writeln!(out, "  {:>3} {:>3} {}: {}", d.id, d.type_id, d.label, d.after);
+            }
+        }
+        let zero = c.watched.iter().filter(|d| d.before == 0 && d.after == 0).count();
         if zero > 0 {
             let _ = writeln!(
                 out,
