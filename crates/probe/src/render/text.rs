@@ -294,7 +294,7 @@ fn overall(o: &mut String, r: &Report, view: View) {
     for ((label, vi), (_, va)) in i.percentiles().into_iter().zip(a.percentiles()) {
         let ratio = ratios
             .and_then(|rs| rs.iter().find(|(n, _)| n == label))
-            .map_or(String::new(), |(_, x)| format!("{:>12}", format!("{x:.1}x")));
+            .map_or(String::new(), |(_, x)| format!(" {:>11}", format!("{x:.1}x")));
         let _ = writeln!(o, "{:<8}{:>22}{:>22}{ratio}", label, format_ns(vi), format_ns(va));
     }
     let _ = writeln!(o, "{:<8}{:>22}{:>22}", "max", format_ns(i.max), format_ns(a.max));
