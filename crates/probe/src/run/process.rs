@@ -93,10 +93,10 @@ pub const INTERRUPTED_CHILD_GRACE: Duration = Duration::from_secs(10);
 /// it gives each of its own two children [`INTERRUPTED_CHILD_GRACE`] in turn, then writes.
 pub const INTERRUPTED_PROBE_GRACE: Duration = Duration::from_secs(30);
 
-/// Waits for latency-sub or latency-pub up to `limit`, killing it after that. When SIGINT or
-/// SIGTERM arrived and is being caught ([`crate::sys::signals`]), hands the child SIGINT (a
-/// terminal's Ctrl-C gave it one already; a `kill` of this process alone did not) and waits up
-/// to 10 s more (`INTERRUPTED_CHILD_GRACE`) for it to write its report, instead of killing it.
+/// Waits for latency-sub or latency-pub up to `limit`. Past it, or when SIGINT or SIGTERM
+/// arrived and is being caught ([`crate::sys::signals`]), hands the child SIGINT (a terminal's
+/// Ctrl-C gave it one already; a `kill` of this process alone did not) and waits up to 10 s
+/// more (`INTERRUPTED_CHILD_GRACE`) for it to write its report; kills it only after that.
 pub fn wait_forwarding_interrupts(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
     wait_handing_on(child, Some(Instant::now() + limit), INTERRUPTED_CHILD_GRACE)
 }
@@ -122,26 +122,25 @@ pub fn wait_for_run(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     wait_handing_on(child, None, grace)
 }
 
-/// Waits until `deadline` (none: until it exits); on an interrupt, hands SIGINT on and waits
-/// up to `grace` more (never past the deadline); kills the child when it still runs then.
+/// Waits until `deadline` (none: until it exits). On an interrupt, or past the deadline, hands
+/// SIGINT on, so that the child stops and writes what it measured, and waits up to `grace`
+/// more (on an interrupt never past the deadline); kills the child when it still runs then.
 fn wait_handing_on(child: &mut Child, deadline: Option<Instant>, grace: Duration) -> Option<ExitStatus> {
     if let Some(s) = wait_until(child, deadline, Interrupts::EndTheWait) {
         return Some(s);
     }
-    if crate::sys::signals::interrupted() {
-        // SAFETY: kill(2) of our own child, not yet reaped (its pid cannot have been reused);
-        // it only sends a signal.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGINT);
-        }
-        let graced = Instant::now() + grace;
-        let until = deadline.map_or(graced, |d| d.min(graced));
-        if let Some(s) = wait_until(child, Some(until), Interrupts::Ignore) {
-            return Some(s);
-        }
+    // SAFETY: kill(2) of our own child, not yet reaped (its pid cannot have been reused); it
+    // only sends a signal.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
     }
-    kill(child)
+    let graced = Instant::now() + grace;
+    let until = match deadline {
+        Some(d) if crate::sys::signals::interrupted() => d.min(graced),
+        _ => graced,
+    };
+    wait_until(child, Some(until), Interrupts::Ignore).or_else(|| kill(child))
 }
 
 /// Whether a caught SIGINT or SIGTERM ends a wait.
@@ -197,6 +196,24 @@ mod tests {
         let mut slow = Command::new("sleep").arg("30").spawn().unwrap();
         let s = wait_bounded(&mut slow, Duration::from_millis(100)).unwrap();
         assert_eq!(s.code(), None, "killed by a signal: {s:?}");
+    }
+
+    #[test]
+    fn a_child_past_its_deadline_is_handed_sigint_and_killed_only_after_the_grace() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let looping = |on_int: &str| {
+            let script = format!("trap '{on_int}' INT; while :; do sleep 0.02; done");
+            Command::new("sh").args(["-c", &script]).spawn().unwrap()
+        };
+        let soon = || Some(Instant::now() + Duration::from_millis(100));
+        // One that stops in order at SIGINT (latency-pub writing its report): its own exit.
+        let s = wait_handing_on(&mut looping("exit 7"), soon(), Duration::from_secs(20)).unwrap();
+        assert_eq!(s.code(), Some(7));
+        // One that does not: killed once the grace is over.
+        let t = Instant::now();
+        let s = wait_handing_on(&mut looping(""), soon(), Duration::from_millis(300)).unwrap();
+        assert_eq!(s.signal(), Some(libc::SIGKILL));
+        assert!(t.elapsed() >= Duration::from_millis(400), "{:?}", t.elapsed());
     }
 
     #[test]

@@ -663,7 +663,8 @@ fn await_echo<D: Diagnostics>(
     }
 }
 
-/// The end marker (seq = messages sent), retried for up to `--wait`. True when it went out.
+/// The end marker (seq = messages sent), retried for up to `--wait` (not at all once
+/// interrupted with no subscriber). True when it went out.
 fn send_end_marker<K: PublicationKind>(publisher: &mut Publication<K>, plan: &Plan, sent: u64) -> bool {
     let end = Sample {
         seq: sent,
@@ -683,6 +684,9 @@ fn send_end_marker<K: PublicationKind>(publisher: &mut Publication<K>, plan: &Pl
                 }
                 return ok;
             }
+            // Interrupted (by the user, or by latency-probe when the run overran), with no
+            // subscriber left to read it: the report matters more than the marker.
+            Err(OfferError::NotConnected) if crate::sys::signals::interrupted() => return false,
             Err(e) if e.is_retryable() => std::thread::sleep(Duration::from_micros(50)),
             Err(_) => return false,
         }

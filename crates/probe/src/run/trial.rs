@@ -460,15 +460,23 @@ fn run_children(t: &Trial, c: &Children, tmp: &Path) -> Result<(Option<ExitStatu
     Ok((pub_status, sub_status))
 }
 
-/// Waits for the child `name` up to `limit` (handing an interrupt on); when it still ran then
-/// and was killed, says so on stderr, so that its exit ("killed by signal: 9") is not taken for
-/// someone else's doing.
+/// Waits for the child `name` up to `limit` (handing an interrupt on); when it still ran then,
+/// it is handed SIGINT (it stops and writes what it measured) and killed only if it does not
+/// exit within the grace. Says so on stderr, so that its "interrupted" (or "killed by signal:
+/// 9") is not taken for someone else's doing.
 fn wait_child(child: &mut std::process::Child, name: &str, limit: Duration) -> Option<ExitStatus> {
     let started = std::time::Instant::now();
     let status = wait_forwarding_interrupts(child, limit);
-    if started.elapsed() >= limit && status.is_some_and(|s| s.code().is_none()) {
+    if started.elapsed() >= limit && !crate::sys::signals::interrupted() {
+        let what = match status.and_then(|s| s.code()) {
+            Some(_) => "stopped it (SIGINT): its report holds what it measured until then".to_owned(),
+            None => format!(
+                "stopped it (SIGINT), and killed it when it had not exited {} s later",
+                super::process::INTERRUPTED_CHILD_GRACE.as_secs()
+            ),
+        };
         eprintln!(
-            "{ME}: {name} was still running after a wait of {:.0} s for it (its run and a margin): killed it",
+            "{ME}: {name} was still running after a wait of {:.0} s for it (its run and a margin): {what}",
             limit.as_secs_f64()
         );
     }
