@@ -24,14 +24,15 @@ pub const NAK: &str = "latency-probe nak";
 
 /// `latency-probe nak`: seed 000's NAK-timer calculator.
 #[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("round_trip").args(["rtt", "channel"]).required(true)))]
 pub struct NakArgs {
     /// Round-trip time between the publisher and its receivers (e.g. 35us, 1ms); without it,
     /// --channel is measured
-    #[arg(long, value_parser = parse_duration, required_unless_present = "channel")]
+    #[arg(long, value_parser = parse_duration)]
     pub rtt: Option<u64>,
     /// Measure the RTT on this channel with a 1 s round-trip run (latency-probe --mode rtt,
     /// embedded driver): the p50 of the round trips
-    #[arg(long, conflicts_with = "rtt")]
+    #[arg(long)]
     pub channel: Option<String>,
     /// The most one lost packet may add to a message's latency (e.g. 1ms); at least 2 x RTT
     #[arg(long, value_parser = parse_duration)]
