@@ -532,9 +532,12 @@ fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
     drop(driver);
 }
 
-/// latency-sub, or pong with `--mode rtt`, reading send times `offset_ns` off its clock (a
-/// sender on another host): its exit status, stderr and JSON report.
-fn read_another_clock(tag: &str, stream: u32, offset_ns: i64, pong: bool) -> (ExitStatus, String, Value) {
+/// A warm-up message, three measured ones and the end marker.
+const FULL_RUN: [Kind; 5] = [Kind::Warmup, Kind::Measured, Kind::Measured, Kind::Measured, Kind::End];
+
+/// latency-sub, or pong with `--mode rtt`, reading `kinds` whose send times are `offset_ns` off
+/// its clock (a sender on another host, when not 0): its exit status, stderr and JSON report.
+fn read_samples(tag: &str, stream: u32, offset_ns: i64, pong: bool, kinds: &[Kind]) -> (ExitStatus, String, Value) {
     let driver = in_process_driver();
     let dir = driver.dir().to_str().unwrap().to_owned();
     let json = tmp_json(tag);
@@ -557,18 +560,29 @@ fn read_another_clock(tag: &str, stream: u32, offset_ns: i64, pong: bool) -> (Ex
     wait_until(deadline, "latency-sub connected", || {
         publ.is_connected() && echoes.as_ref().is_none_or(|e| e.is_connected())
     });
-    let kinds = [Kind::Warmup, Kind::Measured, Kind::Measured, Kind::Measured, Kind::End];
-    for (seq, kind) in kinds.into_iter().enumerate() {
-        send_sample(&mut publ, seq as u64, kind, offset_ns, deadline);
+    for (seq, kind) in kinds.iter().enumerate() {
+        send_sample(&mut publ, seq as u64, *kind, offset_ns, deadline);
     }
     let (s, _, err) = sub.wait(Duration::from_secs(30), tag);
     (s, err, read_json(&json))
 }
 
 #[test]
+fn a_publisher_that_ends_in_its_warm_up_is_said_to_have_not_the_channel_blamed() {
+    let (s, err, r) = read_samples("ended-in-warm-up", 3020, 0, false, &[Kind::Warmup, Kind::End]);
+    assert_eq!(s.code(), Some(1), "{err}");
+    let why = r["incomplete_reason"].as_str().expect("a reason");
+    assert!(
+        why.contains("the publisher's end marker came after 1 of its warm-up messages"),
+        "{why}"
+    );
+    assert!(!why.contains("same channel"), "{why}");
+}
+
+#[test]
 fn send_times_from_another_host_s_clock_are_named_not_reported_as_latency() {
     // A publisher whose clock is 100 s behind this one's: every latency over 100 s.
-    let (s, err, r) = read_another_clock("other-clock-behind", 3017, -100_000_000_000, false);
+    let (s, err, r) = read_samples("other-clock-behind", 3017, -100_000_000_000, false, &FULL_RUN);
     assert_eq!(s.code(), Some(1), "{err}");
     let why = r["not_one_clock"].as_str().expect("named in the report");
     assert!(why.contains("the smallest of 3 latencies is "), "{why}");
@@ -582,7 +596,7 @@ fn send_times_from_another_host_s_clock_are_named_not_reported_as_latency() {
 
     // Pong, with ping's clock ahead: every latency below zero. Its echoes are right; its one-way
     // figures are not latencies, and it says so without failing.
-    let (s, err, r) = read_another_clock("other-clock-pong", 3018, 100_000_000_000, true);
+    let (s, err, r) = read_samples("other-clock-pong", 3018, 100_000_000_000, true, &FULL_RUN);
     assert!(s.success(), "{err}");
     let why = r["not_one_clock"].as_str().expect("named in the report");
     assert!(

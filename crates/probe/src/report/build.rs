@@ -168,6 +168,13 @@ fn incomplete_reason(rec: &Recorder, acc: &Accounting) -> Option<String> {
              sent is unknown and lost counts only gaps below the highest sequence seen"
                 .to_string(),
         )
+    } else if acc.received_measured == 0 && acc.received_warmup > 0 {
+        // The stream is right: the publisher stopped (interrupted, failed) in its warm-up.
+        Some(format!(
+            "no measured message arrived: the publisher's end marker came after {} of its warm-up messages \
+             (it stopped during the warm-up; its report says why)",
+            acc.received_warmup
+        ))
     } else if acc.received_measured == 0 {
         Some(
             "no measured message arrived: check that the publisher runs on the same \
