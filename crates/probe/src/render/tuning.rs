@@ -281,7 +281,12 @@ pub fn loss_text(r: &LossReport) -> String {
             format_ns(a.latency.max),
             pred(a.predicted_single_loss_ns),
             pred(a.predicted_double_loss_ns),
-            a.max_over_no_loss_ns.map_or("-".to_owned(), format_ns),
+            // 0: the arm's max was not above the control's, its losses hid in the tail.
+            a.max_over_no_loss_ns.map_or("-".to_owned(), |ns| if ns == 0 {
+                "in the tail".to_owned()
+            } else {
+                format_ns(ns)
+            }),
             if a.complete && a.lost == 0 {
                 String::new()
             } else {
@@ -357,6 +362,12 @@ mod tests {
             complete,
             problems: problems.iter().map(|p| p.to_string()).collect(),
         };
+        // Two lossy arms: one above the control's max, one not.
+        let lossy = |name: &str, over| crate::model::LossArm {
+            loss: 0.0001,
+            max_over_no_loss_ns: Some(over),
+            ..arm(name, 0, true, &[])
+        };
         let r = LossReport {
             receivers: 2,
             rate: 5_000,
@@ -365,6 +376,8 @@ mod tests {
             channel: "aeron:udp?control=127.0.0.1:20456|control-mode=dynamic".into(),
             derived,
             arms: vec![
+                lossy("default", 6_234_100),
+                lossy("derived", 0),
                 arm("min-buffers", 409, true, &[]),
                 arm(
                     "big-buffers",
@@ -388,6 +401,10 @@ mod tests {
         );
         let min = t.lines().find(|l| l.trim_start().starts_with("min-buffers ")).unwrap();
         assert!(!min.contains("INCOMPLETE"), "{min}");
+        let row = |name: &str| t.lines().find(|l| l.trim_start().starts_with(name)).unwrap();
+        assert!(row("default ").ends_with(" 6234.1 µs"), "{t}");
+        assert!(row("derived ").ends_with(" in the tail"), "{t}");
+        assert!(min.trim_end().ends_with(" -"), "{min}");
     }
 
     #[test]
