@@ -532,6 +532,47 @@ fn pong_does_not_hold_its_exit_to_echo_the_end_marker_to_a_ping_that_is_gone() {
     drop(driver);
 }
 
+#[test]
+fn ping_interrupted_while_an_echo_is_in_flight_counts_it_neither_received_nor_lost() {
+    // The test is a pong that never echoes: ping sends message 0 and waits for its echo.
+    let driver = in_process_driver();
+    let dir = driver.dir().to_str().unwrap().to_owned();
+    let json = tmp_json("ping-interrupted");
+    let ping_args = SideArgs::publ(&dir, 3021, 30, 10)
+        .flag("--mode", "rtt")
+        .flag("--pong-stream", 3022)
+        .wait(30)
+        .json(&json);
+    let mut ping = Proc::spawn("latency-pub", &ping_args.args(), "ping-interrupted");
+    let client = messaging::Client::connect(&dir).expect("client");
+    let mut pings = client.subscription("aeron:ipc", 3021).expect("subscription");
+    let _silent = client.exclusive_publication("aeron:ipc", 3022).expect("publication");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = 0;
+    wait_until(deadline, "ping's first message", || {
+        let _ = pings.poll(&mut |_: &[u8], _: &messaging::MessageHeader<'_>| seen += 1, 16);
+        seen > 0
+    });
+    let ok = Command::new("kill")
+        .args(["-INT", &ping.child.id().to_string()])
+        .status();
+    assert!(ok.is_ok_and(|s| s.success()), "kill -INT ping");
+    let (s, _, err) = ping.wait(Duration::from_secs(20), "ping");
+    assert_eq!(s.code(), Some(1), "an interrupted run exits 1: {err}");
+    let r = read_json(&json);
+    let why = r["incomplete_reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("stopped waiting for the echo of message 0, 1 sent"),
+        "{why}"
+    );
+    assert_eq!(
+        (r["sent"].as_u64(), r["received"].as_u64(), r["lost"].as_u64()),
+        (Some(0), Some(0), Some(0)),
+        "{r}"
+    );
+    drop((pings, client, driver));
+}
+
 /// A warm-up message, three measured ones and the end marker.
 const FULL_RUN: [Kind; 5] = [Kind::Warmup, Kind::Measured, Kind::Measured, Kind::Measured, Kind::End];
 

@@ -27,6 +27,7 @@ pub mod receive;
 pub mod send;
 pub mod service_tap;
 pub mod stages;
+pub mod stop;
 pub mod subscriber;
 pub mod sweep;
 pub mod tap;
