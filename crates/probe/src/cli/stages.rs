@@ -353,6 +353,11 @@ fn table(o: &mut String, run: &SyncRun) {
     );
     let _ = writeln!(
         o,
+        "  +p50 = the p50 added over the stage it follows: received and recorded by A each follow offer returned \
+         (two readers of one log, not ordered between them), echoed back follows received, B follows A"
+    );
+    let _ = writeln!(
+        o,
         "  in flight = achieved rate x mean latency at the stage (Little's law): the messages a service that waits \
          for that stage holds at once"
     );
@@ -372,6 +377,15 @@ fn rows_table(o: &mut String, title: &str, rows: &[Row<'_>]) {
         "stage", "count", "p50", "p90", "p99", "p99.9", "max", "+p50", "in flight"
     );
     for (stage, count, l, added, in_flight) in rows {
+        if *count == 0 {
+            // An interrupted level, or a recording that never held a measured message.
+            let _ = writeln!(
+                o,
+                "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10}",
+                stage, 0, "-", "-", "-", "-", "-", "-", "-"
+            );
+            continue;
+        }
         let _ = writeln!(
             o,
             "  {:<24} {:>9} {:>10} {:>10} {:>10} {:>10} {:>10} {:>11} {:>10.2}",
@@ -389,5 +403,35 @@ fn rows_table(o: &mut String, title: &str, rows: &[Row<'_>]) {
             }),
             in_flight
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stage_that_timed_nothing_prints_dashes_not_zero_latencies() {
+        let l = crate::model::Stats {
+            p50: 4_000,
+            p90: 5_000,
+            p99: 6_000,
+            p999: 7_000,
+            max: 8_000,
+            ..Default::default()
+        };
+        let none = crate::model::Stats::default();
+        let rows: Vec<Row<'_>> = vec![
+            ("received", 10, &l, Some(3_000), 0.5),
+            ("recorded by archive A", 0, &none, None, 0.0),
+        ];
+        let mut o = String::new();
+        rows_table(&mut o, "t", &rows);
+        let lines: Vec<Vec<&str>> = o.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(
+            lines[2][1..],
+            ["10", "4000", "ns", "5000", "ns", "6000", "ns", "7000", "ns", "8000", "ns", "+3000", "ns", "0.50"]
+        );
+        assert_eq!(lines[3][4..], ["0", "-", "-", "-", "-", "-", "-", "-"], "{o}");
     }
 }

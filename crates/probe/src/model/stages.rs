@@ -17,6 +17,54 @@ message counts as recorded at the first read that shows the recording past its l
 therefore late by up to one watcher period (its resolution: the gaps between the watcher's reads, printed with \
 the stages), never early";
 
+/// What each stage guarantees once a message reached it.
+const GUARANTEES: [(&str, &str); 5] = [
+    (
+        "offer returned",
+        "in the publication's log in shared memory: survives nothing of the publisher's (a crash of its \
+         process loses what no one read yet)",
+    ),
+    (
+        "received",
+        "in another process: survives the publisher's crash, not a host crash",
+    ),
+    (
+        "echoed back",
+        "the sender knows another process holds it (an acknowledgement): it may forget it, unless it must \
+         survive that process's host",
+    ),
+    (
+        "recorded by archive A",
+        "written to archive A's file: sync 0 in the page cache (survives a process crash, not a host crash), \
+         sync 1/2 fsynced (survives a host crash, not the disk's loss)",
+    ),
+    (
+        "replicated to archive B",
+        "in a second archive's file (here on the same host; on another host it survives the loss of the \
+         first host and its disk)",
+    ),
+];
+
+/// What a message that reached `stage` is safe from (empty for a stage this version does not
+/// name).
+#[must_use]
+pub fn stage_guarantees(stage: &str) -> &'static str {
+    GUARANTEES.iter().find(|(n, _)| *n == stage).map_or("", |(_, g)| g)
+}
+
+/// The stage `stage` follows, whose p50 its `+p50` is taken over: received and recorded by
+/// A each follow the offer (two consumers of one log, not ordered between them), the echo
+/// follows receipt, B follows A.
+#[must_use]
+pub fn stage_follows(stage: &str) -> Option<&'static str> {
+    match stage {
+        "received" | "recorded by archive A" => Some("offer returned"),
+        "echoed back" => Some("received"),
+        "replicated to archive B" => Some("recorded by archive A"),
+        _ => None,
+    }
+}
+
 /// One stage of one sync level.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
@@ -42,7 +90,10 @@ pub struct StageTiming {
     pub count: u64,
     /// Latency from that send time, ns.
     pub latency_ns: Stats,
-    /// p50 added over the previous stage's (from the same send time), ns (none for the first).
+    /// p50 added over that of the stage this one follows (from the same send time), ns: received
+    /// and recorded by archive A follow offer returned, echoed back follows received, replicated
+    /// to archive B follows recorded by archive A. None for the first stage, and where either
+    /// stage timed no message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_p50_ns: Option<i64>,
     /// Little's law: achieved rate x mean latency at this stage, messages a service waiting for

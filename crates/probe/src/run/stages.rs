@@ -61,34 +61,6 @@ pub struct StagesPlan {
     pub term_length: usize,
 }
 
-/// What each stage guarantees once a message reached it.
-const GUARANTEES: [(&str, &str); 5] = [
-    (
-        "offer returned",
-        "in the publication's log in shared memory: survives nothing of the publisher's (a crash of its \
-         process loses what no one read yet)",
-    ),
-    (
-        "received",
-        "in another process: survives the publisher's crash, not a host crash",
-    ),
-    (
-        "echoed back",
-        "the sender knows another process holds it (an acknowledgement): it may forget it, unless it must \
-         survive that process's host",
-    ),
-    (
-        "recorded by archive A",
-        "written to archive A's file: sync 0 in the page cache (survives a process crash, not a host crash), \
-         sync 1/2 fsynced (survives a host crash, not the disk's loss)",
-    ),
-    (
-        "replicated to archive B",
-        "in a second archive's file (here on the same host; on another host it survives the loss of the \
-         first host and its disk)",
-    ),
-];
-
 /// One archive's position log.
 #[derive(Debug, Default)]
 struct PositionLog {
@@ -232,33 +204,33 @@ struct Timing {
     actual: Option<Histogram<u64>>,
 }
 
-/// The stages in order, each with its added p50 over the one before (on the same basis) and
-/// its Little's-law concurrency.
+/// The stages in order, each with its added p50 over the stage it follows
+/// ([`stage_follows`](crate::model::stage_follows); on the same basis; none when that stage is
+/// not in the run or timed no message) and its Little's-law concurrency.
 fn stages_of(timings: &[Timing], rate: f64) -> Vec<Stage> {
-    let timed = |h: &Histogram<u64>, prev: Option<&StageTiming>| {
+    let timed = |h: &Histogram<u64>, before: Option<&StageTiming>| {
         let stats = Stats::from_histogram(h);
         StageTiming {
             count: h.len(),
             latency_ns: stats,
-            added_p50_ns: prev.map(|p| stats.p50 as i64 - p.latency_ns.p50 as i64),
+            added_p50_ns: before
+                .filter(|b| b.count > 0 && !h.is_empty())
+                .map(|b| stats.p50 as i64 - b.latency_ns.p50 as i64),
             in_flight: rate * stats.mean / 1e9,
             histogram: crate::model::encode(h),
         }
     };
     let mut out: Vec<Stage> = Vec::new();
     for t in timings {
-        let prev = out.last();
-        let intended = timed(&t.intended, prev.map(|p| &p.intended));
+        let before = crate::model::stage_follows(t.name).and_then(|f| out.iter().find(|s| s.stage == f));
+        let intended = timed(&t.intended, before.map(|p| &p.intended));
         let actual = t
             .actual
             .as_ref()
-            .map(|h| timed(h, prev.and_then(|p| p.actual.as_ref())));
+            .map(|h| timed(h, before.and_then(|p| p.actual.as_ref())));
         out.push(Stage {
             stage: t.name.to_owned(),
-            guarantees: GUARANTEES
-                .iter()
-                .find(|(n, _)| *n == t.name)
-                .map_or(String::new(), |(_, g)| (*g).to_owned()),
+            guarantees: crate::model::stage_guarantees(t.name).to_owned(),
             intended,
             actual,
         });
@@ -692,6 +664,64 @@ fn archive_timings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stage whose messages all took `ns`, `n` of them (none: a stage that timed nothing).
+    fn timing(name: &'static str, ns: u64, n: u64) -> Timing {
+        let mut h = new_latency_histogram();
+        if n > 0 {
+            h.record_n(ns, n).unwrap();
+        }
+        Timing {
+            name,
+            intended: h.clone(),
+            actual: Some(h),
+        }
+    }
+
+    #[test]
+    fn each_stage_adds_its_p50_over_the_stage_it_follows_not_the_row_above() {
+        let timings = [
+            timing("offer returned", 1_000, 10),
+            timing("received", 5_000, 10),
+            timing("recorded by archive A", 3_000, 10),
+            timing("replicated to archive B", 9_000, 10),
+        ];
+        let added = |stages: &[Stage]| -> Vec<(Option<i64>, Option<i64>)> {
+            let basis = |t: &StageTiming| t.added_p50_ns.map(|d| (d + 500) / 1_000);
+            stages
+                .iter()
+                .map(|s| (basis(&s.intended), s.actual.as_ref().and_then(basis)))
+                .collect()
+        };
+        // Received and recorded by A over the offer (A is quicker than receipt here: not
+        // ordered), B over A; in µs, both views.
+        let stages = stages_of(&timings, 1_000.0);
+        assert_eq!(
+            added(&stages),
+            vec![(None, None), (Some(4), Some(4)), (Some(2), Some(2)), (Some(6), Some(6))]
+        );
+        // A stage that timed nothing (an interrupted level) adds nothing, nor does its follower
+        // add over it.
+        let timings = [
+            timing("offer returned", 1_000, 10),
+            timing("received", 5_000, 10),
+            timing("recorded by archive A", 0, 0),
+            timing("replicated to archive B", 0, 0),
+        ];
+        let stages = stages_of(&timings, 1_000.0);
+        assert_eq!(
+            added(&stages),
+            vec![(None, None), (Some(4), Some(4)), (None, None), (None, None)]
+        );
+        // Round trips have no offer stage: received and recorded by A add over nothing.
+        let timings = [
+            timing("received", 5_000, 10),
+            timing("echoed back", 8_000, 10),
+            timing("recorded by archive A", 3_000, 10),
+        ];
+        let stages = stages_of(&timings, 1_000.0);
+        assert_eq!(added(&stages), vec![(None, None), (Some(3), Some(3)), (None, None)]);
+    }
 
     #[test]
     fn a_message_counts_as_recorded_at_the_first_read_past_its_end() {
