@@ -391,6 +391,78 @@ pub(crate) fn migration_findings(lineup: &Lineup<'_>) -> Vec<Finding> {
         .collect()
 }
 
+/// A media driver thread that waited on a run queue for at least this share of the measured
+/// period is named, when the run's messages pass through it.
+pub const DRIVER_WAIT_MIN_SHARE: f64 = 0.1;
+
+/// 5b. The media driver waited for a core: on a network channel every message passes through
+///     its sender and receiver, so its run-queue wait is every message's, p50 included (not a
+///     tail cause: it has no episodes to line up). Its fix comes first.
+pub(crate) fn driver_wait_findings(lineup: &Lineup<'_>) -> Vec<Finding> {
+    let start = lineup.sides.iter().filter_map(|s| s.span()).map(|s| s.0).min();
+    let (true, Some(start)) = (lineup.ctx.driver_on_path, start) else {
+        return Vec::new();
+    };
+    let measured = lineup.run_end.saturating_sub(start).max(1) as u64;
+    let mut seen = std::collections::BTreeSet::new();
+    let waited: Vec<&ThreadJitter> = lineup
+        .known
+        .iter()
+        .copied()
+        .filter(|t| t.role == Role::Driver && seen.insert(t.tid))
+        .filter(|t| t.total.runqueue_wait_ns as f64 >= DRIVER_WAIT_MIN_SHARE * measured as f64)
+        .collect();
+    let Some(worst) = waited.iter().max_by_key(|t| t.total.runqueue_wait_ns) else {
+        return Vec::new();
+    };
+    let each = waited
+        .iter()
+        .map(|t| {
+            format!(
+                "{} waited {} on a run queue ({:.0}%), on CPU {}",
+                label(t),
+                format_ns(t.total.runqueue_wait_ns),
+                100.0 * t.total.runqueue_wait_ns as f64 / measured as f64,
+                format_ns(t.total.run_ns)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let p50 = lineup
+        .ctx
+        .edges
+        .map(|e| format!(" (the run's p50 is {})", format_ns(e[0])))
+        .unwrap_or_default();
+    let spinning = [lineup.ctx.sub_idle.as_ref(), lineup.ctx.pub_idle.as_ref()]
+        .into_iter()
+        .flatten()
+        .any(|i| !i.sleeps());
+    let fix = if spinning && lineup.ctx.cores <= 2 {
+        format!(
+            "the hot threads spin on both of the {} cores, so the driver runs only when the scheduler preempts \
+             one: measure a UDP channel on a machine with a core to spare for the driver (pin it there with \
+             taskset); here, --idle backoff frees the cores, but its sleeps then add to every message; aeron:ipc \
+             does not pass through the driver",
+            lineup.ctx.cores
+        )
+    } else {
+        "give the media driver a core the hot threads do not spin on (taskset -pc CORE PID, or `latency-probe \
+         driver` started with taskset), and keep other work off it"
+            .to_owned()
+    };
+    vec![Finding {
+        cause: Cause::DriverWait,
+        thread: label(worst),
+        evidence: format!(
+            "in the {} measured, {each}: every message on this run's UDP channel passes through the driver, so \
+             its waits are the messages' too{p50}",
+            format_ns(measured)
+        ),
+        fix,
+        tail_share: None,
+    }]
+}
+
 /// 6. Causes seen only in the tail's samples: stalls without a context switch, steal, the
 ///    platform (the hiccup meter saw it too) and the probe's own reads.
 pub(crate) fn tail_only_findings(tail: &Tail, resolvable_all: bool) -> Vec<Finding> {

@@ -27,6 +27,9 @@ pub struct Context {
     pub delivery_channel: bool,
     /// `--hot-path-lock` was used.
     pub hot_path_lock: bool,
+    /// The run's messages pass through the media driver's sender and receiver (a network
+    /// channel, not `aeron:ipc`): its waits are theirs.
+    pub driver_on_path: bool,
     /// Samples at or above this latency form the tail (the run's p99.9 from the intended time).
     pub tail_threshold_ns: u64,
     /// Cores this run could use.

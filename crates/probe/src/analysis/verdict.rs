@@ -51,6 +51,7 @@ pub struct Analysis {
     pub bands: Vec<crate::model::Band>,
 }
 
+pub use crate::analysis::findings::DRIVER_WAIT_MIN_SHARE;
 pub use crate::analysis::findings::PROC_BLOCKS_MIN;
 use crate::analysis::tail::Tail;
 pub use crate::analysis::tail::OUTLIERS_LISTED;
@@ -81,11 +82,17 @@ pub fn analyse(
     findings.extend(preemption_findings(&lineup, perf, &tail));
     findings.extend(fault_findings(&lineup, &tail));
     findings.extend(migration_findings(&lineup));
+    findings.extend(driver_wait_findings(&lineup));
     findings.extend(tail_only_findings(&tail, resolvable_all));
-    // Futex first, then by tail share.
+    // Futex first, then a media driver that waited (every message waited for it), then by
+    // tail share.
+    let rank = |c: Cause| match c {
+        Cause::Futex => 0,
+        Cause::DriverWait => 1,
+        _ => 2,
+    };
     findings.sort_by(|a, b| {
-        let (fa, fb) = (a.cause == Cause::Futex, b.cause == Cause::Futex);
-        fb.cmp(&fa).then(
+        rank(a.cause).cmp(&rank(b.cause)).then(
             b.tail_share
                 .unwrap_or(-1.0)
                 .partial_cmp(&a.tail_share.unwrap_or(-1.0))
@@ -97,11 +104,25 @@ pub fn analyse(
         Some(edges) if !sampled.is_empty() => crate::analysis::bands::bands(&lineup, sampled, edges),
         _ => Vec::new(),
     };
+    // The tail's headline, from the tail's findings (the driver's wait is the whole run's).
+    let of_tail: Vec<Finding> = findings
+        .iter()
+        .filter(|f| f.cause != Cause::DriverWait)
+        .cloned()
+        .collect();
     // With every off-CPU episode of the hot threads on record, the headline answers for the
     // band the user asked about; without (the /proc source) it stays with the counters.
     let headline = match bands.get(ctx.explain.index()) {
-        Some(b) if resolvable_all && b.samples > 0 => band_headline(b, ctx.explain, &findings, futex_status),
-        _ => tail_headline(&lineup.hot, &findings, futex_status, perf),
+        Some(b) if resolvable_all && b.samples > 0 => band_headline(b, ctx.explain, &of_tail, futex_status),
+        _ => tail_headline(&lineup.hot, &of_tail, futex_status, perf),
+    };
+    let headline = match findings.iter().find(|f| f.cause == Cause::DriverWait) {
+        Some(f) => format!(
+            "{}: {}; fix that first (its finding below). The tail: {headline}",
+            Cause::DriverWait.lead(),
+            f.evidence
+        ),
+        None => headline,
     };
     Analysis {
         tail_threshold_ns: ctx.tail_threshold_ns,
@@ -407,6 +428,51 @@ mod tests {
             .verdict
             .headline
             .starts_with("futex-driven jitter: latency-sub made 1,234"));
+    }
+
+    #[test]
+    fn a_media_driver_that_waited_for_a_core_leads_a_udp_run_s_verdict_and_not_an_ipc_one() {
+        let driver = |wait| {
+            let c = Counts {
+                runqueue_wait_ns: wait,
+                run_ns: 20_000,
+                ..Counts::default()
+            };
+            thread("aeron-driver", 9, Role::Driver, c)
+        };
+        let sub = thread("latency-sub", 1, Role::Subscriber, quiet());
+        let starved = side(Source::Perf, vec![sub.clone(), driver(900_000)]);
+        let udp = Context {
+            driver_on_path: true,
+            ..ctx("spin")
+        };
+        let a = analyse(&[&starved], &[sample(20_000, 90)], &[], None, &udp);
+        let f = finding(&a, Cause::DriverWait);
+        assert!(
+            f.evidence
+                .contains("aeron-driver (media driver, tid 9) waited 900.0 µs on a run queue (90%)"),
+            "{}",
+            f.evidence
+        );
+        assert!(
+            f.fix.contains("a core to spare for the driver"),
+            "spinning on 2 cores: {}",
+            f.fix
+        );
+        assert_eq!(a.verdict.findings[0].cause, Cause::DriverWait);
+        let h = &a.verdict.headline;
+        assert!(h.starts_with("the media driver waited for a core: in the "), "{h}");
+        assert!(
+            h.contains("fix that first (its finding below). The tail: clean: no futex call"),
+            "{h}"
+        );
+        // Over aeron:ipc the driver is not on the messages' path; and a short wait is not named.
+        let a = analyse(&[&starved], &[sample(20_000, 90)], &[], None, &ctx("spin"));
+        assert!(a.verdict.findings.iter().all(|f| f.cause != Cause::DriverWait));
+        let fed = side(Source::Perf, vec![sub, driver(50_000)]);
+        let a = analyse(&[&fed], &[sample(20_000, 90)], &[], None, &udp);
+        assert!(a.verdict.findings.iter().all(|f| f.cause != Cause::DriverWait));
+        assert!(a.verdict.headline.starts_with("clean:"), "{}", a.verdict.headline);
     }
 
     #[test]

@@ -18,6 +18,9 @@ pub enum Cause {
     PreemptedForeign,
     /// A hot thread preempted, by whom unknown (`/proc` counts without episodes).
     Preempted,
+    /// The media driver, which every message on a network channel passes through, waited on a
+    /// run queue for a large share of the run: each message waited for it.
+    DriverWait,
     /// A thread took page faults.
     PageFaults,
     /// A hot thread moved between CPUs.
@@ -67,8 +70,9 @@ impl Owner {
 #[allow(deprecated)] // AeronLock: named and worded for old reports, never produced.
 impl Cause {
     /// Every cause the analysis produces, in the order reports' tables list them.
-    pub const PRODUCED: [Cause; 12] = [
+    pub const PRODUCED: [Cause; 13] = [
         Cause::Futex,
+        Cause::DriverWait,
         Cause::Blocked,
         Cause::PreemptedOwn,
         Cause::PreemptedForeign,
@@ -91,6 +95,7 @@ impl Cause {
             Cause::PreemptedOwn => "preempted-own",
             Cause::PreemptedForeign => "preempted-foreign",
             Cause::Preempted => "preempted",
+            Cause::DriverWait => "driver-wait",
             Cause::PageFaults => "page-faults",
             Cause::Migrations => "migrations",
             Cause::Stall => "stall",
@@ -112,6 +117,7 @@ impl Cause {
             Cause::PreemptedOwn => "preempted by our own helpers",
             Cause::PreemptedForeign => "preempted by another process",
             Cause::Preempted => "preempted",
+            Cause::DriverWait => "the media driver waited for a core",
             Cause::PageFaults => "page faults",
             Cause::Migrations => "migrations",
             Cause::Stall => "stalls without a context switch",
@@ -134,6 +140,7 @@ impl Cause {
             Cause::PreemptedOwn | Cause::PreemptedForeign | Cause::Preempted => {
                 format!("{thread} preempted by {by}")
             }
+            Cause::DriverWait => format!("{thread}'s messages waiting for the media driver, which waited for a core"),
             Cause::PageFaults => format!("{thread} taking page faults"),
             Cause::Migrations => format!("{thread} moving between CPUs"),
             Cause::AeronLock => format!("{thread} waiting for aeron-rs's lock"),
@@ -184,6 +191,10 @@ impl Cause {
             }
             Cause::PreemptedOwn => {
                 "give our helper threads a core of their own, or isolate the hot cores and keep them off"
+            }
+            Cause::DriverWait => {
+                "give the media driver a core the hot threads do not spin on (taskset), or let the hot threads \
+                 idle (--idle backoff) where there is none to spare"
             }
             Cause::PageFaults => "pre-fault and mlock what the hot loop uses before measuring",
             Cause::Futex => "take the blocking call (lock, channel, condvar) off the hot path",

@@ -492,6 +492,9 @@ pub struct RawJitter {
     pub delivery_channel: bool,
     /// Lock plant on.
     pub hot_path_lock: bool,
+    /// The side's channels pass through the media driver (not `aeron:ipc`).
+    #[serde(default)]
+    pub driver_on_path: bool,
 }
 
 /// How many of the slowest samples are kept for the jitter analysis.

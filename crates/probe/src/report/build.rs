@@ -43,6 +43,7 @@ pub fn attach(
         pub_idle: publ.and_then(|p| p.idle.parse().ok()),
         delivery_channel: sub.delivery_channel,
         hot_path_lock: sub.hot_path_lock,
+        driver_on_path: sub.driver_on_path || publ.is_some_and(|p| p.driver_on_path),
         tail_threshold_ns: report.latency_ns.p999.max(1),
         cores: aeron_latency::messaging::available_cores().len(),
         // The hot threads' own measurement (with perf's per-fault cost in it) where there is

@@ -283,6 +283,7 @@ pub fn attach(target: &Target, watch: Watch<'_>) -> Result<AttachReport, AttachE
         pub_idle: None,
         delivery_channel: false,
         hot_path_lock: false,
+        driver_on_path: false,
         // Without the tap's samples there is no tail to line up, and no bands.
         tail_threshold_ns: window.as_ref().map_or(u64::MAX, |w| w.summary.edges_ns[3]),
         cores: aeron_latency::messaging::available_cores().len(),

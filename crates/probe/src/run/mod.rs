@@ -247,6 +247,13 @@ pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError, by: Launche
     }
 }
 
+/// Whether messages on `channel` pass through the media driver's sender and receiver (a UDP
+/// channel; `aeron:ipc` goes from log to log).
+#[must_use]
+pub fn driver_on_path(channel: &str) -> bool {
+    channel.trim_start().starts_with("aeron:udp")
+}
+
 /// Why a run side lost its media driver, in the probe's words (the library's message tells a
 /// service to build a new client; a run is started again). Empty while the driver answers.
 #[must_use]

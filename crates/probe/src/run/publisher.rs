@@ -500,6 +500,9 @@ fn pub_jitter(
         idle: cfg.idle.to_string(),
         delivery_channel: false,
         hot_path_lock: false,
+        driver_on_path: std::iter::once(&cfg.channel)
+            .chain(cfg.pong.as_ref().map(|p| &p.channel))
+            .any(|c| crate::run::driver_on_path(c)),
     });
     let jitter = raw_jitter.as_ref().map(|raw| {
         let ctx = crate::analysis::verdict::Context {
@@ -507,6 +510,7 @@ fn pub_jitter(
             pub_idle: Some(cfg.idle.clone()),
             tail_threshold_ns: u64::MAX,
             cores: aeron_latency::messaging::available_cores().len(),
+            driver_on_path: raw.driver_on_path,
             ..Default::default()
         };
         let skipped = crate::analysis::jitter::Hiccup::Skipped("skipped: latency-pub alone does not run it".into());

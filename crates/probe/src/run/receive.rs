@@ -218,6 +218,7 @@ impl State {
             idle: String::new(),
             delivery: Delivery::Inline,
             hot_path_lock: false,
+            driver_on_path: false,
             explain: crate::model::Explain::default(),
             echo: None,
             faults_measured,
@@ -283,6 +284,8 @@ pub struct SubOutcome {
     pub delivery: Delivery,
     /// Whether the lock plant ran.
     pub hot_path_lock: bool,
+    /// Its channels pass through the media driver (not `aeron:ipc`).
+    pub driver_on_path: bool,
     /// The band the verdict explains.
     pub explain: crate::model::Explain,
     /// Round-trip mode: what the echoing did.
@@ -312,6 +315,7 @@ impl SubOutcome {
             idle: self.idle.clone(),
             delivery_channel: self.delivery == Delivery::Channel,
             hot_path_lock: self.hot_path_lock,
+            driver_on_path: self.driver_on_path,
         })
     }
 }
