@@ -1,7 +1,8 @@
 //! The docs' layout map (`docs/layout.md`) matches the tree: every path it names exists, and it
 //! names every top-level module of each crate (each file and folder right under `src/`), every
 //! test, bench, example and script file. A file added without a line in the map, or a map line
-//! left behind by a move, fails here with the path to fix. And no source file holds more than
+//! left behind by a move, fails here with the path to fix. Every dated page in `docs/results/`
+//! has its row in `docs/README.md`'s index. And no source file holds more than
 //! 700 lines of non-test code (the rest of the house rule, functions under 120 lines, is
 //! clippy's `too_many_lines`, set in clippy.toml).
 
@@ -134,4 +135,18 @@ fn no_source_file_is_over_700_lines_of_non_test_code() {
         .collect();
     assert!(over.is_empty(), "split these by job (docs/layout.md): {over:?}");
     assert_eq!(non_test_lines("a\nb\n#[cfg(test)]\nmod tests {}\n"), 2);
+}
+
+#[test]
+fn every_dated_results_page_is_in_the_docs_index() {
+    let index = std::fs::read_to_string(root().join("docs/README.md")).expect("docs/README.md");
+    let missing: Vec<String> = entries("docs/results", |p| p.extension().is_some_and(|e| e == "md"))
+        .into_iter()
+        .map(|p| p.trim_start_matches("docs/").to_owned())
+        .filter(|p| !index.contains(&format!("]({p})")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/README.md's results table misses (add a dated row for each): {missing:?}"
+    );
 }
