@@ -70,6 +70,7 @@ fn cores(r: &HostReadings, q: &DoctorRequest) -> Check {
     match n {
         _ if shared => check("cores", measured, "a core of its own for each hot thread", CheckStatus::Fail, "both hot threads on one core take turns on it, and the run measures the scheduler's time slices (latency-probe refuses it with --idle spin): give them two cores"),
         n if n < HOT_THREADS => check("cores", measured, expected, CheckStatus::Fail, "the two hot threads need a core each: run on a machine (or cpuset) with at least 2 cores"),
+        n if n == HOT_THREADS && q.udp => check("cores", measured, expected, CheckStatus::Warn, "over UDP every message passes through the media driver, and with both hot threads spinning on the 2 cores it runs only when the scheduler preempts one: round trips take milliseconds (the verdict names driver-wait); use a machine with a third core for the driver, or aeron:ipc"),
         n if n == HOT_THREADS => check("cores", measured, expected, CheckStatus::Warn, "the media driver and the aeron-rs conductors share the hot cores: every wake-up of theirs preempts a hot thread and lands in the tail; use a machine with a third core"),
         _ => check("cores", measured, expected, CheckStatus::Pass, ""),
     }
@@ -704,6 +705,12 @@ mod tests {
         let ipc = examine(&tuned(), &request(false));
         assert_eq!(status(&ipc, "socket buffers"), CheckStatus::Pass);
         assert!(ipc.iter().all(|c| c.check != "NAK timers"));
+        // On two cores the driver has none over UDP, where every message passes through it.
+        let mut two = tuned();
+        two.usable_cores = vec![0, 1];
+        let fix = |checks: &[Check]| checks.iter().find(|c| c.check == "cores").unwrap().fix.clone();
+        assert!(fix(&examine(&two, &request(true))).contains("over UDP every message passes through the media driver"));
+        assert!(!fix(&examine(&two, &request(false))).contains("UDP"));
     }
 
     #[test]
