@@ -247,11 +247,13 @@ pub fn launch_error(e: &aeron_latency::messaging::DriverLaunchError, by: Launche
     }
 }
 
-/// Whether messages on `channel` pass through the media driver's sender and receiver (a UDP
-/// channel; `aeron:ipc` goes from log to log).
+/// Whether a side's messages pass through the media driver's sender and receiver: its
+/// `channel` or, in a round trip, its `pong` path is UDP (`aeron:ipc` goes from log to log).
 #[must_use]
-pub fn driver_on_path(channel: &str) -> bool {
-    channel.trim_start().starts_with("aeron:udp")
+pub fn driver_on_path(channel: &str, pong: Option<&PongPath>) -> bool {
+    std::iter::once(channel)
+        .chain(pong.map(|p| p.channel.as_str()))
+        .any(|c| c.trim_start().starts_with("aeron:udp"))
 }
 
 /// Why a run side lost its media driver, in the probe's words (the library's message tells a

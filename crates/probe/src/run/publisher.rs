@@ -500,9 +500,7 @@ fn pub_jitter(
         idle: cfg.idle.to_string(),
         delivery_channel: false,
         hot_path_lock: false,
-        driver_on_path: std::iter::once(&cfg.channel)
-            .chain(cfg.pong.as_ref().map(|p| &p.channel))
-            .any(|c| crate::run::driver_on_path(c)),
+        driver_on_path: crate::run::driver_on_path(&cfg.channel, cfg.pong.as_ref()),
     });
     let jitter = raw_jitter.as_ref().map(|raw| {
         let ctx = crate::analysis::verdict::Context {

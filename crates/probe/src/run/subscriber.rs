@@ -222,9 +222,7 @@ pub fn run(cfg: &SubConfig) -> Result<SubOutcome, SetupError> {
     out.idle = cfg.idle.to_string();
     out.delivery = cfg.delivery;
     out.hot_path_lock = cfg.hot_path_lock;
-    out.driver_on_path = std::iter::once(&cfg.channel)
-        .chain(cfg.echo.as_ref().map(|p| &p.channel))
-        .any(|c| crate::run::driver_on_path(c));
+    out.driver_on_path = crate::run::driver_on_path(&cfg.channel, cfg.echo.as_ref());
     out.explain = cfg.explain;
     if cfg.prefault {
         prefaulted.push(crate::run::stack_prefaulted("sub"));
