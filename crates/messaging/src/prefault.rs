@@ -273,20 +273,21 @@ fn parse_maps(maps: &str, (major, minor): (u32, u32), inode: u64) -> Vec<Range<u
         .collect()
 }
 
+/// Minor faults of the calling thread so far (`RUSAGE_THREAD`, Linux's value), for tests.
+#[cfg(test)]
+pub(crate) fn thread_minor_faults() -> u64 {
+    const RUSAGE_THREAD: libc::c_int = 1;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` points to writable memory of the right type; getrusage fills it.
+    let rc = unsafe { libc::getrusage(RUSAGE_THREAD, usage.as_mut_ptr()) };
+    assert_eq!(rc, 0, "getrusage: {}", io::Error::last_os_error());
+    // SAFETY: zero-initialised, then filled by a successful getrusage.
+    unsafe { usage.assume_init() }.ru_minflt as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Minor faults of the calling thread so far (`RUSAGE_THREAD`, Linux's value).
-    fn thread_minor_faults() -> u64 {
-        const RUSAGE_THREAD: libc::c_int = 1;
-        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-        // SAFETY: `usage` points to writable memory of the right type; getrusage fills it.
-        let rc = unsafe { libc::getrusage(RUSAGE_THREAD, usage.as_mut_ptr()) };
-        assert_eq!(rc, 0, "getrusage: {}", io::Error::last_os_error());
-        // SAFETY: zero-initialised, then filled by a successful getrusage.
-        unsafe { usage.assume_init() }.ru_minflt as u64
-    }
 
     /// A fresh shared mapping of a tmpfs file of `len` bytes (pages not yet allocated).
     struct SharedFile {

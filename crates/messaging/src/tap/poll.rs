@@ -15,7 +15,8 @@ impl Subscriber {
     /// Records the latency of every stamped message this subscription hands over into `tap`:
     /// the hop (and, when asked, end to end) of each session into its own interval, written
     /// to the figure's log by the tap's thread. Call it on the thread that polls, before the
-    /// measured phase (a session's histograms are allocated when its first message comes).
+    /// measured phase (a session's histograms are allocated, and their pages mapped, when its
+    /// first message comes).
     /// Replaces an earlier recorder; the publishers must stamp on the tap's clock.
     ///
     /// # Errors
