@@ -95,6 +95,10 @@ test: bootstrap
 	scripts/attach-check.py --self-test
 	LATENCY_PROBE_REQUIRE_PERF=$(REQUIRE_PERF) scripts/attach-check.py --debug --cost-rounds 0 --need 2
 	$(WITH_CMAKE) $(CARGO) bench --workspace --no-run
+	# The tap's page-fault tests in a release build too: there a zeroed default fill becomes a
+	# zeroed, untouched allocation, which a debug build writes element by element.
+	$(WITH_CMAKE) scripts/expect-tests.sh 2 $(CARGO) test -p messaging --features tap --lib --release -- \
+		tap::tally::tests::recording_into_a_new_tally tap::slowest::tests::values_entering
 	# The bench's iceoryx2 rows (feature iceoryx2, run by `make bench`): checked, not run.
 	$(WITH_CMAKE) $(CARGO) clippy -p latency-probe --benches --features iceoryx2 -- -D warnings
 	# The fuzz targets too (built, not run: `make fuzz` runs them), sharing the build above.

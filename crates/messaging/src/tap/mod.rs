@@ -147,6 +147,23 @@ impl StampClock {
     }
 }
 
+/// Writes `fill` into every page of `items`, which holds `fill` everywhere (it was just made
+/// with it), so that its pages are mapped now, where it is made, rather than at the first
+/// write into each page on the recording thread, in the middle of what it measures (a page
+/// fault: tens to hundreds of µs on a VM whose host maps the page in too). An array of a few
+/// pages comes back from the allocator untouched when it is zeroed: `vec![0; n]`, and in a
+/// release build `vec![T::default(); n]` of a type whose default is all zeros, whose fill the
+/// optimiser turns into a zeroed allocation.
+pub(crate) fn fault_in<T: Copy>(items: &mut [T], fill: T) {
+    let per_page = (4096 / std::mem::size_of::<T>().max(1)).max(1);
+    for i in (0..items.len()).step_by(per_page) {
+        // SAFETY: the pointer comes from a live `&mut` to an element, so it is valid for a
+        // write and aligned; volatile, because a plain store of the value the element already
+        // holds may be removed by the optimiser.
+        unsafe { std::ptr::write_volatile(&raw mut items[i], fill) };
+    }
+}
+
 impl std::fmt::Display for StampClock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

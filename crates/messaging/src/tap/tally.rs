@@ -56,21 +56,6 @@ fn len_for(high: u64) -> usize {
     (buckets + 1) << HALF_COUNT_MAGNITUDE
 }
 
-/// Writes every page of a zeroed `counts` array (with zeros), so that its pages are mapped
-/// now, where the array is made, rather than at the first value that lands in each page: the
-/// allocator returns an array of this size untouched, and a first touch is a page fault on
-/// the recording thread, in the middle of what it measures (tens to hundreds of µs on a VM
-/// whose host maps the page in too). The values that land in an untouched page are the
-/// unusual ones, so those faults fell on the tail.
-fn fault_in(counts: &mut [u64]) {
-    for i in (0..counts.len()).step_by(4096 / std::mem::size_of::<u64>()) {
-        // SAFETY: the pointer comes from a live `&mut` to an element, so it is valid for a
-        // write and aligned; volatile, because a plain store of the 0 the array already holds
-        // may be removed by the optimiser.
-        unsafe { std::ptr::write_volatile(&raw mut counts[i], 0) };
-    }
-}
-
 /// One interval of one source, as the recording thread fills it.
 #[derive(Debug, Clone)]
 pub(crate) struct Tally {
@@ -101,7 +86,8 @@ impl Tally {
         let len = len_for(high);
         debug_assert!(index(high) < len, "the array holds the highest value");
         let mut counts = vec![0; len].into_boxed_slice();
-        fault_in(&mut counts);
+        // Mapped now, not at the first value in each page (a fault on the recording thread).
+        super::fault_in(&mut counts, 0);
         Tally {
             counts,
             high,
