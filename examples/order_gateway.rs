@@ -296,7 +296,7 @@ fn forward(
                     claim.set_reserved_value(stamp.to_reserved());
                 }
                 if let Some(inside) = inside {
-                    inside.record(now - r);
+                    inside.record_at(now - r, now);
                 }
             }
             claim.commit();
@@ -368,7 +368,7 @@ fn gateway_send(
             match sent {
                 Ok(_) => {
                     if let (Some(r), Some((received, _))) = (inside.as_mut(), stamp) {
-                        r.record(now - received);
+                        r.record_at(now - received, now);
                     }
                     break;
                 }

@@ -393,13 +393,14 @@ fn a_forwarder_s_stamp_gives_hop_and_end_to_end_and_own_figures_record() {
         .unwrap();
     }
     own.record(1_500);
+    own.record_at(2_500, 42); // tied to the time given: no clock read
     own.record(-1);
     drop(sub);
     let s = tap.stop().unwrap();
     let (hop, e2e, inside) = (figure(&s, "hop"), figure(&s, "e2e"), figure(&s, "inside"));
     assert_eq!((hop.recorded, hop.negative), (2, 1));
     assert_eq!((e2e.recorded, e2e.negative), (2, 1));
-    assert_eq!((inside.recorded, inside.negative, inside.stream_id), (1, 1, None));
+    assert_eq!((inside.recorded, inside.negative, inside.stream_id), (2, 1, None));
     // The hops of the forwarded and the plain message, however long the test waited to poll;
     // the logs hold them to HdrHistogram's 3 digits.
     let (fwd, plain) = ((received[0] - now) as u64, (received[2] - now) as u64);
@@ -416,13 +417,13 @@ fn a_forwarder_s_stamp_gives_hop_and_end_to_end_and_own_figures_record() {
         "the hop does not: {hop_max}, {fwd}, {plain}"
     );
     // The slowest messages' file has each one exactly, at its receive time; the recorder's
-    // value at the time it was recorded.
+    // values at the time each was recorded, or at the time given.
     let pairs = |figure: &str| -> Vec<(i64, u64)> { slowest(&dir, figure).into_iter().flat_map(|l| l.1).collect() };
     assert_eq!(pairs("hop"), [(received[0], fwd), (received[2], plain)]);
     assert_eq!(pairs("e2e"), [(received[0], fwd + 5_000_000), (received[2], plain)]);
     let inside = pairs("inside");
     assert!(
-        inside.len() == 1 && inside[0].1 == 1_500 && inside[0].0 > received[2],
+        inside.len() == 2 && inside[0] == (42, 2_500) && inside[1].1 == 1_500 && inside[1].0 > received[2],
         "{inside:?}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

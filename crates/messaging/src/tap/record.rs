@@ -521,18 +521,49 @@ impl FigureRecorder {
 
     /// Records one latency, nanoseconds (a negative one is counted, not recorded). A value
     /// that may be among the interval's slowest is kept with the time it was recorded (one
-    /// clock read, for those only).
+    /// clock read, for those only). A caller that has read the clock already (the time that
+    /// ended the span it measured) saves that read with [`record_at`](Self::record_at).
     #[inline]
     pub fn record(&mut self, ns: i64) {
+        let clock = self.clock;
+        self.record_with(ns, || clock.now_ns());
+    }
+
+    /// Records one latency, nanoseconds, as [`record`](Self::record) does, and ties it, if it
+    /// may be among the interval's slowest, to `at_ns` (a time on the tap's
+    /// [clock](super::Tap::clock), such as the clock read that ended the span): no
+    /// clock read. The slowest are what `latency-probe attach` lines up with what the thread
+    /// went through, so `at_ns` should be when the value was measured.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = std::env::temp_dir().join(format!("record-at-{}", std::process::id()));
+    /// use messaging::tap::Tap;
+    /// let tap = Tap::builder(&dir).start()?;
+    /// let mut inside = tap.figure("inside-service")?;
+    /// let clock = tap.clock();
+    /// let received = clock.now_ns();
+    /// // ... the service handles the message ...
+    /// let now = clock.now_ns();
+    /// inside.record_at(now - received, now);
+    /// # drop(inside); tap.stop()?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn record_at(&mut self, ns: i64, at_ns: i64) {
+        self.record_with(ns, || at_ns);
+    }
+
+    #[inline(always)]
+    fn record_with(&mut self, ns: i64, at: impl FnOnce() -> i64) {
         // The thread that records now is the source's (a recorder handed to another thread is
         // listed there): a thread-local read and a compare.
         self.source.moved_to(polling_tid());
-        let clock = self.clock;
         match &self.source.intervals {
             // SAFETY: `&mut self` makes the thread that holds this recorder the source's only
             // writer (the recorder is not `Clone`; sharing `&FigureRecorder` does not allow
             // recording).
-            Intervals::Phased(p) => unsafe { p.enter(|t| t.record(ns, || clock.now_ns())) },
+            Intervals::Phased(p) => unsafe { p.enter(|t| t.record(ns, at)) },
             Intervals::HandedOver(..) => unreachable!("a recorder's source is phased"),
         }
     }
