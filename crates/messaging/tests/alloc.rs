@@ -490,3 +490,39 @@ fn recording_allocates_nothing(d: &EmbeddedDriver, keep: usize, first_stream: i3
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A service's own figure (feature `tap`): `FigureRecorder::record` and `record_at` allocate
+/// nothing once the recorder exists, values entering its slowest (rising, so each may) and the
+/// writer taking its intervals meanwhile (an interval of 2 ms) included.
+#[cfg(feature = "tap")]
+#[test]
+fn a_figure_recorder_allocates_nothing() {
+    let dir = std::env::temp_dir().join(format!("tap-alloc-figure-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let tap = messaging::tap::Tap::builder(&dir)
+        .interval(Duration::from_millis(2))
+        .start()
+        .expect("tap starts");
+    // Its intervals are allocated, and mapped, here.
+    let mut own = tap.figure("own").expect("a figure");
+    let clock = tap.clock();
+    let (mut values, start) = (0_i64, std::time::Instant::now());
+    let before = allocated();
+    // 20 ms: ten of the writer's intervals.
+    while start.elapsed() < Duration::from_millis(20) {
+        for _ in 0..1_000 {
+            values += 1;
+            if values % 2 == 0 {
+                own.record(values);
+            } else {
+                own.record_at(values, clock.now_ns());
+            }
+        }
+    }
+    let counted = allocated_since(before);
+    assert_eq!(counted, (0, 0), "recording allocated (allocations, bytes)");
+    drop(own);
+    let summary = tap.stop().expect("the tap wrote every interval");
+    assert_eq!(summary.figures[0].recorded, values as u64, "every value recorded once");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
