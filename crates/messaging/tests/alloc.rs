@@ -524,5 +524,15 @@ fn a_figure_recorder_allocates_nothing() {
     drop(own);
     let summary = tap.stop().expect("the tap wrote every interval");
     assert_eq!(summary.figures[0].recorded, values as u64, "every value recorded once");
+    // The writer took intervals while the values were counted: the log has more than one.
+    let intervals: usize = (summary.figures[0].files.iter())
+        .map(|f| std::fs::read_to_string(f).expect("the figure's log"))
+        .map(|text| {
+            text.lines()
+                .filter(|l| l.starts_with(|c: char| c.is_ascii_digit() || c == 'T'))
+                .count()
+        })
+        .sum();
+    assert!(intervals >= 3, "{intervals} interval lines in the log");
     std::fs::remove_dir_all(&dir).unwrap();
 }
