@@ -33,9 +33,14 @@ pub fn format_confidence(c: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
-/// A change as a signed percentage: `+4.2%`.
+/// A change as a signed percentage, `+4.2%`; from 11 times on (+1000%), as the ratio, `12.3x`
+/// or `918x`: a percentage that long is hard to read and breaks a table's columns.
 pub(crate) fn pct(f: f64) -> String {
-    format!("{:+.1}%", 100.0 * f)
+    match 1.0 + f {
+        r if r >= 99.5 => format!("{r:.0}x"),
+        r if r >= 11.0 => format!("{r:.1}x"),
+        _ => format!("{:+.1}%", 100.0 * f),
+    }
 }
 
 /// A change's interval, `[-1.0%, +3.2%]`, or `-` without one.
@@ -47,7 +52,7 @@ pub(crate) fn interval_text(ci: Option<(f64, f64)>) -> String {
 /// interval would have seen.
 pub(crate) fn verdict_text(verdict: &str, resolvable: Option<f64>) -> String {
     match resolvable {
-        Some(r) => format!("{verdict} (would see {:.1}%)", 100.0 * r.abs()),
+        Some(r) => format!("{verdict} (would see {})", pct(r.abs()).trim_start_matches('+')),
         None => verdict.to_owned(),
     }
 }
@@ -145,6 +150,23 @@ mod tests {
             notes: Vec::new(),
             rounds,
         }
+    }
+
+    #[test]
+    fn a_change_of_eleven_times_or_more_reads_as_a_ratio() {
+        use super::{pct, verdict_text};
+        assert_eq!(
+            [pct(0.042), pct(-0.5), pct(9.99), pct(10.0), pct(917.3)],
+            ["+4.2%", "-50.0%", "+999.0%", "11.0x", "918x"]
+        );
+        assert_eq!(
+            verdict_text("inconclusive", Some(0.665)),
+            "inconclusive (would see 66.5%)"
+        );
+        assert_eq!(
+            verdict_text("inconclusive", Some(-19.0)),
+            "inconclusive (would see 20.0x)"
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use hdrhistogram::Histogram;
 
 use crate::model::{decode, AbColumn, AbFile, AbReport, Histograms, RoundHistograms};
+use crate::render::ab::pct;
 use crate::render::files::{write_atomically, write_json};
 use crate::render::hgrm::{write_hgrm, NS_PER_US};
 use crate::render::hlog::{write_hlog, Interval, TaggedIntervals};
@@ -111,7 +112,6 @@ pub fn write_ab_dir(report: &AbReport, rounds: &[RoundHistograms], dir: &Path) -
 
 /// The legend's two entries: A's flags; B's flags with the paired changes at p50, p99, p99.9.
 fn legends(r: &AbReport) -> (String, String) {
-    let pct = |f: f64| format!("{:+.1}%", 100.0 * f);
     let changes: Vec<String> = ["p50", "p99", "p999"]
         .iter()
         .filter_map(|name| r.percentiles.iter().find(|p| p.percentile == *name))

@@ -35,7 +35,7 @@ pub fn render_compare(a_name: &str, b_name: &str, a: &Report, b: &Report, c: &Co
         "{:>8}{:>12}{:>12}{:>10}{:>20}  verdict\n",
         "", "A", "B", "change", "interval"
     ));
-    let pct = |x: f64| format!("{x:+.1}%");
+    let pct = |x: f64| crate::render::ab::pct(x / 100.0);
     for x in &c.changes {
         let interval = match (x.ci_low_pct, x.ci_high_pct) {
             (Some(lo), Some(hi)) => format!("[{}, {}]", pct(lo), pct(hi)),
