@@ -14,7 +14,7 @@
 
 use hdrhistogram::Histogram;
 
-use super::paired::{paired_change, Verdict};
+use super::paired::{median, paired_change, Verdict};
 use super::unpaired::shift_change;
 use crate::model::{TapChange, TapComparison, TapFigure, TapGroup, TapInterval};
 
@@ -135,28 +135,31 @@ pub fn compare_as(a: &TapFigure, b: &TapFigure, (confidence, resolve): (f64, f64
         Vec::new()
     };
     let paired = p.len() >= 2 && 2 * p.len() >= a.intervals.len().max(b.intervals.len());
-    let (ta, tb) = (a.total(), b.total());
-    let at = |h: &Histogram<u64>, q: f64| if q >= 1.0 { h.max() } else { h.value_at_quantile(q) };
+    let median_ns = |v: &[f64]| median(v).map_or(0, |m| m.round() as u64);
     let changes = COMPARED
         .iter()
         .map(|&(label, q)| {
-            let (change, ci, verdict, samples) = if paired {
-                let (xa, xb): (Vec<f64>, Vec<f64>) = p
-                    .iter()
+            let (xa, xb): (Vec<f64>, Vec<f64>) = if paired {
+                p.iter()
                     .filter_map(|&(i, j)| Some((value(&a.intervals[i], q)?, value(&b.intervals[j], q)?)))
-                    .unzip();
+                    .unzip()
+            } else {
+                (
+                    a.intervals.iter().filter_map(|i| value(i, q)).collect(),
+                    b.intervals.iter().filter_map(|i| value(i, q)).collect(),
+                )
+            };
+            let (change, ci, verdict, samples) = if paired {
                 let c = paired_change(&xa, &xb, confidence, resolve);
                 (c.change, (c.ci_low, c.ci_high), c.verdict, (c.rounds, c.rounds))
             } else {
-                let xa: Vec<f64> = a.intervals.iter().filter_map(|i| value(i, q)).collect();
-                let xb: Vec<f64> = b.intervals.iter().filter_map(|i| value(i, q)).collect();
                 let c = shift_change(&xa, &xb, confidence, resolve);
                 (c.change, (c.ci_low, c.ci_high), c.verdict, (c.runs_a, c.runs_b))
             };
             TapChange {
                 label,
-                a_ns: at(&ta, q),
-                b_ns: at(&tb, q),
+                a_ns: median_ns(&xa),
+                b_ns: median_ns(&xb),
                 samples,
                 change,
                 ci: (ci.0.is_finite() && ci.1.is_finite()).then_some(ci),
@@ -264,5 +267,27 @@ mod tests {
         assert_eq!(c.intervals, (12, 12, 0));
         assert_eq!(c.changes[0].verdict, "no change", "{:?}", c.changes[0]);
         assert!(c.changes[0].resolvable.is_some());
+    }
+
+    #[test]
+    fn a_and_b_are_the_intervals_medians_the_change_is_over_not_the_figures_overall() {
+        let a = figure(100.0, 12, 1000);
+        let mut b = figure(100.0, 12, 1000);
+        b.intervals[5].histogram.record(5_000_000).unwrap(); // one interval's spike
+        let c = compare(&a, &b, (0.99, 0.05));
+        let max = &c.changes[4];
+        assert_eq!((max.label, b.total().max() >= 5_000_000), ("max", true));
+        // The intervals' maxima are 2,000-2,077 ns on both sides but B's fifth: the medians
+        // agree, as the change does, where the figures overall are 2,077 and 5,000,000 ns.
+        assert!(
+            max.a_ns.abs_diff(max.b_ns) <= 10 && (2_000..2_100).contains(&max.a_ns),
+            "{max:?}"
+        );
+        assert!(max.change.abs() < 0.01, "{max:?}");
+        let p50 = &c.changes[0];
+        assert!(
+            (1_490..1_560).contains(&p50.a_ns),
+            "A's median of the intervals' p50: {p50:?}"
+        );
     }
 }

@@ -86,7 +86,9 @@ pub struct TapGroup {
 pub struct TapChange {
     /// Its label (`p50`, ..., `max`).
     pub label: &'static str,
-    /// A's and B's figure over all their intervals, ns.
+    /// A's median of the intervals' own figures the change is over (paired: over the pairs),
+    /// ns; 0 when no interval has enough messages for this percentile. Not the figure over
+    /// all of A's intervals: one interval's spike moves that, not the change.
     pub a_ns: u64,
     /// See [`a_ns`](Self::a_ns).
     pub b_ns: u64,

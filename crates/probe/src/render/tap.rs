@@ -148,14 +148,25 @@ fn figure_detail(f: &TapFigure, groups: &[TapGroup], view: TapView) -> String {
     out
 }
 
-/// The change B vs A of each pair of figures, per percentile, with how it was judged.
+/// The change B vs A of each pair of figures, per percentile, with how it was judged: first
+/// B's figures overall (A's are the report's own table), then per figure a table whose A and B
+/// are the medians of the intervals' figures the change is over, so that the columns and the
+/// change agree (a spike in one interval moves a figure overall, not the change).
 #[must_use]
 pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapComparison)], confidence: f64) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\nB vs A: B = {b}, A = {a}; per percentile, the change over the intervals' own figures \
-         ({}% interval)",
+        "\nB vs A: B = {b}, A = {a}\n\nB overall (A's is the table above):\n{}",
+        stats_header()
+    );
+    for (_, fb, _) in pairs {
+        let _ = writeln!(out, "{}", stats_row(&fb.name, &fb.total()));
+    }
+    let _ = writeln!(
+        out,
+        "\nPer percentile: A and B are the medians of the intervals' own figures;\nthe change is \
+         B vs A over those figures, with its {}% interval.",
         format_confidence(confidence)
     );
     for (fa, fb, c) in pairs {
@@ -178,6 +189,7 @@ pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapCo
             "  {:<6} {:>10} {:>10} {:>8} {:>18} {:>9} verdict",
             "", "A", "B", "change", "interval", "samples"
         );
+        let median = |ns: u64| if ns == 0 { "-".to_owned() } else { format_ns(ns) };
         for ch in &c.changes {
             let interval = interval_text(ch.ci);
             let verdict = verdict_text(&ch.verdict, ch.resolvable);
@@ -185,8 +197,8 @@ pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapCo
                 out,
                 "  {:<6} {:>10} {:>10} {:>8} {:>18} {:>9} {}",
                 ch.label,
-                format_ns(ch.a_ns),
-                format_ns(ch.b_ns),
+                median(ch.a_ns),
+                median(ch.b_ns),
                 pct(ch.change),
                 interval,
                 format!("{}/{}", ch.samples.0, ch.samples.1),
