@@ -257,7 +257,7 @@ def check_figures(path):
         assert set(fig) == {"section", "figure", "unit", "better", "value"}, fig
         assert fig["better"] in ("lower", "higher") and isinstance(fig["value"], (int, float)), fig
     sections = {fig["section"] for fig in figures}
-    want = {"round trip", "throughput", "each side alone", "tap", "one way"}
+    want = {"round trip", "throughput", "each side alone", "tap", "figure", "one way"}
     assert want <= sections, f"{path}: sections {sorted(sections)}, missing {sorted(want - sections)}"
     keys = [(fig["section"], fig["figure"]) for fig in figures]
     assert len(keys) == len(set(keys)), f"{path}: a figure named twice"

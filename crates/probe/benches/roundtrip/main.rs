@@ -45,7 +45,9 @@
 //!   (messaging exclusive and concurrent, the C client's exclusive and concurrent publications)
 //!   the same way, each messaging publication's ns per message against its C peer (`paired.rs`).
 //! - the tap's cost (`tap.rs`): the send stamp and the latency recording of messaging's feature
-//!   `tap`, each against the same path without it, in interleaved rounds on one thread.
+//!   `tap`, each against the same path without it, in interleaved rounds on one thread; then
+//!   a service's own figure (`figure.rs`): `FigureRecorder::record_at` and `record` per value,
+//!   values steady and rising, against a loop that records nothing.
 //! - one way after a wait (`oneway.rs`): in 8 rounds, the raw line's and `messaging`'s one-way
 //!   p50 after 10 µs and 100 µs, each as a ratio to half its own back-to-back round trip of the
 //!   same round: the like-for-like figure for `latency-probe`'s one-way mode.
@@ -93,12 +95,13 @@
 //! Files: `raw` (`raw`, `crossbeam`), `iceoryx` (iceoryx2's round trip, flow and split row),
 //! `java` (Aeron's Java Ping/Pong), `messaging` (`messaging`, `offer_poll`, its throughput
 //! flows), `c_client` (the C client's round trip and flows), `split` (each side alone, the mutex,
-//! the timing itself), `oneway` (one way after a wait), `paired` (the interleaved rounds), `figures` (`BENCH_FIGURES`), `common` (what they share, and the
+//! the timing itself), `figure` (a service's own figure), `oneway` (one way after a wait), `paired` (the interleaved rounds), `figures` (`BENCH_FIGURES`), `common` (what they share, and the
 //! harness that runs a case with the floor around it), `summary` (the summary printed after the
 //! cases); this file: the run, in order.
 
 mod c_client;
 mod common;
+mod figure;
 mod figures;
 #[cfg(feature = "iceoryx2")]
 mod iceoryx;

@@ -72,9 +72,11 @@ pub(crate) struct TapCost {
     /// The same, each message polled right after it was published (recorded - clocked,
     /// keeping up).
     pub(crate) record_kept_up_beyond_clock: (f64, f64, f64),
+    /// A service's own figure on the same tap (`figure.rs`).
+    pub(crate) figure: crate::figure::FigureCost,
 }
 
-fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
+pub(crate) fn median_min_max(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
     (
         latency_probe::analysis::paired::median(&v).unwrap_or(f64::NAN),
@@ -196,6 +198,7 @@ pub(crate) fn tap_cost(at: &Placement, dir: &Path, plan: &Plan) -> TapCost {
         clock_in_poll: diff(5, 3, |c| c.1),
         record_each_beyond_clock: diff(4, 5, |c| c.1),
         record_kept_up_beyond_clock: diff(7, 6, |c| c.1),
+        figure: crate::figure::figure_cost(&tap, k, rounds),
     };
     drop(variants); // their recorders retire: the tap takes all they hold
     let summary = tap.stop().expect("the bench's tap wrote its logs");
@@ -337,4 +340,5 @@ pub(crate) fn print(c: &TapCost) {
         "recording beyond the clock read, keeping up",
         c.record_kept_up_beyond_clock,
     );
+    crate::figure::print(&c.figure);
 }
