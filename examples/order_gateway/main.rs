@@ -112,11 +112,56 @@ fn connect(dir: &Path, role: &str) -> Client {
 struct Shared {
     dir: PathBuf,
     published: AtomicU64,
-    refused: AtomicU64,
+    refused: Refused,
     finished: AtomicBool,
     /// The gateway's order publication reached the exchange: the path is up end to end.
     ready: AtomicBool,
     tap: Option<Tap>,
+}
+
+/// The ticks the gateway refused (each came again), by why.
+#[derive(Default)]
+struct Refused {
+    /// The order publication was back-pressured: the exchange is behind.
+    back_pressured: AtomicU64,
+    /// It was at a term's end (Aeron's admin action: the next offer goes into the next term).
+    admin_action: AtomicU64,
+    /// It had no subscriber: the exchange was not there (or the driver was restarting).
+    not_connected: AtomicU64,
+    /// The hand-off channel to `gateway-send` was full (`--handoff`).
+    channel_full: AtomicU64,
+}
+
+impl Refused {
+    /// Counts a retryable offer error (`OfferError::is_retryable`).
+    fn offer(&self, e: &OfferError) {
+        let by = match e {
+            OfferError::BackPressured => &self.back_pressured,
+            OfferError::AdminAction => &self.admin_action,
+            _ => &self.not_connected,
+        };
+        by.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `refused 97 times, each came again: back-pressured 0, admin action 97, not connected 0`.
+    fn text(&self) -> String {
+        let [b, a, n, c] = [
+            &self.back_pressured,
+            &self.admin_action,
+            &self.not_connected,
+            &self.channel_full,
+        ]
+        .map(|x| x.load(Ordering::Relaxed));
+        let full = if c > 0 {
+            format!(", hand-off channel full {c}")
+        } else {
+            String::new()
+        };
+        format!(
+            "refused {} times, each came again: back-pressured {b}, admin action {a}, not connected {n}{full}",
+            b + a + n + c
+        )
+    }
 }
 
 /// Waits until tick `seq`'s turn at `rate` ticks per second from `start`, sleeping (the feed
@@ -196,7 +241,7 @@ fn forward(
     tick: &[u8],
     h: &MessageHeader<'_>,
     inside: Option<&mut FigureRecorder>,
-    refused: &AtomicU64,
+    refused: &Refused,
 ) -> ControlledAction {
     let received = h.received_ns();
     let now = received.map(|_| StampClock::Monotonic.now_ns());
@@ -215,7 +260,7 @@ fn forward(
             ControlledAction::Continue
         }
         Err(e) if e.is_retryable() => {
-            refused.fetch_add(1, Ordering::Relaxed);
+            refused.offer(&e);
             ControlledAction::Abort
         }
         Err(OfferError::ClientClosed) => ControlledAction::Abort, // handled by the poll loop
@@ -239,7 +284,7 @@ fn hand_off(
     tx: &crossbeam_channel::Sender<Handed>,
     tick: &[u8],
     h: &MessageHeader<'_>,
-    refused: &AtomicU64,
+    refused: &Refused,
 ) -> ControlledAction {
     let stamp = h.received_ns().and_then(|r| {
         let age = Stamp::from_reserved(h.reserved_value()).latency(r)?.end_to_end_ns;
@@ -248,7 +293,7 @@ fn hand_off(
     match tx.try_send((tick.try_into().unwrap_or([0; 8]), stamp)) {
         Ok(()) => ControlledAction::Continue,
         Err(_) => {
-            refused.fetch_add(1, Ordering::Relaxed);
+            refused.channel_full.fetch_add(1, Ordering::Relaxed);
             ControlledAction::Abort
         }
     }
@@ -285,7 +330,7 @@ fn gateway_send(
                     break;
                 }
                 Err(e) if e.is_retryable() => {
-                    s.refused.fetch_add(1, Ordering::Relaxed);
+                    s.refused.offer(&e);
                     idle.idle_once();
                 }
                 Err(_) => return inside, // the driver went
@@ -394,6 +439,9 @@ fn exchange(s: Arc<Shared>, idle: &str, delay: Duration) -> Received {
                 &mut |order: &[u8], _: &MessageHeader<'_>| {
                     let seq = u64::from_le_bytes(order.try_into().unwrap_or([0; 8]));
                     if seq == END {
+                        // Said now, not once this client has closed: the gateway and the feed
+                        // stop instead of offering end ticks to a subscription that is going.
+                        s.finished.store(true, Ordering::Release);
                         done = true;
                         return;
                     }
@@ -527,7 +575,7 @@ fn main() {
     let shared = Arc::new(Shared {
         dir: dir.clone(),
         published: AtomicU64::new(0),
-        refused: AtomicU64::new(0),
+        refused: Refused::default(),
         finished: AtomicBool::new(false),
         ready: AtomicBool::new(false),
         tap,
@@ -567,13 +615,12 @@ fn main() {
     let r = exchange.join().expect("exchange");
     drop(driver);
     println!(
-        "ticks {} (+ end), orders received {}, lost at the restart {}, out of order {}, refused for \
-         back-pressure {} (each came again), {:.2} s{}",
+        "ticks {} (+ end), orders received {}, lost at the restart {}, out of order {}, {}, {:.2} s{}",
         a.ticks,
         r.orders,
         a.ticks - r.orders,
         r.out_of_order,
-        shared.refused.load(Ordering::Relaxed),
+        shared.refused.text(),
         started.elapsed().as_secs_f64(),
         if restarted { ", driver restarted once" } else { "" }
     );
