@@ -248,15 +248,15 @@ fn forward(
     match orders.try_claim(tick.len()) {
         Ok(mut claim) => {
             claim.buffer_mut().copy_from_slice(tick);
-            if let (Some(r), Some(now)) = (received, now) {
-                if let Some(stamp) = h.forwarded_stamp(now) {
-                    claim.set_reserved_value(stamp.to_reserved());
-                }
-                if let Some(inside) = inside {
-                    inside.record_at(now - r, now);
-                }
+            if let Some(stamp) = now.and_then(|now| h.forwarded_stamp(now)) {
+                claim.set_reserved_value(stamp.to_reserved());
             }
             claim.commit();
+            // After the commit: the exchange reads the order while the gateway records (a
+            // claim left open holds the exchange at that frame).
+            if let (Some(r), Some(now), Some(inside)) = (received, now, inside) {
+                inside.record_at(now - r, now);
+            }
             ControlledAction::Continue
         }
         Err(e) if e.is_retryable() => {
