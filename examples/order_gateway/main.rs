@@ -119,31 +119,35 @@ struct Shared {
     tap: Option<Tap>,
 }
 
-/// The ticks the gateway refused (each came again), by why.
+/// The gateway's offers of an order that were refused, by why; each was tried again (the tick
+/// comes again on the next poll, or `gateway-send` offers it again), but at the very end.
 #[derive(Default)]
 struct Refused {
     /// The order publication was back-pressured: the exchange is behind.
     back_pressured: AtomicU64,
     /// It was at a term's end (Aeron's admin action: the next offer goes into the next term).
     admin_action: AtomicU64,
-    /// It had no subscriber: the exchange was not there (or the driver was restarting).
+    /// It had no subscriber: the exchange was not there, or the driver was restarting (with
+    /// `--handoff`, also a tick handed off while `gateway-send` was gone with the old driver).
     not_connected: AtomicU64,
     /// The hand-off channel to `gateway-send` was full (`--handoff`).
     channel_full: AtomicU64,
 }
 
 impl Refused {
-    /// Counts a retryable offer error (`OfferError::is_retryable`).
+    /// Counts a retryable offer error (`OfferError::is_retryable`: these three).
     fn offer(&self, e: &OfferError) {
         let by = match e {
             OfferError::BackPressured => &self.back_pressured,
             OfferError::AdminAction => &self.admin_action,
-            _ => &self.not_connected,
+            OfferError::NotConnected => &self.not_connected,
+            _ => return,
         };
         by.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// `refused 97 times, each came again: back-pressured 0, admin action 97, not connected 0`.
+    /// `orders refused 97 times, each tried again: back-pressured 0, admin action 97, not
+    /// connected 0`.
     fn text(&self) -> String {
         let [b, a, n, c] = [
             &self.back_pressured,
@@ -158,7 +162,7 @@ impl Refused {
             String::new()
         };
         format!(
-            "refused {} times, each came again: back-pressured {b}, admin action {a}, not connected {n}{full}",
+            "orders refused {} times, each tried again: back-pressured {b}, admin action {a}, not connected {n}{full}",
             b + a + n + c
         )
     }
@@ -292,8 +296,13 @@ fn hand_off(
     });
     match tx.try_send((tick.try_into().unwrap_or([0; 8]), stamp)) {
         Ok(()) => ControlledAction::Continue,
-        Err(_) => {
+        Err(crossbeam_channel::TrySendError::Full(_)) => {
             refused.channel_full.fetch_add(1, Ordering::Relaxed);
+            ControlledAction::Abort
+        }
+        Err(crossbeam_channel::TrySendError::Disconnected(_)) => {
+            // gateway-send went with the old driver: the gateway builds a new one.
+            refused.not_connected.fetch_add(1, Ordering::Relaxed);
             ControlledAction::Abort
         }
     }
@@ -329,6 +338,9 @@ fn gateway_send(
                     }
                     break;
                 }
+                // The exchange is done: nothing reads an order any more (an end tick after the
+                // one it saw would be refused, not connected, for ever).
+                Err(_) if s.finished.load(Ordering::Acquire) => return inside,
                 Err(e) if e.is_retryable() => {
                     s.refused.offer(&e);
                     idle.idle_once();
@@ -340,9 +352,9 @@ fn gateway_send(
     inside
 }
 
-/// The gateway: one order per tick (end ticks too), until the exchange is done. A
-/// back-pressured order publication (or a full hand-off channel) refuses the tick (`Abort`),
-/// so it comes again on the next poll.
+/// The gateway: one order per tick (end ticks too), until the exchange is done. An order
+/// publication that refuses the order (back-pressured, at a term's end, not connected), or a
+/// full hand-off channel, refuses the tick (`Abort`), so it comes again on the next poll.
 fn gateway(s: Arc<Shared>, idle: &str, stall: Stall, handoff: Option<Option<usize>>) {
     let mut idle: IdleStrategy = idle.parse().unwrap();
     let mut inside = s
