@@ -135,7 +135,11 @@ pub fn compare_as(a: &TapFigure, b: &TapFigure, (confidence, resolve): (f64, f64
         Vec::new()
     };
     let paired = p.len() >= 2 && 2 * p.len() >= a.intervals.len().max(b.intervals.len());
-    let median_ns = |v: &[f64]| median(v).map_or(0, |m| m.round() as u64);
+    // Over the figures the change counts: it leaves out zeros (no ratio).
+    let median_ns = |v: &[f64]| {
+        let counted: Vec<f64> = v.iter().copied().filter(|x| *x > 0.0).collect();
+        median(&counted).map_or(0, |m| m.round() as u64)
+    };
     let changes = COMPARED
         .iter()
         .map(|&(label, q)| {

@@ -86,9 +86,11 @@ pub struct TapGroup {
 pub struct TapChange {
     /// Its label (`p50`, ..., `max`).
     pub label: &'static str,
-    /// A's median of the intervals' own figures the change is over (paired: over the pairs),
-    /// ns; 0 when no interval has enough messages for this percentile. Not the figure over
-    /// all of A's intervals: one interval's spike moves that, not the change.
+    /// A's median of the intervals' own figures the change is estimated from (paired: over
+    /// the pairs; zeros left out, as the change leaves them), ns; 0 when no interval has
+    /// enough messages for this percentile. Not the figure over all of A's intervals: one
+    /// interval's spike moves that, not the change. The change is a Hodges-Lehmann estimate
+    /// over those figures' ratios, so it can differ from the ratio of the two medians.
     pub a_ns: u64,
     /// See [`a_ns`](Self::a_ns).
     pub b_ns: u64,

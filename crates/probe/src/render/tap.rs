@@ -150,8 +150,8 @@ fn figure_detail(f: &TapFigure, groups: &[TapGroup], view: TapView) -> String {
 
 /// The change B vs A of each pair of figures, per percentile, with how it was judged: first
 /// B's figures overall (A's are the report's own table), then per figure a table whose A and B
-/// are the medians of the intervals' figures the change is over, so that the columns and the
-/// change agree (a spike in one interval moves a figure overall, not the change).
+/// are the medians of the intervals' figures the change is estimated from, not the figures
+/// overall (a spike in one interval moves a figure overall, not the change).
 #[must_use]
 pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapComparison)], confidence: f64) -> String {
     let mut out = String::new();
@@ -189,7 +189,7 @@ pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapCo
             "  {:<6} {:>10} {:>10} {:>8} {:>18} {:>9} verdict",
             "", "A", "B", "change", "interval", "samples"
         );
-        let median = |ns: u64| if ns == 0 { "-".to_owned() } else { format_ns(ns) };
+        let ns_or_dash = |ns: u64| if ns == 0 { "-".to_owned() } else { format_ns(ns) };
         for ch in &c.changes {
             let interval = interval_text(ch.ci);
             let verdict = verdict_text(&ch.verdict, ch.resolvable);
@@ -197,8 +197,8 @@ pub fn comparison_text(a: &str, b: &str, pairs: &[(&TapFigure, &TapFigure, TapCo
                 out,
                 "  {:<6} {:>10} {:>10} {:>8} {:>18} {:>9} {}",
                 ch.label,
-                median(ch.a_ns),
-                median(ch.b_ns),
+                ns_or_dash(ch.a_ns),
+                ns_or_dash(ch.b_ns),
                 pct(ch.change),
                 interval,
                 format!("{}/{}", ch.samples.0, ch.samples.1),
