@@ -27,7 +27,9 @@ use crate::tap::median_min_max;
 /// What the rounds found: ns per value, each as the median [min, max] of its per-round
 /// differences.
 pub(crate) struct FigureCost {
+    /// Values a round.
     pub(crate) k: u64,
+    /// Rounds, each running every variant once.
     pub(crate) rounds: usize,
     /// The loop alone, ns per value, median over the rounds.
     pub(crate) loop_ns: f64,
@@ -74,9 +76,13 @@ fn one_round(variant: usize, rec: &mut FigureRecorder, values: &[i64], from: i64
     t0.elapsed().as_nanos() as f64 / values.len() as f64
 }
 
-/// Runs the rounds against one recorder of `tap`'s (a figure of its own).
+/// Runs the rounds, each variant recording into a figure of its own on `tap` (so one
+/// variant's values do not set the threshold of another's slowest).
 pub(crate) fn figure_cost(tap: &Tap, k: u64, rounds: usize) -> FigureCost {
-    let mut rec = tap.figure("bench-figure").expect("the bench's figure");
+    let mut recs: Vec<FigureRecorder> = ["loop", "steady", "rising", "record-rising"]
+        .iter()
+        .map(|v| tap.figure(&format!("bench-figure-{v}")).expect("the bench's figure"))
+        .collect();
     let (steady, rising) = values(k);
     let mut costs = [const { Vec::new() }; 4];
     let mut rising_from = 1_000_i64;
@@ -84,9 +90,9 @@ pub(crate) fn figure_cost(tap: &Tap, k: u64, rounds: usize) -> FigureCost {
         for j in 0..4 {
             let variant = (r + j) % 4;
             let cost = if variant < 2 {
-                one_round(variant, &mut rec, &steady, 0)
+                one_round(variant, &mut recs[variant], &steady, 0)
             } else {
-                let c = one_round(variant, &mut rec, &rising, rising_from);
+                let c = one_round(variant, &mut recs[variant], &rising, rising_from);
                 rising_from += 22 * k as i64 + 22;
                 c
             };
