@@ -119,8 +119,9 @@ struct Shared {
     tap: Option<Tap>,
 }
 
-/// The gateway's offers of an order that were refused, by why; each was tried again (the tick
-/// comes again on the next poll, or `gateway-send` offers it again), but at the very end.
+/// The gateway's offers of an order that were refused, by why. Each was tried again (the tick
+/// comes again on the next poll, or `gateway-send` offers it again), except the last ones, once
+/// the exchange is done.
 #[derive(Default)]
 struct Refused {
     /// The order publication was back-pressured: the exchange is behind.
