@@ -119,10 +119,6 @@ impl State {
             .record(s.seq, kind, s.warmup, s.planned, now - s.intended_ns, now - s.sent_ns);
         if kind == SampleKind::Measured {
             if self.intended_span.0 == 0 {
-                if self.count_faults {
-                    // Once per run: one getrusage syscall.
-                    self.faults_at_start = crate::sys::thread::thread_faults();
-                }
                 self.intended_span.0 = s.intended_ns;
                 self.seq_span.0 = s.seq;
                 self.receive_span.0 = now;
@@ -182,6 +178,14 @@ impl State {
     #[inline]
     pub(crate) fn after_poll(&mut self) {
         if let Some(g) = self.pending.take() {
+            if self.count_faults && self.faults_at_start.is_none() {
+                // The first boundary is the first measured message's: once per run, one
+                // getrusage syscall, right before the counters' first read, so that both
+                // count the faults of one phase (read in the handler, it also counted the
+                // rest of that poll: a fault there, such as the first run of a code page,
+                // only getrusage saw).
+                self.faults_at_start = crate::sys::thread::thread_faults();
+            }
             if let Some(m) = &mut self.monitor {
                 m.snapshot(g);
             }
