@@ -34,11 +34,21 @@ pub fn format_confidence(c: f64) -> String {
 }
 
 /// A change as a signed percentage, `+4.2%`; from 11 times on (+1000%), as the ratio, `12.3x`
-/// or `918x`: a percentage that long is hard to read and breaks a table's columns.
+/// or `918x`: a percentage that long is hard to read and breaks a table's columns. A fall to
+/// an eleventh or less reads the same way, `1/12.3x` or `1/918x`: as a percentage every gain
+/// past a hundredfold is `-99.x%`, and a thousandfold one reads as small as `-99.9%`.
 pub(crate) fn pct(f: f64) -> String {
+    let ratio = |r: f64| {
+        if r >= 99.5 {
+            format!("{r:.0}x")
+        } else {
+            format!("{r:.1}x")
+        }
+    };
     match 1.0 + f {
-        r if r >= 99.5 => format!("{r:.0}x"),
-        r if r >= 11.0 => format!("{r:.1}x"),
+        r if r >= 11.0 => ratio(r),
+        // (1e-9: 1 - 10/11 is a hair above 1/11 in floating point)
+        r if r > 0.0 && 1.0 / r >= 11.0 - 1e-9 => format!("1/{}", ratio(1.0 / r)),
         _ => format!("{:+.1}%", 100.0 * f),
     }
 }
@@ -158,6 +168,17 @@ mod tests {
         assert_eq!(
             [pct(0.042), pct(-0.5), pct(9.99), pct(10.0), pct(917.3)],
             ["+4.2%", "-50.0%", "+999.0%", "11.0x", "918x"]
+        );
+        // Falls: a percentage down to an eleventh, then the ratio; -100% (B zero) stays.
+        assert_eq!(
+            [
+                pct(-0.9),
+                pct(-10.0 / 11.0),
+                pct(-0.99),
+                pct(1.0 / 918.0 - 1.0),
+                pct(-1.0)
+            ],
+            ["-90.0%", "1/11.0x", "1/100x", "1/918x", "-100.0%"]
         );
         assert_eq!(
             verdict_text("inconclusive", Some(0.665)),
