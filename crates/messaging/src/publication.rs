@@ -273,7 +273,8 @@ impl<K: PublicationKind> Publication<K> {
     /// rest of a term is preceded by a padding frame that fills the term.
     #[must_use]
     pub fn frame_length(payload: usize) -> usize {
-        framed_length(payload)
+        // No buffer is longer than `isize::MAX`; the bound keeps the sum from overflowing.
+        framed_length(payload.min(isize::MAX as usize))
     }
 
     /// The checks every append starts with (the client has its driver, the message fits), then
@@ -351,7 +352,10 @@ impl<K: PublicationKind> Publication<K> {
 
     #[inline]
     fn claim(&self, len: usize, stamp: Option<i64>) -> Result<Claim<'_>, OfferError> {
-        let r = self.reserve(len, self.log.max_payload, framed_length(len))?;
+        // A `len` past the maximum is refused before `framed` is used; the `min` keeps a huge
+        // one (`usize::MAX`) from overflowing the sum first.
+        let framed = framed_length(len.min(self.log.max_payload));
+        let r = self.reserve(len, self.log.max_payload, framed)?;
         self.log.claim(r.index, r.offset, r.term_id, len);
         let mut claim = Claim {
             log: &self.log,

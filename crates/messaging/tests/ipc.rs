@@ -119,6 +119,17 @@ fn claims_longer_than_one_frame_are_refused_with_the_limit() {
     let max = publ.max_payload_length();
     let result = publ.try_claim(max + 1).map(|c| c.len());
     assert_eq!(result, Err(OfferError::MessageTooLong { length: max + 1, max }));
+    // A length whose frame would overflow `usize` is refused the same way (tests build in
+    // debug, where the overflow panicked).
+    let huge = publ.try_claim(usize::MAX - 8).map(|c| c.len());
+    assert_eq!(
+        huge,
+        Err(OfferError::MessageTooLong {
+            length: usize::MAX - 8,
+            max
+        })
+    );
+    assert_eq!(ConcurrentPublication::frame_length(usize::MAX) % 32, 0);
 }
 
 #[test]
