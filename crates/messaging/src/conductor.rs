@@ -2,7 +2,9 @@
 //! every handle of a client shares, which tells the driver the client closed when it goes.
 
 use std::collections::HashMap;
+use std::io::Write as _;
 use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,13 +34,49 @@ pub(crate) const DRIVER_CLOSED: u8 = 1;
 pub(crate) const DRIVER_TIMED_OUT: u8 = 2;
 /// The driver timed this client out (it did not hear from it for the client liveness timeout).
 pub(crate) const CLIENT_TIMED_OUT: u8 = 3;
+/// The client's conductor thread panicked and stopped.
+pub(crate) const CONDUCTOR_STOPPED: u8 = 4;
 
 /// Where a client's asynchronous errors go.
 pub(crate) type ErrorHandler = Arc<dyn Fn(&AsyncError) + Send + Sync>;
 
-/// The default handler: one line on stderr.
+/// The default handler: one line on stderr. Not `eprintln!`, which panics when stderr is gone
+/// (a closed pipe): that would take the thread reporting the error down with it.
 pub(crate) fn print_error(e: &AsyncError) {
-    eprintln!("{e}");
+    let _ = writeln!(std::io::stderr(), "{e}");
+}
+
+/// `handler`, made safe to call from the client's and the driver's own threads: a panic in it
+/// is caught and told on stderr with the error it was handed, and the thread goes on (an
+/// uncaught one would stop the conductor, and with it the client, with nothing said).
+pub(crate) fn guarded(handler: ErrorHandler) -> ErrorHandler {
+    Arc::new(move |e: &AsyncError| {
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| handler(e))) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "messaging: the error handler panicked ({}) when handed: {e}",
+                panic_words(panic.as_ref())
+            );
+        }
+    })
+}
+
+/// A panic's message, as far as it is a string.
+pub(crate) fn panic_words(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("no message")
+}
+
+/// Runs `body` (the conductor's loop); if it panics, the client is marked
+/// [`CONDUCTOR_STOPPED`] so that every handle says so, instead of waiting for answers that
+/// would never come.
+pub(crate) fn stop_on_panic(lost: &Lost, body: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(body)).is_err() {
+        lost.mark(CONDUCTOR_STOPPED);
+    }
 }
 
 /// The liveness error for state `code` (`None` while [`ACTIVE`]).
@@ -48,6 +86,7 @@ pub(crate) fn liveness_error(code: u8, dir: &Path, timeout: Duration) -> Option<
         ACTIVE => None,
         DRIVER_CLOSED => Some(LivenessError::DriverClosed { dir }),
         DRIVER_TIMED_OUT => Some(LivenessError::DriverTimedOut { dir, timeout }),
+        CONDUCTOR_STOPPED => Some(LivenessError::ConductorStopped { dir }),
         _ => Some(LivenessError::ClientTimedOut { dir }),
     }
 }
@@ -332,5 +371,50 @@ impl Drop for Inner {
             g.take();
         }
         self.send_client_close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lost(seen: Arc<Mutex<Vec<AsyncError>>>) -> Lost {
+        Lost {
+            state: Arc::new(AtomicU8::new(ACTIVE)),
+            on_error: guarded(Arc::new(move |e: &AsyncError| seen.lock().unwrap().push(e.clone()))),
+            dir: PathBuf::from("/dev/shm/aeron-x"),
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    #[test]
+    fn a_conductor_that_panics_marks_the_client_and_says_so() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let lost = lost(seen.clone());
+        stop_on_panic(&lost, || panic!("inside the duty cycle"));
+        assert_eq!(lost.state.load(Ordering::Acquire), CONDUCTOR_STOPPED);
+        let e = LivenessError::ConductorStopped {
+            dir: PathBuf::from("/dev/shm/aeron-x"),
+        };
+        assert_eq!(*seen.lock().unwrap(), vec![AsyncError::Liveness(e.clone())]);
+        assert_eq!(liveness_error(CONDUCTOR_STOPPED, &lost.dir, lost.timeout), Some(e));
+        // A loop that returns leaves the state alone.
+        let quiet = self::lost(seen);
+        stop_on_panic(&quiet, || ());
+        assert_eq!(quiet.state.load(Ordering::Acquire), ACTIVE);
+    }
+
+    #[test]
+    fn a_guarded_handler_survives_its_own_panic() {
+        let calls = Arc::new(AtomicU8::new(0));
+        let counted = calls.clone();
+        let handler = guarded(Arc::new(move |_: &AsyncError| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            panic!("a handler that fails");
+        }));
+        let e = AsyncError::Client { message: "x".into() };
+        handler(&e);
+        handler(&e);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 }

@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -216,4 +217,42 @@ fn errors_the_driver_logs_reach_the_client_s_error_handler() {
     }
     .to_string()
     .starts_with("media driver"),);
+}
+
+#[test]
+fn a_panicking_error_handler_leaves_the_client_working() {
+    let d = common::driver();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let client = Client::builder()
+        .dir(d.dir())
+        .error_handler(move |e| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            panic!("this handler fails on: {e}");
+        })
+        .build()
+        .unwrap();
+    // The driver refuses it and logs why: the conductor hands that to the handler.
+    assert!(client
+        .publication("aeron:udp?endpoint=localhost:24992|mtu=1000000", 52)
+        .is_err());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while calls.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the driver's error never reached the handler"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The panic stopped the conductor thread before: the client still looked alive, and what
+    // was added next waited for an answer that never came.
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(client.liveness().is_active(), "{}", client.liveness().describe());
+    let sub = client.subscription("aeron:ipc", 53).unwrap();
+    let publ = client.publication("aeron:ipc", 53).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !publ.is_connected() || sub.image_count() == 0 {
+        assert!(Instant::now() < deadline, "the IPC publication never connected");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

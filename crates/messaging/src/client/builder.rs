@@ -17,8 +17,8 @@ use aeron_rs::utils::memory_mapped_file::MemoryMappedFile;
 use super::Client;
 use crate::cnc::{default_aeron_dir, driver_status, DriverStatus};
 use crate::conductor::{
-    conductor_loop, print_error, DriverErrors, ErrorHandler, Inner, Lost, Shared, ACTIVE, CLIENT_TIMED_OUT,
-    DRIVER_TIMED_OUT,
+    conductor_loop, guarded, print_error, stop_on_panic, DriverErrors, ErrorHandler, Inner, Lost, Shared, ACTIVE,
+    CLIENT_TIMED_OUT, DRIVER_TIMED_OUT,
 };
 use crate::error::{AsyncError, ConnectError};
 
@@ -62,7 +62,8 @@ impl ClientBuilder {
 
     /// Where the client's asynchronous errors go ([`AsyncError`]: the loss of the driver, once,
     /// and what aeron-rs's conductor reports), instead of a line on stderr. Called from the
-    /// client's conductor thread: keep it short, and never call back into the client.
+    /// client's conductor thread: keep it short, and never call back into the client. A panic
+    /// in it is caught (and told on stderr with the error it was handed): the conductor goes on.
     ///
     /// ```
     /// # #[cfg(feature = "embedded-driver")]
@@ -140,7 +141,7 @@ impl ClientBuilder {
     /// (garbage, truncated, never initialised), other variants for what aeron-rs reports.
     pub fn build(self) -> Result<Client, ConnectError> {
         let pre_touch = self.pre_touch;
-        let on_error: ErrorHandler = self.on_error.clone().unwrap_or_else(|| Arc::new(print_error));
+        let on_error: ErrorHandler = guarded(self.on_error.clone().unwrap_or_else(|| Arc::new(print_error)));
         let (dir, timeout) = self.resolve();
         check_dir(&dir, timeout)?;
         let lost = Lost {
@@ -225,7 +226,7 @@ fn start_conductor(shared: &Arc<Shared>, dir: &Path) -> Result<std::thread::Join
     let errors = DriverErrors::primed(&shared.cnc);
     std::thread::Builder::new()
         .name("aeron-conductor".into())
-        .spawn(move || conductor_loop(&shared2, errors))
+        .spawn(move || stop_on_panic(&shared2.lost, || conductor_loop(&shared2, errors)))
         .map_err(|e| ConnectError::Client {
             dir: dir.to_owned(),
             detail: format!("could not start the conductor thread: {e}"),

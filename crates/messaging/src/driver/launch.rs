@@ -239,7 +239,8 @@ impl EmbeddedDriverBuilder {
         let ctx = self.context(&dir, self.delete_on_start || dead_driver_left)?;
         let settings = DriverSettings::read(&ctx);
         check_logs(&settings)?;
-        let on_error = self.on_error.unwrap_or_else(|| Arc::new(crate::conductor::print_error));
+        let on_error =
+            crate::conductor::guarded(self.on_error.unwrap_or_else(|| Arc::new(crate::conductor::print_error)));
         let started = start(ctx, on_error)?;
         Ok(EmbeddedDriver {
             ipc_term_length: settings.ipc_term_buffer_length,

@@ -31,6 +31,12 @@ pub enum LivenessError {
         /// The driver's directory.
         dir: PathBuf,
     },
+    /// The client's own conductor thread panicked and stopped (the panic's message went to
+    /// stderr): nothing this client adds is answered any more, and the driver times it out.
+    ConductorStopped {
+        /// The driver's directory.
+        dir: PathBuf,
+    },
 }
 
 impl fmt::Display for LivenessError {
@@ -54,6 +60,12 @@ impl fmt::Display for LivenessError {
                 "media driver at {} timed this client out (the client was silent for longer than the driver's \
                  client liveness timeout, AERON_CLIENT_LIVENESS_TIMEOUT: its process was paused or starved) and \
                  closed its publications and subscriptions; build a new client",
+                dir.display()
+            ),
+            Self::ConductorStopped { dir } => write!(
+                f,
+                "the conductor thread of this client of the media driver at {} panicked and stopped (its message \
+                 is on stderr; please report it); build a new client",
                 dir.display()
             ),
         }

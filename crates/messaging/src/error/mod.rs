@@ -79,7 +79,8 @@ mod tests {
                 timeout: Duration::from_secs(10),
             }
             .to_string(),
-            LivenessError::ClientTimedOut { dir }.to_string(),
+            LivenessError::ClientTimedOut { dir: dir.clone() }.to_string(),
+            LivenessError::ConductorStopped { dir }.to_string(),
         ];
         for m in messages {
             assert!(m.contains("/dev/shm/aeron-x"), "names the directory: {m}");
