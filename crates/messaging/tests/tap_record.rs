@@ -895,3 +895,22 @@ fn a_dropped_recorder_s_counts_stay_and_its_source_goes() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `interval(Duration::MAX)`: one interval, written at stop (the writer thread panicked adding
+/// it to the clock, and `stop` said only that it had).
+#[test]
+fn the_longest_interval_writes_one_interval_at_stop() {
+    let dir = tap_dir("longest");
+    let tap = Tap::builder(&dir).interval(Duration::MAX).start().unwrap();
+    let mut r = tap.figure("own").unwrap();
+    for ns in [100, 200, 300] {
+        r.record(ns);
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let s = tap.stop().unwrap();
+    assert_eq!(figure(&s, "own").recorded, 3);
+    let lines = read_logs(&[dir.join("own.hlog")], None);
+    assert_eq!(lines.len(), 1, "one interval");
+    assert_eq!(lines[0].len(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -27,12 +27,17 @@ pub struct TapBuilder {
 }
 
 impl TapBuilder {
-    /// How often an interval is written (default 1 s, HdrHistogram's usual).
+    /// How often an interval is written (default 1 s, HdrHistogram's usual). At least 1 ms;
+    /// at most [`MAX_INTERVAL`](Self::MAX_INTERVAL), which (as `Duration::MAX` does) means one
+    /// interval, written when the tap stops.
     #[must_use]
     pub fn interval(mut self, every: Duration) -> Self {
-        self.interval = every.max(Duration::from_millis(1));
+        self.interval = every.clamp(Duration::from_millis(1), Self::MAX_INTERVAL);
         self
     }
+
+    /// The longest [`interval`](Self::interval): a year.
+    pub const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
 
     /// Starts a figure's next log once its current one holds this many bytes (default: never).
     #[must_use]
