@@ -15,14 +15,46 @@ pub const AERON_DRIVER_TIMEOUT_ENV: &str = "AERON_DRIVER_TIMEOUT";
 /// Aeron's default driver timeout: 10 s.
 pub const DEFAULT_DRIVER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The driver timeout a client or embedded driver uses when none is given:
-/// `AERON_DRIVER_TIMEOUT` (ms), else [`DEFAULT_DRIVER_TIMEOUT`].
-#[must_use]
-pub(crate) fn configured_driver_timeout() -> Duration {
-    std::env::var(AERON_DRIVER_TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_DRIVER_TIMEOUT, Duration::from_millis)
+/// The longest driver timeout a client or an embedded driver takes: a year. (aeron-rs
+/// subtracts the timeout from the time since the epoch in ms: past some 56 years that
+/// overflows, and a client waits for ever or calls a live driver dead.)
+pub const MAX_DRIVER_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// The driver timeout a client or embedded driver uses: `given`, else `AERON_DRIVER_TIMEOUT`
+/// (ms), else [`DEFAULT_DRIVER_TIMEOUT`]. An error, in words that end with the fix, when the
+/// variable is not a number of ms or the timeout is zero or past [`MAX_DRIVER_TIMEOUT`].
+pub(crate) fn driver_timeout(given: Option<Duration>) -> Result<Duration, String> {
+    timeout_from(given, std::env::var(AERON_DRIVER_TIMEOUT_ENV).ok())
+}
+
+/// [`driver_timeout`] with the variable's value (`env`) passed in.
+fn timeout_from(given: Option<Duration>, env: Option<String>) -> Result<Duration, String> {
+    let (t, source) = match (given, env) {
+        (Some(t), _) => (t, "the driver timeout given"),
+        (None, Some(v)) => match v.trim().parse::<u64>() {
+            Ok(ms) => (Duration::from_millis(ms), AERON_DRIVER_TIMEOUT_ENV),
+            Err(_) => {
+                return Err(format!(
+                    "{AERON_DRIVER_TIMEOUT_ENV} is `{v}`, not a whole number of milliseconds; set it to \
+                     one (10000 is Aeron's default, 10 s) or unset it"
+                ))
+            }
+        },
+        (None, None) => return Ok(DEFAULT_DRIVER_TIMEOUT),
+    };
+    if t.is_zero() {
+        Err(format!(
+            "{source} is 0 ms, so every driver would count as dead; use at least 1 ms (Aeron's default is 10 s)"
+        ))
+    } else if t > MAX_DRIVER_TIMEOUT {
+        Err(format!(
+            "{source} is {} s, past the longest this client takes, a year ({} s); use a year or less",
+            t.as_secs(),
+            MAX_DRIVER_TIMEOUT.as_secs()
+        ))
+    } else {
+        Ok(t)
+    }
 }
 
 /// Aeron's default directory on Linux: `/dev/shm/aeron-$USER`, unless `AERON_DIR` is set.
@@ -308,6 +340,67 @@ mod tests {
     use super::*;
     use crate::client::Client;
     use crate::error::ConnectError;
+
+    #[test]
+    fn a_driver_timeout_is_checked_wherever_it_comes_from() {
+        let env = |v: &str| Some(v.to_owned());
+        assert_eq!(timeout_from(None, None), Ok(DEFAULT_DRIVER_TIMEOUT));
+        assert_eq!(timeout_from(None, env(" 2500 ")), Ok(Duration::from_millis(2500)));
+        let given = Some(Duration::from_secs(3));
+        assert_eq!(
+            timeout_from(given, env("nonsense")),
+            Ok(Duration::from_secs(3)),
+            "given wins"
+        );
+        let e = timeout_from(None, env("10s")).unwrap_err();
+        assert!(e.contains("`10s`, not a whole number of milliseconds"), "{e}");
+        let e = timeout_from(Some(Duration::ZERO), None).unwrap_err();
+        assert!(e.contains("is 0 ms") && e.contains("at least 1 ms"), "{e}");
+        for long in [Some(Duration::MAX), Some(MAX_DRIVER_TIMEOUT + Duration::from_millis(1))] {
+            let e = timeout_from(long, None).unwrap_err();
+            assert!(e.contains("use a year or less"), "{e}");
+        }
+        let e = timeout_from(None, env("3153600000000")).unwrap_err();
+        assert!(e.starts_with("AERON_DRIVER_TIMEOUT is 3153600000 s"), "{e}");
+        assert_eq!(timeout_from(Some(MAX_DRIVER_TIMEOUT), None), Ok(MAX_DRIVER_TIMEOUT));
+    }
+
+    #[test]
+    fn a_client_refuses_a_driver_timeout_it_cannot_use() {
+        let dir = std::env::temp_dir().join(format!("no-driver-timeout-{}", std::process::id()));
+        let e = Client::builder()
+            .dir(&dir)
+            .driver_timeout(Duration::MAX)
+            .build()
+            .map(|_| ())
+            .unwrap_err();
+        assert!(matches!(e, ConnectError::BadDriverTimeout { .. }), "{e}");
+        assert!(
+            e.to_string().starts_with("cannot connect: the driver timeout given is"),
+            "{e}"
+        );
+    }
+
+    #[cfg(feature = "embedded-driver")]
+    #[test]
+    fn an_embedded_driver_refuses_a_driver_timeout_it_cannot_use() {
+        let e = crate::EmbeddedDriver::builder()
+            .private_dir()
+            .driver_timeout(Duration::ZERO)
+            .spawn()
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                crate::DriverLaunchError::Config {
+                    setting: "driver timeout",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_dir_without_cnc_is_reported_as_no_driver_with_the_dir_in_the_message() {

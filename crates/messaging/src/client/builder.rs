@@ -119,17 +119,16 @@ impl ClientBuilder {
     /// # Errors
     /// As [`build`](Self::build), except the errors only connecting can find.
     pub fn check(&self) -> Result<(), ConnectError> {
-        let (dir, timeout) = self.clone().resolve();
+        let (dir, timeout) = self.clone().resolve()?;
         check_dir(&dir, timeout)
     }
 
-    /// The directory and driver timeout, with the defaults applied.
-    fn resolve(self) -> (PathBuf, Duration) {
+    /// The directory and driver timeout, with the defaults applied (a timeout checked).
+    fn resolve(self) -> Result<(PathBuf, Duration), ConnectError> {
         let dir = self.dir.unwrap_or_else(default_aeron_dir);
-        let timeout = self
-            .driver_timeout
-            .unwrap_or_else(crate::cnc::configured_driver_timeout);
-        (dir, timeout)
+        let timeout = crate::cnc::driver_timeout(self.driver_timeout)
+            .map_err(|detail| ConnectError::BadDriverTimeout { detail })?;
+        Ok((dir, timeout))
     }
 
     /// Connects to the driver.
@@ -142,7 +141,7 @@ impl ClientBuilder {
     pub fn build(self) -> Result<Client, ConnectError> {
         let pre_touch = self.pre_touch;
         let on_error: ErrorHandler = guarded(self.on_error.clone().unwrap_or_else(|| Arc::new(print_error)));
-        let (dir, timeout) = self.resolve();
+        let (dir, timeout) = self.resolve()?;
         check_dir(&dir, timeout)?;
         let lost = Lost {
             state: Arc::new(AtomicU8::new(ACTIVE)),

@@ -217,9 +217,10 @@ impl EmbeddedDriverBuilder {
     /// a rejected setting, a failed start.
     pub fn spawn(self) -> Result<EmbeddedDriver, DriverLaunchError> {
         let dir = self.dir.clone().unwrap_or_else(crate::default_aeron_dir);
-        let timeout = self
-            .driver_timeout
-            .unwrap_or_else(crate::cnc::configured_driver_timeout);
+        let timeout = crate::cnc::driver_timeout(self.driver_timeout).map_err(|detail| DriverLaunchError::Config {
+            setting: "driver timeout",
+            detail,
+        })?;
         let dead_driver_left = refuse_live_driver(&dir, timeout)?;
         let ipc_term = self.checked_ipc_term_length()?;
         let parent = dir.parent().unwrap_or(Path::new("/dev/shm"));

@@ -40,6 +40,13 @@ pub enum ConnectError {
         /// What the client or driver said.
         detail: String,
     },
+    /// The driver timeout (`ClientBuilder::driver_timeout`, `AERON_DRIVER_TIMEOUT`) is not one
+    /// this client can use: zero, past [`MAX_DRIVER_TIMEOUT`](crate::MAX_DRIVER_TIMEOUT), or
+    /// not a number of milliseconds.
+    BadDriverTimeout {
+        /// What is wrong and how to fix it.
+        detail: String,
+    },
     /// Anything else the client reported while connecting.
     Client {
         /// The Aeron directory that was tried.
@@ -52,6 +59,7 @@ pub enum ConnectError {
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::BadDriverTimeout { detail } => write!(f, "cannot connect: {detail}"),
             Self::NoDriver { dir } => write!(
                 f,
                 "no media driver at {}: {} is missing; start one there (aeronmd, the Java MediaDriver, or an \
