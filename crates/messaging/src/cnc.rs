@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aeron_rs::cnc_file_descriptor;
-use aeron_rs::concurrent::ring_buffer::{ManyToOneRingBuffer, TRAILER_LENGTH};
+use aeron_rs::concurrent::ring_buffer::{CONSUMER_HEARTBEAT_OFFSET, TRAILER_LENGTH};
 use aeron_rs::utils::memory_mapped_file::MemoryMappedFile;
 
 /// Environment variable naming the Aeron directory (Aeron's `AERON_DIR`).
@@ -83,6 +83,11 @@ pub enum DriverStatus {
         /// What failed.
         detail: String,
     },
+    /// This process may not read the directory or `cnc.dat` (the driver runs as another user).
+    NoAccess {
+        /// What was refused.
+        detail: String,
+    },
     /// The driver's heartbeat is fresh.
     Alive {
         /// How old the heartbeat is.
@@ -92,20 +97,32 @@ pub enum DriverStatus {
 
 /// Reads the driver heartbeat in `dir/cnc.dat` and classifies it against `timeout`.
 ///
-/// Never panics and never waits: a `cnc.dat` whose header does not describe a file of its
-/// size (garbage, truncated, another program's file) is [`DriverStatus::Unreadable`] before
-/// anything in it is mapped; one whose version is still 0 (a driver creating it right now)
-/// counts as alive unless it was last written longer than `timeout` ago.
+/// Never panics and never waits, and maps nothing (it reads the header and the heartbeat, so
+/// a user who may only read the file learns what it says): a `cnc.dat` whose header does not
+/// describe a file of its size (garbage, truncated, another program's file) is
+/// [`DriverStatus::Unreadable`]; one this process may not read is [`DriverStatus::NoAccess`];
+/// one whose version is still 0 (a driver creating it right now) counts as alive unless it was
+/// last written longer than `timeout` ago.
 #[must_use]
 pub fn driver_status(dir: &Path, timeout: Duration) -> DriverStatus {
     let cnc = dir.join("cnc.dat");
     let meta = match std::fs::metadata(&cnc) {
         Ok(m) if m.len() > 0 => m,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return DriverStatus::NoAccess {
+                detail: format!("{} could not be looked at: {e}", cnc.display()),
+            }
+        }
         _ => return DriverStatus::Absent,
     };
-    match check_cnc_header(&cnc, meta.len()) {
-        Err(detail) => return DriverStatus::Unreadable { detail },
-        Ok(0) => {
+    let heartbeat_at = match check_cnc_header(&cnc, meta.len()) {
+        Err(Refused::NoAccess(e)) => {
+            return DriverStatus::NoAccess {
+                detail: format!("{} could not be read: {e}", cnc.display()),
+            }
+        }
+        Err(Refused::Unreadable(detail)) => return DriverStatus::Unreadable { detail },
+        Ok(None) => {
             let written = meta
                 .modified()
                 .ok()
@@ -125,30 +142,23 @@ pub fn driver_status(dir: &Path, timeout: Duration) -> DriverStatus {
                 heartbeat_age: Duration::ZERO,
             };
         }
-        Ok(_) => {}
-    }
-    let map = match MemoryMappedFile::map_existing(cnc.clone(), false) {
-        Ok(m) => m,
+        Ok(Some(at)) => at,
+    };
+    // Read, not mapped (aeron-rs maps even a "read-only" file for writing): a user who may
+    // read but not write the file (another user's driver) learns that the driver is alive.
+    let hb_ms = match read_i64_at(&cnc, heartbeat_at) {
+        Ok(ms) => ms,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return DriverStatus::NoAccess {
+                detail: format!("{} could not be read: {e}", cnc.display()),
+            }
+        }
         Err(e) => {
             return DriverStatus::Unreadable {
-                detail: format!("could not be mapped: {e}"),
+                detail: format!("could not be read: {e}"),
             }
         }
     };
-    if cnc_file_descriptor::cnc_version_volatile(&map) == 0 {
-        return DriverStatus::Alive {
-            heartbeat_age: Duration::ZERO,
-        };
-    }
-    let ring = match ManyToOneRingBuffer::new(cnc_file_descriptor::create_to_driver_buffer(&map)) {
-        Ok(r) => r,
-        Err(e) => {
-            return DriverStatus::Unreadable {
-                detail: format!("has no valid to-driver ring buffer ({e:?})"),
-            }
-        }
-    };
-    let hb_ms = ring.consumer_heartbeat_time();
     let now_ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
@@ -160,42 +170,62 @@ pub fn driver_status(dir: &Path, timeout: Duration) -> DriverStatus {
     }
 }
 
+/// Why [`check_cnc_header`] refused a `cnc.dat`.
+enum Refused {
+    /// This process may not read it.
+    NoAccess(std::io::Error),
+    /// It is not a driver's: the rest of a sentence that starts with its path.
+    Unreadable(String),
+}
+
 /// Aeron's CnC metadata (`aeron_cnc_metadata_t`): version, five buffer lengths (i32 each), then
 /// the client liveness timeout, start timestamp and pid (i64 each).
 const CNC_HEADER_LEN: usize = 6 * 4 + 3 * 8;
 
 /// Reads the CnC header of `cnc` (`len` bytes long) without mapping it and checks that it
 /// describes a file of that size, so that mapping its buffers cannot read out of bounds (aeron-rs
-/// would panic or fault on a garbage header). Returns the version field: 0 while a driver is
-/// still creating the file (its lengths are not written yet).
-fn check_cnc_header(cnc: &Path, len: u64) -> Result<i32, String> {
+/// would panic or fault on a garbage header). Returns where the driver's heartbeat (the
+/// to-driver ring buffer's consumer heartbeat, ms since the epoch) is in the file, or `None`
+/// while its version field is 0: a driver still creating it (the lengths are not written yet).
+fn check_cnc_header(cnc: &Path, len: u64) -> Result<Option<u64>, Refused> {
     use std::io::Read;
     let meta_len = *cnc_file_descriptor::META_DATA_LENGTH as u64;
     if len < meta_len {
-        return Err(format!(
+        return Err(Refused::Unreadable(format!(
             "is {len} bytes long, shorter than the {meta_len}-byte header of a media driver's cnc.dat"
-        ));
+        )));
     }
     let mut head = [0u8; CNC_HEADER_LEN];
     std::fs::File::open(cnc)
         .and_then(|mut f| f.read_exact(&mut head))
-        .map_err(|e| format!("could not be read: {e}"))?;
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::PermissionDenied => Refused::NoAccess(e),
+            _ => Refused::Unreadable(format!("could not be read: {e}")),
+        })?;
     let field = |i: usize| i32::from_le_bytes([head[4 * i], head[4 * i + 1], head[4 * i + 2], head[4 * i + 3]]);
     let version = field(0);
     if version == 0 {
-        return Ok(0);
+        return Ok(None);
     }
     let lengths = [field(1), field(2), field(3), field(4), field(5)];
     let to_driver = i64::from(lengths[0]);
     let capacity = to_driver - i64::from(TRAILER_LENGTH);
     let total = lengths.iter().map(|&l| i64::from(l)).sum::<i64>() + meta_len as i64;
     if lengths.iter().any(|&l| l < 0) || capacity <= 0 || (capacity & (capacity - 1)) != 0 || total > len as i64 {
-        return Err(format!(
+        return Err(Refused::Unreadable(format!(
             "has a header that does not describe a media driver's cnc.dat of {len} bytes (version field {version:#x}, \
              buffer lengths {lengths:?})"
-        ));
+        )));
     }
-    Ok(version)
+    Ok(Some(meta_len + capacity as u64 + CONSUMER_HEARTBEAT_OFFSET as u64))
+}
+
+/// The little-endian i64 at `at` in `path`, read (not mapped).
+fn read_i64_at(path: &Path, at: u64) -> std::io::Result<i64> {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; 8];
+    std::fs::File::open(path)?.read_exact_at(&mut b, at)?;
+    Ok(i64::from_le_bytes(b))
 }
 
 /// The process id of the driver that owns `dir/cnc.dat` (Aeron writes it into the CnC
@@ -213,7 +243,7 @@ pub fn driver_pid(dir: &Path) -> Option<u32> {
 pub(crate) fn map_initialised_cnc(dir: &Path) -> Option<MemoryMappedFile> {
     let cnc = dir.join("cnc.dat");
     let len = std::fs::metadata(&cnc).map_or(0, |m| m.len());
-    if len == 0 || check_cnc_header(&cnc, len).ok()? == 0 {
+    if len == 0 || check_cnc_header(&cnc, len).ok()?.is_none() {
         return None;
     }
     let map = MemoryMappedFile::map_existing(cnc, false).ok()?;

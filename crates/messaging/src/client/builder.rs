@@ -247,7 +247,18 @@ fn check_dir(dir: &Path, timeout: Duration) -> Result<(), ConnectError> {
             dir: dir.to_owned(),
             detail,
         }),
-        DriverStatus::Alive { .. } => Ok(()),
+        DriverStatus::NoAccess { detail } => Err(ConnectError::PermissionDenied {
+            dir: dir.to_owned(),
+            detail,
+        }),
+        // A client writes its commands into cnc.dat: reading it is not enough.
+        DriverStatus::Alive { .. } => match std::fs::OpenOptions::new().write(true).open(dir.join("cnc.dat")) {
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(ConnectError::PermissionDenied {
+                dir: dir.to_owned(),
+                detail: format!("{} is not writable by this process: {e}", dir.join("cnc.dat").display()),
+            }),
+            _ => Ok(()),
+        },
     }
 }
 

@@ -47,6 +47,14 @@ pub enum ConnectError {
         /// What is wrong and how to fix it.
         detail: String,
     },
+    /// This process may not use the driver's files: the driver runs as another user, and its
+    /// directory or `cnc.dat` does not let this one read and write them.
+    PermissionDenied {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// What was refused.
+        detail: String,
+    },
     /// Anything else the client reported while connecting.
     Client {
         /// The Aeron directory that was tried.
@@ -60,6 +68,13 @@ impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::BadDriverTimeout { detail } => write!(f, "cannot connect: {detail}"),
+            Self::PermissionDenied { dir, detail } => write!(
+                f,
+                "no access to the media driver at {}: {detail}; run as the driver's user, or as a member of its \
+                 group with the driver started under a umask that lets the group read and write (e.g. umask 007), \
+                 or start a driver of your own in another directory (ClientBuilder::dir, AERON_DIR)",
+                dir.display()
+            ),
             Self::NoDriver { dir } => write!(
                 f,
                 "no media driver at {}: {} is missing; start one there (aeronmd, the Java MediaDriver, or an \
