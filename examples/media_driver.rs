@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use aeron_latency::messaging::{self, DriverStatus, EmbeddedDriver};
+use aeron_latency::messaging::{self, EmbeddedDriver};
 
 use common::Args;
 
@@ -50,12 +50,8 @@ fn run() -> Result<(), String> {
     let seconds: Option<u64> = args.value("--seconds")?;
     args.finish()?;
 
-    if let DriverStatus::Alive { .. } = messaging::driver_status(&dir, messaging::DEFAULT_DRIVER_TIMEOUT) {
-        return Err(format!(
-            "a media driver is already running at {}; use it, or pick another --dir",
-            dir.display()
-        ));
-    }
+    // `spawn` refuses a directory whose driver is alive (its heartbeat fresh and its process
+    // there) and takes over one whose driver's process is gone, however fresh its heartbeat.
     let mut builder = EmbeddedDriver::builder().dir(&dir);
     let term = term.or_else(|| {
         std::env::var_os("AERON_IPC_TERM_BUFFER_LENGTH")
@@ -65,7 +61,7 @@ fn run() -> Result<(), String> {
     if let Some(t) = term {
         builder = builder.ipc_term_length(t);
     }
-    let driver = builder.spawn().map_err(|e| e.to_string())?;
+    let driver = builder.spawn().map_err(|e| common::launch_words(&e))?;
     println!(
         "media_driver: {} running in {} (IPC term {} KiB)",
         messaging::driver_version(),

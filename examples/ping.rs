@@ -119,7 +119,10 @@ fn run() -> Result<(), String> {
     };
 
     let client = Client::connect(&dir).map_err(|e| {
-        format!("{e}\n(or run `cargo run --release --example ping -- --embedded` for a driver and pong in one process)")
+        format!(
+            "{}\n(or run `cargo run --release --example ping -- --embedded` for a driver and pong in one process)",
+            common::connect_words(&e)
+        )
     })?;
     let publ = client.publication(CHANNEL, PING_STREAM).map_err(|e| e.to_string())?;
     let sub = client.subscription(CHANNEL, PONG_STREAM).map_err(|e| e.to_string())?;

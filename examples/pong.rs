@@ -59,7 +59,7 @@ fn run() -> Result<(), String> {
     let idle_timeout = Duration::from_secs(args.value("--idle-timeout")?.unwrap_or(10));
     args.finish()?;
 
-    let client = Client::connect(&dir).map_err(|e| e.to_string())?;
+    let client = Client::connect(&dir).map_err(|e| common::connect_words(&e))?;
     let mut sub = client.subscription(CHANNEL, PING_STREAM).map_err(|e| e.to_string())?;
     let mut publ = client.publication(CHANNEL, PONG_STREAM).map_err(|e| e.to_string())?;
     let stop_rule = match count {

@@ -9,8 +9,8 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use aeron_latency::messaging::{
-    available_cores, ConcurrentPublication, IdleStrategy, MessageHeader, OfferError, PinnedThread, PollError,
-    SpawnError, Subscriber, ThreadBuilder,
+    available_cores, ConcurrentPublication, ConnectError, DriverLaunchError, IdleStrategy, MessageHeader, OfferError,
+    PinnedThread, PollError, SpawnError, Subscriber, ThreadBuilder,
 };
 use hdrhistogram::Histogram;
 
@@ -22,6 +22,32 @@ pub(crate) const PING_STREAM: i32 = 1002;
 pub(crate) const PONG_STREAM: i32 = 1003;
 /// Fragments per poll.
 pub(crate) const FRAGMENT_LIMIT: usize = 16;
+
+/// A connect error with the fix in these commands' words: the library's names its own API
+/// (`ClientBuilder::dir`), an example's is `--dir`.
+pub(crate) fn connect_words(e: &ConnectError) -> String {
+    match e {
+        ConnectError::NoDriver { dir } => format!(
+            "no media driver at {}: {} is missing; start one (aeronmd, the Java MediaDriver, or `cargo run \
+             --release --example media_driver`) or point --dir / AERON_DIR at the driver's directory",
+            dir.display(),
+            dir.join("cnc.dat").display()
+        ),
+        e => e.to_string(),
+    }
+}
+
+/// A driver launch error in these commands' words (see [`connect_words`]).
+pub(crate) fn launch_words(e: &DriverLaunchError) -> String {
+    match e {
+        DriverLaunchError::ActiveDriver { dir, pid, .. } => format!(
+            "a media driver{} is already running at {}; use it, or pick another --dir",
+            pid.map(|p| format!(" (pid {p})")).unwrap_or_default(),
+            dir.display()
+        ),
+        e => e.to_string(),
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Arguments: `--name value` pairs and `--flag`s, no dependencies.
