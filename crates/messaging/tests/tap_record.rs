@@ -914,3 +914,67 @@ fn the_longest_interval_writes_one_interval_at_stop() {
     assert_eq!(lines[0].len(), 3);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A log that cannot grow (a full disk; here a file size limit, `RLIMIT_FSIZE`, in a child
+/// process of this test) holds whole lines only: a write that fails part way is cut off again.
+/// Before, the cut-off line stayed, and the next interval's line was joined to it: a reader
+/// decoded a wrong histogram, or failed on the log's last line.
+#[test]
+fn a_log_that_cannot_grow_holds_whole_lines_only() {
+    const LIMIT: u64 = 4096;
+    const CHILD: &str = "TAP_TEST_FILE_SIZE_LIMIT_DIR";
+    if let Some(dir) = std::env::var_os(CHILD) {
+        // SAFETY: plain libc calls on this child's own signal disposition and limits.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: LIMIT,
+                rlim_max: LIMIT,
+            };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+        }
+        let tap = Tap::builder(PathBuf::from(dir))
+            .interval(Duration::from_millis(2))
+            .start()
+            .unwrap();
+        let mut r = tap.figure("own").unwrap();
+        for i in 0..300 {
+            r.record(100 + i * 997);
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        drop(r);
+        println!("stop: {:?}", tap.stop().map(|_| ()));
+        return;
+    }
+    let dir = tap_dir("file-size-limit");
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_log_that_cannot_grow_holds_whole_lines_only",
+            "--nocapture",
+        ])
+        .env(CHILD, &dir)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("stop: Err(Write"), "the limit was never reached: {said}");
+    let log = std::fs::read(dir.join("own.hlog")).unwrap();
+    assert!(
+        log.len() as u64 <= LIMIT && log.ends_with(b"\n"),
+        "{}",
+        String::from_utf8_lossy(&log)
+    );
+    let lines = read_logs(&[dir.join("own.hlog")], None);
+    assert!(!lines.is_empty(), "some intervals fit");
+    assert!(
+        lines.iter().all(|h| !h.is_empty()),
+        "every line decodes to what was recorded"
+    );
+    let slowest = std::fs::read_to_string(dir.join(SLOWEST_FILE)).unwrap_or_default();
+    for line in slowest.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    }
+    assert!(slowest.is_empty() || slowest.ends_with('\n'), "{slowest}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

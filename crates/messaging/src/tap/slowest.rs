@@ -20,7 +20,6 @@
 
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use std::sync::atomic::Ordering;
@@ -252,9 +251,7 @@ impl SlowestFile {
             l.write(&mut text);
         }
         let out = self.out.as_mut().expect("opened above");
-        out.write_all(text.as_bytes()).map_err(err)?;
-        self.bytes += text.len() as u64;
-        Ok(())
+        super::writer::append_whole(out, &mut self.bytes, text.as_bytes()).map_err(err)
     }
 }
 

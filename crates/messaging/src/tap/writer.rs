@@ -5,7 +5,7 @@
 //! and the Prometheus textfile.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -263,10 +263,31 @@ impl Shared {
     }
 }
 
+/// Appends `data` to `file`, `len` bytes long up to its last whole write. A write that fails
+/// part way (a full disk) is cut off again, so the file never ends in part of a line, which a
+/// reader would take as a line (HdrHistogram's readers decode a cut-off histogram as one) or
+/// join to the next write's; `len` then stays.
+pub(crate) fn append_whole(file: &mut File, len: &mut u64, data: &[u8]) -> std::io::Result<()> {
+    match file.write_all(data) {
+        Ok(()) => {
+            *len += data.len() as u64;
+            Ok(())
+        }
+        Err(e) => {
+            // Best effort: the write's error is the one to report. (A file opened to append
+            // writes at its end whatever the position; one that is not needs the seek.)
+            let _ = file.set_len(*len).and_then(|()| file.seek(SeekFrom::Start(*len)));
+            Err(e)
+        }
+    }
+}
+
 /// One figure's current log.
 struct LogFile {
-    out: BufWriter<File>,
+    /// Not buffered: each interval's lines go in one write from a `Vec`.
+    out: File,
     path: PathBuf,
+    /// Its length up to the last whole write.
     bytes: u64,
     opened: Instant,
 }
@@ -362,12 +383,6 @@ impl Writer {
                 break;
             }
             next = (next + self.interval).max(Instant::now());
-        }
-        for log in self.logs.iter_mut().flatten() {
-            if let Err(source) = log.out.flush() {
-                let path = log.path.clone();
-                self.shared.note_error(TapError::Write { path, source });
-            }
         }
         self.summary()
     }
@@ -487,8 +502,7 @@ impl Writer {
             self.spare.push(c);
         }
         let log = self.logs[f].as_mut().expect("opened by rotate_if_due");
-        log.bytes += lines.len() as u64;
-        if let Err(source) = log.out.write_all(&lines).and_then(|()| log.out.flush()) {
+        if let Err(source) = append_whole(&mut log.out, &mut log.bytes, &lines) {
             first_error.get_or_insert(TapError::Write { path, source });
         }
         first_error.map_or(Ok(()), Err)
@@ -524,7 +538,7 @@ impl Writer {
             path: path.clone(),
             source,
         };
-        let mut out = BufWriter::new(File::create(&path).map_err(write_err)?);
+        let mut out = File::create(&path).map_err(write_err)?;
         let mut header = Vec::new();
         IntervalLogWriterBuilder::new()
             .add_comment(&format!(
@@ -538,18 +552,13 @@ impl Writer {
         header.extend_from_slice(
             b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
         );
-        out.write_all(&header).map_err(write_err)?;
-        if let Some(mut old) = self.logs[f].take() {
-            let old_path = old.path.clone();
-            old.out
-                .flush()
-                .map_err(|source| TapError::Write { path: old_path, source })?;
-        }
+        let mut bytes = 0;
+        append_whole(&mut out, &mut bytes, &header).map_err(write_err)?;
         self.files[f].push(path.clone());
         self.logs[f] = Some(LogFile {
             out,
             path,
-            bytes: header.len() as u64,
+            bytes,
             opened: Instant::now(),
         });
         Ok(())
