@@ -943,7 +943,14 @@ fn a_log_that_cannot_grow_holds_whole_lines_only() {
             std::thread::sleep(Duration::from_micros(200));
         }
         drop(r);
-        println!("stop: {:?}", tap.stop().map(|_| ()));
+        let seen = tap.write_errors();
+        match tap.stop() {
+            Err(TapError::WritesFailed { failed, first, summary }) => println!(
+                "write errors seen {seen}, at stop {failed}, the first {first:?}; recorded {}",
+                figure(&summary, "own").recorded
+            ),
+            other => println!("stop: {:?}", other.map(|_| ())),
+        }
         return;
     }
     let dir = tap_dir("file-size-limit");
@@ -958,7 +965,21 @@ fn a_log_that_cannot_grow_holds_whole_lines_only() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(said.contains("stop: Err(Write"), "the limit was never reached: {said}");
+    // Every value is in the summary however many writes failed; the count is live.
+    assert!(
+        said.contains("the first Write {") && said.contains("recorded 300"),
+        "{said}"
+    );
+    let seen: u64 = said
+        .split("write errors seen ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(seen >= 1, "{said}");
     let log = std::fs::read(dir.join("own.hlog")).unwrap();
     assert!(
         log.len() as u64 <= LIMIT && log.ends_with(b"\n"),

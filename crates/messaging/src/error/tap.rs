@@ -52,6 +52,17 @@ pub enum TapError {
     },
     /// The writer thread panicked: the last interval may be missing.
     WriterPanicked,
+    /// [`Tap::stop`](crate::tap::Tap::stop): some of the writer's writes failed (it went on
+    /// after each). What was recorded is in `summary` all the same.
+    WritesFailed {
+        /// How many writes failed ([`Tap::write_errors`](crate::tap::Tap::write_errors)).
+        failed: u64,
+        /// The first of them.
+        first: Box<TapError>,
+        /// What [`Tap::stop`](crate::tap::Tap::stop) returns without errors: every figure's
+        /// totals and files (the logs miss the intervals whose write failed).
+        summary: Box<crate::tap::TapSummary>,
+    },
 }
 
 impl fmt::Display for TapError {
@@ -91,6 +102,11 @@ impl fmt::Display for TapError {
                 f,
                 "the tap's writer thread panicked, so its last interval may be missing; please report it"
             ),
+            TapError::WritesFailed { failed, first, .. } => write!(
+                f,
+                "{failed} of the tap's writes failed, so its logs miss those intervals (the totals are whole); \
+                 the first: {first}"
+            ),
         }
     }
 }
@@ -100,6 +116,7 @@ impl std::error::Error for TapError {
         match self {
             TapError::Dir { source, .. } | TapError::Write { source, .. } => Some(source),
             TapError::Spawn(e) => Some(e),
+            TapError::WritesFailed { first, .. } => Some(first.as_ref()),
             _ => None,
         }
     }

@@ -44,6 +44,8 @@ pub(crate) struct Status<'a> {
     pub(crate) writer_busy: (Duration, Duration),
     /// Asks the polling threads had not answered by the end of an interval, summed so far.
     pub(crate) late_handovers: u64,
+    /// Writes that failed so far ([`Tap::write_errors`](super::Tap::write_errors)).
+    pub(crate) write_errors: u64,
     pub(crate) prometheus: Option<&'a str>,
     /// The slowest messages' file and how many each source keeps per interval.
     pub(crate) slowest: Option<(&'a str, usize)>,
@@ -78,7 +80,7 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
         out,
         "{{\"format\":1,\"pid\":{},\"clock\":{},\"unit\":\"ns\",\"interval_s\":{},\"started_unix_s\":{:.3},\
          \"updated_unix_s\":{:.3},\"writer_tid\":{},\"writer_busy_us\":{{\"last\":{},\"max\":{}}},\
-         \"late_handovers\":{},\"prometheus\":{},\"slowest\":{},\"figures\":[",
+         \"late_handovers\":{},\"write_errors\":{},\"prometheus\":{},\"slowest\":{},\"figures\":[",
         std::process::id(),
         json_str(s.clock.name()),
         s.interval.as_secs_f64(),
@@ -88,6 +90,7 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
         s.writer_busy.0.as_micros(),
         s.writer_busy.1.as_micros(),
         s.late_handovers,
+        s.write_errors,
         s.prometheus.map_or_else(|| "null".into(), json_str),
         s.slowest.map_or_else(
             || "null".into(),
@@ -125,7 +128,7 @@ pub(crate) fn status_json(s: &Status<'_>) -> String {
 /// cumulative buckets (so a fleet's can be summed), and counters of messages, negative
 /// values, saturated values and unstamped messages, each labelled with the figure (the hop),
 /// for a subscription's figure the stream, and the clock.
-pub(crate) fn prometheus(figures: &[FigureView<'_>], clock: StampClock) -> String {
+pub(crate) fn prometheus(figures: &[FigureView<'_>], clock: StampClock, write_errors: u64) -> String {
     let labels = |f: &FigureView<'_>| match f.stream {
         Some(s) => format!("figure=\"{}\",stream=\"{s}\",clock=\"{clock}\"", f.name),
         None => format!("figure=\"{}\",clock=\"{clock}\"", f.name),
@@ -178,6 +181,12 @@ pub(crate) fn prometheus(figures: &[FigureView<'_>], clock: StampClock) -> Strin
             let _ = writeln!(out, "aeron_tap_{name}_total{{{}}} {}", labels(f), value(f.totals));
         }
     }
+    let _ = writeln!(
+        out,
+        "# HELP aeron_tap_write_errors_total Writes of the tap's files that failed (the logs miss those \
+         intervals).\n# TYPE aeron_tap_write_errors_total counter\naeron_tap_write_errors_total{{clock=\"{clock}\"}} \
+         {write_errors}"
+    );
     out
 }
 

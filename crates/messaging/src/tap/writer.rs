@@ -56,6 +56,7 @@ pub(crate) fn start(b: TapBuilder) -> Result<Tap, TapError> {
         stop: AtomicBool::new(false),
         recorders: AtomicU64::new(0),
         error: Mutex::default(),
+        write_errors: AtomicU64::new(0),
     });
     let mut w = Writer::new(shared.clone(), &b);
     w.write_exports().map_err(|e| match e {
@@ -147,14 +148,28 @@ impl Tap {
     /// not. What is recorded after the last interval is taken is not written.
     ///
     /// # Errors
-    /// The first [`TapError::Write`] the writer met (it goes on after one: later intervals
-    /// may have been written), or [`TapError::WriterPanicked`].
+    /// [`TapError::WritesFailed`] when some writes failed (the writer goes on after one: later
+    /// intervals may have been written), with the first of them and the summary;
+    /// [`TapError::WriterPanicked`].
     pub fn stop(mut self) -> Result<TapSummary, TapError> {
         let summary = self.halt()?;
         match self.shared.error.lock().unwrap_or_else(PoisonError::into_inner).take() {
-            Some(e) => Err(e),
+            Some(first) => Err(TapError::WritesFailed {
+                failed: self.write_errors(),
+                first: Box::new(first),
+                summary: Box::new(summary),
+            }),
             None => Ok(summary),
         }
+    }
+
+    /// Writes that failed so far: of the logs, the status file and the Prometheus textfile
+    /// (both of which also count them, as `write_errors` and `aeron_tap_write_errors_total`).
+    /// The writer goes on after one; [`stop`](Self::stop) returns the first. One load: a
+    /// service's health check may read it as often as it likes.
+    #[must_use]
+    pub fn write_errors(&self) -> u64 {
+        self.shared.write_errors.load(Ordering::Relaxed)
     }
 
     fn halt(&mut self) -> Result<TapSummary, TapError> {
@@ -166,10 +181,25 @@ impl Tap {
 }
 
 impl Drop for Tap {
-    /// Stops the writer (the last interval is written); call [`Tap::stop`] to see errors.
+    /// Stops the writer (the last interval is written); call [`Tap::stop`] to get errors. A
+    /// failed write or a writer that panicked, which only `stop` would return, is told on
+    /// stderr in one line.
     fn drop(&mut self) {
         if self.thread.is_some() {
-            let _ = self.halt();
+            let halted = self.halt();
+            let first = self.shared.error.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let unread = match (halted, first) {
+                (Err(e), _) => Some(e.to_string()),
+                (Ok(_), Some(first)) => Some(format!("{} writes failed, the first: {first}", self.write_errors())),
+                (Ok(_), None) => None,
+            };
+            if let Some(words) = unread {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "messaging: the tap in {} was dropped unstopped: {words} (Tap::stop returns it)",
+                    self.shared.dir.display()
+                );
+            }
         }
     }
 }
@@ -195,7 +225,10 @@ pub(crate) struct Shared {
     registry: Mutex<Registry>,
     stop: AtomicBool,
     recorders: AtomicU64,
+    /// The first failed write.
     error: Mutex<Option<TapError>>,
+    /// Failed writes.
+    write_errors: AtomicU64,
 }
 
 impl Shared {
@@ -258,6 +291,7 @@ impl Shared {
     }
 
     fn note_error(&self, e: TapError) {
+        self.write_errors.fetch_add(1, Ordering::Relaxed);
         let mut slot = self.error.lock().unwrap_or_else(PoisonError::into_inner);
         slot.get_or_insert(e);
     }
@@ -602,6 +636,7 @@ impl Writer {
             writer_tid: self.tid,
             writer_busy: (self.busy_last, self.busy_max),
             late_handovers: self.late,
+            write_errors: self.shared.write_errors.load(Ordering::Relaxed),
             prometheus: self.prometheus.then_some(PROMETHEUS_FILE),
             slowest: (self.shared.slowest > 0).then_some((SLOWEST_FILE, self.shared.slowest)),
             figures: &views,
@@ -611,7 +646,12 @@ impl Writer {
         if self.prometheus {
             export::replace(
                 &dir.join(PROMETHEUS_FILE),
-                export::prometheus(&views, self.shared.clock).as_bytes(),
+                export::prometheus(
+                    &views,
+                    self.shared.clock,
+                    self.shared.write_errors.load(Ordering::Relaxed),
+                )
+                .as_bytes(),
             )?;
         }
         Ok(())
