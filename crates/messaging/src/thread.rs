@@ -154,12 +154,16 @@ impl ThreadBuilder {
     /// # Errors
     /// [`SpawnError::NoSuchCore`] for a core outside this process's CPU set,
     /// [`SpawnError::PinFailed`] when the affinity call fails (only with `require_pin(true)`),
-    /// [`SpawnError::Spawn`] when the OS cannot create the thread.
+    /// [`SpawnError::Spawn`] when the OS cannot create the thread, [`SpawnError::BadName`] for
+    /// a name with a NUL byte.
     pub fn spawn<F, T>(self, f: F) -> Result<PinnedThread<T>, SpawnError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        if let Some(name) = self.name.as_ref().filter(|n| n.contains('\0')) {
+            return Err(SpawnError::BadName { name: name.clone() });
+        }
         if let Some(core) = self.core {
             let available = available_cores();
             if !available.contains(&core) {
@@ -233,6 +237,13 @@ mod tests {
         let s = e.to_string();
         assert!(s.contains("core 10000"), "{s}");
         assert!(matches!(e, SpawnError::NoSuchCore { .. }));
+    }
+
+    #[test]
+    fn a_name_with_a_nul_byte_is_an_error_not_a_panic() {
+        let e = ThreadBuilder::new().name("a\0b").spawn(|| ()).unwrap_err();
+        assert!(matches!(e, SpawnError::BadName { ref name } if name == "a\0b"), "{e}");
+        assert!(e.to_string().contains("NUL byte"), "{e}");
     }
 
     #[test]

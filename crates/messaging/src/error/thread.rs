@@ -40,6 +40,11 @@ pub enum SpawnError {
         /// The core asked for.
         core: usize,
     },
+    /// The thread's name holds a NUL byte, which no thread name may.
+    BadName {
+        /// The name given.
+        name: String,
+    },
 }
 
 impl fmt::Display for SpawnError {
@@ -54,6 +59,7 @@ impl fmt::Display for SpawnError {
                 f,
                 "could not pin the thread to core {core} (cpuset or permissions); pick another core or run without pinning"
             ),
+            Self::BadName { name } => write!(f, "thread name {name:?} holds a NUL byte; name it without one"),
         }
     }
 }
