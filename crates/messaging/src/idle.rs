@@ -212,11 +212,15 @@ impl fmt::Display for IdleStrategy {
     }
 }
 
+/// The longest sleep `sleep-ns:N` takes: 1 s. An idle thread sleeps this long before it sees
+/// work or a request to stop (a `Handoff`'s thread is joined when it is dropped).
+pub const MAX_SLEEP_NS: u64 = 1_000_000_000;
+
 impl FromStr for IdleStrategy {
     type Err = ParseIdleError;
 
     /// Accepts Aeron's aliases: `spin` (also `busy-spin`), `noop`, `yield`, `backoff`,
-    /// `sleep-ns` and `sleep-ns:<nanoseconds>`.
+    /// `sleep-ns` and `sleep-ns:<nanoseconds>` (1 to [`MAX_SLEEP_NS`]).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let err = || ParseIdleError { given: s.to_owned() };
         let lower = s.trim().to_ascii_lowercase();
@@ -229,7 +233,7 @@ impl FromStr for IdleStrategy {
             other => {
                 let ns = other.strip_prefix("sleep-ns:").ok_or_else(err)?;
                 let ns: u64 = ns.trim().parse().map_err(|_| err())?;
-                if ns == 0 {
+                if ns == 0 || ns > MAX_SLEEP_NS {
                     return Err(err());
                 }
                 Self::Sleep(Duration::from_nanos(ns))
@@ -269,10 +273,17 @@ mod tests {
 
     #[test]
     fn unknown_names_are_rejected_with_the_valid_ones_listed() {
-        for bad in ["", "busy", "sleep-ns:", "sleep-ns:0", "sleep-ns:abc"] {
+        for bad in [
+            "",
+            "busy",
+            "sleep-ns:",
+            "sleep-ns:0",
+            "sleep-ns:abc",
+            "sleep-ns:1000000001",
+        ] {
             let e = bad.parse::<IdleStrategy>().unwrap_err().to_string();
             assert!(
-                e.contains("spin, noop, yield, sleep-ns[:N]") && e.contains("backoff"),
+                e.contains("spin, noop, yield, sleep-ns[:N]") && e.contains("to 1000000000") && e.contains("backoff"),
                 "{e}"
             );
         }

@@ -127,7 +127,7 @@ pub use error::{
 };
 pub use idle::{
     Backoff, IdleStrategy, BACKOFF_MAX_PARK_NS, BACKOFF_MAX_SPINS, BACKOFF_MAX_YIELDS, BACKOFF_MIN_PARK_NS,
-    DEFAULT_SLEEP_NS,
+    DEFAULT_SLEEP_NS, MAX_SLEEP_NS,
 };
 pub use images::{ImageEvent, ImageEventKind, IMAGE_EVENT_CAPACITY};
 pub use perms::{world_writable, world_writable_warning};

@@ -261,7 +261,7 @@ fn latency_probe_refuses_bad_cores_idle_and_hiccup_with_one_line_before_starting
             p,
             &["--idle", "busy"],
             "--idle",
-            "spin, noop, yield, sleep-ns[:N] (sleep N ns, e.g. sleep-ns:1000) or backoff",
+            "spin, noop, yield, sleep-ns[:N] (sleep N ns, N from 1 to 1000000000, e.g. sleep-ns:1000) or backoff",
         ),
         case(p, &["--pub-core", "999"], "--pub-core 999", "pick one of"),
         case(p, &["--sub-core", "999"], "--sub-core 999", "pick one of"),

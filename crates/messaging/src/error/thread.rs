@@ -13,8 +13,8 @@ impl fmt::Display for ParseIdleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown idle strategy {:?}: use one of spin, noop, yield, sleep-ns[:N] (sleep N ns, e.g. \
-             sleep-ns:1000) or backoff",
+            "unknown idle strategy {:?}: use one of spin, noop, yield, sleep-ns[:N] (sleep N ns, N from 1 \
+             to 1000000000, e.g. sleep-ns:1000) or backoff",
             self.given
         )
     }
