@@ -513,6 +513,16 @@ fn bad_input_gets_an_error_that_says_how_to_fix_it() {
     let again = Tap::builder(&dir).start().unwrap_err();
     assert!(matches!(again, TapError::NotEmpty { .. }), "{again:?}");
     assert!(again.to_string().contains("new directory"), "{again}");
+    // The slowest messages' older file alone is an earlier tap's too (attach reads both).
+    for f in std::fs::read_dir(&dir).unwrap() {
+        std::fs::remove_file(f.unwrap().path()).unwrap();
+    }
+    std::fs::write(dir.join(messaging::tap::SLOWEST_FILE_OLD), b"{}\n").unwrap();
+    let old = Tap::builder(&dir).start().unwrap_err();
+    assert!(
+        matches!(old, TapError::NotEmpty { ref file, .. } if file == "slowest.1.jsonl"),
+        "{old:?}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
     let file = tap_dir("a-file");
     std::fs::write(&file, b"").unwrap();

@@ -19,7 +19,7 @@ use super::deflate::Deflate;
 use super::export::{self, FigureView};
 use super::handover::Handover;
 use super::record::{Counts, FigureRecorder, Source};
-use super::slowest::{SlowestFile, SLOWEST_DEFAULT, SLOWEST_FILE};
+use super::slowest::{SlowestFile, SLOWEST_DEFAULT, SLOWEST_FILE, SLOWEST_FILE_OLD};
 use super::summary::{FigureSummary, TapSummary};
 use super::StampClock;
 use crate::error::TapError;
@@ -42,7 +42,9 @@ pub(crate) fn start(b: TapBuilder) -> Result<Tap, TapError> {
         .map_err(dir_err)?
         .filter_map(Result::ok)
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|n| n.ends_with(".hlog") || [STATUS_FILE, PROMETHEUS_FILE, SLOWEST_FILE].contains(&n.as_str()));
+        .find(|n| {
+            n.ends_with(".hlog") || [STATUS_FILE, PROMETHEUS_FILE, SLOWEST_FILE, SLOWEST_FILE_OLD].contains(&n.as_str())
+        });
     if let Some(file) = earlier {
         return Err(TapError::NotEmpty { dir: b.dir, file });
     }
