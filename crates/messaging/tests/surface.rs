@@ -211,6 +211,19 @@ fn an_async_add_returns_at_once_and_hands_over_working_handles_when_polled() {
         std::thread::sleep(Duration::from_micros(200));
     }
     eprintln!("async add: ready after {looks} looks");
+    // Each hands its handle over once. A poll after the handover said the client was closed
+    // (subscription), handed over a second handle (publication) or said the driver had
+    // rejected it (exclusive publication).
+    assert!(matches!(pending_sub.poll(), Err(AddError::HandedOver)));
+    assert!(matches!(pending_pub.poll(), Err(AddError::HandedOver)));
+    let mut pending_excl = client.async_add_exclusive_publication("aeron:ipc", 46).unwrap();
+    while pending_excl.poll().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the driver never created it");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let again = pending_excl.poll().map(|p| p.is_some());
+    assert!(matches!(again, Err(AddError::HandedOver)), "{again:?}");
+    assert!(AddError::HandedOver.to_string().contains("already returned its handle"));
     let (mut sub, mut publ) = (sub.unwrap(), publ.unwrap());
     wait_until_connected(&publ, &sub);
     offer(&mut publ, |p| p.offer(b"async"));

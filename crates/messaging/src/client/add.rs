@@ -158,6 +158,8 @@ struct Pending {
     channel: String,
     stream_id: i32,
     started: Instant,
+    /// It found what was added and handed it over, once.
+    handed_over: bool,
 }
 
 impl fmt::Debug for Pending {
@@ -179,17 +181,24 @@ impl Pending {
             channel: channel.to_owned(),
             stream_id,
             started,
+            handed_over: false,
         }
     }
 
     /// One look: the resource, `None` while the driver has not answered, or why it failed
     /// (including no answer within the driver timeout).
     fn poll<T>(
-        &self,
+        &mut self,
         find: impl FnOnce(&mut Aeron, i64) -> Result<Option<T>, AeronError>,
     ) -> Result<Option<T>, AddError> {
+        if self.handed_over {
+            return Err(AddError::HandedOver);
+        }
         match self.inner.with_aeron(|a| find(a, self.id))? {
-            Ok(Some(t)) => Ok(Some(t)),
+            Ok(Some(t)) => {
+                self.handed_over = true;
+                Ok(Some(t))
+            }
             Err(e) => Err(AddError::from_aeron(
                 &self.channel,
                 self.stream_id,
@@ -216,7 +225,8 @@ impl PendingPublication {
     /// Takes the client's lock for one look (never waits for the driver).
     ///
     /// # Errors
-    /// [`AddError`]: the driver refused it, or did not answer within the driver timeout.
+    /// [`AddError`]: the driver refused it, or did not answer within the driver timeout;
+    /// [`AddError::HandedOver`] once it has returned the publication.
     pub fn poll(&mut self) -> Result<Option<ConcurrentPublication>, AddError> {
         let found = self.0.poll(|a, id| match a.find_publication(id) {
             Err(AeronError::PublicationNotReady(_)) => Ok(None),
@@ -240,7 +250,8 @@ impl PendingExclusivePublication {
     ///
     /// # Errors
     /// [`AddError`]: the driver refused it, did not answer within the driver timeout, or the
-    /// log file could not be mapped.
+    /// log file could not be mapped; [`AddError::HandedOver`] once it has returned the
+    /// publication.
     pub fn poll(&mut self) -> Result<Option<ExclusivePublication>, AddError> {
         let found = self.0.poll(|a, id| match a.find_exclusive_publication(id) {
             Err(AeronError::Generic(GenericError::ExclusivePublicationNotReadyYet { .. })) => Ok(None),
@@ -290,9 +301,10 @@ impl PendingSubscription {
     /// Takes the client's lock for one look (never waits for the driver).
     ///
     /// # Errors
-    /// [`AddError`]: the driver refused it, or did not answer within the driver timeout.
+    /// [`AddError`]: the driver refused it, or did not answer within the driver timeout;
+    /// [`AddError::HandedOver`] once it has returned the subscriber.
     pub fn poll(&mut self) -> Result<Option<Subscriber>, AddError> {
-        let p = &self.pending;
+        let p = &mut self.pending;
         let found = p.poll(|a, id| match a.find_subscription(id) {
             Err(AeronError::SubscriptionNotReady(_)) => Ok(None),
             Err(e) => Err(e),
@@ -302,7 +314,7 @@ impl PendingSubscription {
             return Ok(None);
         };
         let s = AeronHandle::new(s, p.inner.shared.clone());
-        let changes = self.changes.take().ok_or(AddError::ClientClosed)?;
+        let changes = self.changes.take().ok_or(AddError::HandedOver)?;
         Ok(Some(Subscriber::new(
             s,
             p.inner.clone(),

@@ -36,6 +36,11 @@ pub enum AddError {
     },
     /// The client is closed (its driver timed it out, or it was closed).
     ClientClosed,
+    /// A pending add's `poll` ([`PendingSubscription`](crate::PendingSubscription),
+    /// [`PendingPublication`](crate::PendingPublication),
+    /// [`PendingExclusivePublication`](crate::PendingExclusivePublication)) after it returned
+    /// its handle: it hands it over once.
+    HandedOver,
     /// The driver created the publication but this process could not map its log file (to
     /// read its status without aeron-rs's lock).
     LogUnreadable {
@@ -77,6 +82,10 @@ impl fmt::Display for AddError {
             Self::ClientClosed => {
                 f.write_str("the Aeron client is closed (the driver timed it out or it was closed); connect again")
             }
+            Self::HandedOver => f.write_str(
+                "this pending add already returned its handle; poll a pending add until it returns Some, then \
+                 use what it returned",
+            ),
             Self::LogUnreadable { path, detail } => write!(
                 f,
                 "could not map the publication's log {}: {detail}; run this process as the driver's user \
