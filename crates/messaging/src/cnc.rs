@@ -413,7 +413,7 @@ mod tests {
 
     #[cfg(feature = "embedded-driver")]
     #[test]
-    fn an_embedded_driver_refuses_a_driver_timeout_it_cannot_use() {
+    fn an_embedded_driver_refuses_a_driver_timeout_or_an_idle_alias_it_cannot_use() {
         let e = crate::EmbeddedDriver::builder()
             .private_dir()
             .driver_timeout(Duration::ZERO)
@@ -430,6 +430,14 @@ mod tests {
             ),
             "{e}"
         );
+        // An idle strategy's alias goes to the C driver as a C string.
+        let e = crate::EmbeddedDriver::builder()
+            .private_dir()
+            .idle("back\0off")
+            .spawn()
+            .map(|_| ())
+            .unwrap_err();
+        assert!(e.to_string().contains("holds a NUL byte"), "{e}");
     }
 
     #[test]

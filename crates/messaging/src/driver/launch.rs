@@ -306,7 +306,10 @@ impl EmbeddedDriverBuilder {
             .clone()
             .or_else(|| (!env_set("AERON_SHARED_IDLE_STRATEGY")).then(|| DEFAULT_DRIVER_IDLE.to_owned()));
         if let Some(idle) = &idle {
-            let c = CString::new(idle.as_str()).unwrap_or_default();
+            let c = CString::new(idle.as_str()).map_err(|_| DriverLaunchError::Config {
+                setting: "idle strategy",
+                detail: format!("{idle:?} holds a NUL byte; name one of Aeron's idle strategies"),
+            })?;
             ctx.set_shared_idle_strategy(&c)
                 .map_err(rejected("shared idle strategy"))?;
             ctx.set_conductor_idle_strategy(&c)
