@@ -242,7 +242,7 @@ impl EmbeddedDriverBuilder {
         check_logs(&settings)?;
         let on_error =
             crate::conductor::guarded(self.on_error.unwrap_or_else(|| Arc::new(crate::conductor::print_error)));
-        let started = start(ctx, on_error)?;
+        let started = start(ctx, on_error.clone())?;
         Ok(EmbeddedDriver {
             ipc_term_length: settings.ipc_term_buffer_length,
             settings,
@@ -251,6 +251,7 @@ impl EmbeddedDriverBuilder {
             stop: started.stop,
             handle: Some(started.handle),
             tid: started.tid,
+            on_error,
         })
     }
 

@@ -56,6 +56,8 @@ pub struct EmbeddedDriver {
     handle: Option<JoinHandle<()>>,
     tid: i32,
     settings: DriverSettings,
+    /// Where a failed stop is told ([`EmbeddedDriverBuilder::error_handler`]).
+    on_error: crate::conductor::ErrorHandler,
 }
 
 impl fmt::Debug for EmbeddedDriver {
@@ -113,23 +115,63 @@ impl EmbeddedDriver {
         self.handle.as_ref().is_some_and(|h| !h.is_finished())
     }
 
-    /// Stops the driver now (same as dropping it).
+    /// Stops the driver now (same as dropping it). A driver thread that panicked, or a
+    /// directory that could not be removed (its term buffers stay in `/dev/shm`), goes to the
+    /// builder's error handler.
     pub fn stop(self) {}
 }
 
 impl Drop for EmbeddedDriver {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
+        let joined = self.handle.take().map_or(Ok(()), JoinHandle::join);
+        let removed = match std::fs::remove_dir_all(&self.dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        };
+        for message in stop_failures(&self.dir, joined, removed) {
+            (self.on_error)(&crate::AsyncError::Driver {
+                message,
+                observations: 1,
+            });
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// What went wrong stopping the embedded driver in `dir`, in words for the error handler.
+fn stop_failures(dir: &Path, joined: std::thread::Result<()>, removed: std::io::Result<()>) -> Vec<String> {
+    let mut said = Vec::new();
+    if let Err(panic) = joined {
+        said.push(format!(
+            "the embedded driver's thread panicked ({}); please report it",
+            crate::conductor::panic_words(panic.as_ref())
+        ));
+    }
+    if let Err(e) = removed {
+        said.push(format!(
+            "the embedded driver's directory {} could not be removed: {e}; remove it by hand (its term \
+             buffers take room in /dev/shm until then)",
+            dir.display()
+        ));
+    }
+    said
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_stop_is_told_and_a_clean_one_is_not() {
+        let dir = Path::new("/dev/shm/aeron-x");
+        assert!(stop_failures(dir, Ok(()), Ok(())).is_empty());
+        let panicked = std::thread::spawn(|| panic!("in the work loop")).join().map(|_| ());
+        let denied = Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        let said = stop_failures(dir, panicked, denied);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(said[0].contains("panicked (in the work loop)"), "{}", said[0]);
+        assert!(said[1].contains("/dev/shm/aeron-x could not be removed") && said[1].contains("by hand"));
+    }
 
     #[test]
     fn driver_starts_in_a_private_dir_and_removes_it_on_drop() {
