@@ -15,21 +15,28 @@ pub const AERON_DRIVER_TIMEOUT_ENV: &str = "AERON_DRIVER_TIMEOUT";
 /// Aeron's default driver timeout: 10 s.
 pub const DEFAULT_DRIVER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The shortest driver timeout a client or an embedded driver takes: 2 s. A driver writes its
+/// heartbeat once a second (its timer interval), so a live one's may be a second old; with a
+/// shorter timeout a client calls it dead, and an embedded driver would take over (delete) a
+/// live driver's directory.
+pub const MIN_DRIVER_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The longest driver timeout a client or an embedded driver takes: a year. (aeron-rs
 /// subtracts the timeout from the time since the epoch in ms: past some 56 years that
 /// overflows, and a client waits for ever or calls a live driver dead.)
 pub const MAX_DRIVER_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// The driver timeout a client or embedded driver uses: `given`, else `AERON_DRIVER_TIMEOUT`
-/// (ms), else [`DEFAULT_DRIVER_TIMEOUT`]. An error, in words that end with the fix, when the
-/// variable is not a number of ms or the timeout is zero or past [`MAX_DRIVER_TIMEOUT`].
+/// (ms; empty counts as unset), else [`DEFAULT_DRIVER_TIMEOUT`]. An error, in words that end
+/// with the fix, when the variable is not a number of ms or the timeout is under
+/// [`MIN_DRIVER_TIMEOUT`] or past [`MAX_DRIVER_TIMEOUT`].
 pub(crate) fn driver_timeout(given: Option<Duration>) -> Result<Duration, String> {
     timeout_from(given, std::env::var(AERON_DRIVER_TIMEOUT_ENV).ok())
 }
 
 /// [`driver_timeout`] with the variable's value (`env`) passed in.
 fn timeout_from(given: Option<Duration>, env: Option<String>) -> Result<Duration, String> {
-    let (t, source) = match (given, env) {
+    let (t, source) = match (given, env.filter(|v| !v.trim().is_empty())) {
         (Some(t), _) => (t, "the driver timeout given"),
         (None, Some(v)) => match v.trim().parse::<u64>() {
             Ok(ms) => (Duration::from_millis(ms), AERON_DRIVER_TIMEOUT_ENV),
@@ -42,9 +49,12 @@ fn timeout_from(given: Option<Duration>, env: Option<String>) -> Result<Duration
         },
         (None, None) => return Ok(DEFAULT_DRIVER_TIMEOUT),
     };
-    if t.is_zero() {
+    if t < MIN_DRIVER_TIMEOUT {
         Err(format!(
-            "{source} is 0 ms, so every driver would count as dead; use at least 1 ms (Aeron's default is 10 s)"
+            "{source} is {} ms, shorter than a live driver's heartbeat may be old (the driver writes it once \
+             a second), so a live driver would count as dead; use at least {} s (Aeron's default is 10 s)",
+            t.as_millis(),
+            MIN_DRIVER_TIMEOUT.as_secs()
         ))
     } else if t > MAX_DRIVER_TIMEOUT {
         Err(format!(
@@ -384,8 +394,16 @@ mod tests {
         );
         let e = timeout_from(None, env("10s")).unwrap_err();
         assert!(e.contains("`10s`, not a whole number of milliseconds"), "{e}");
-        let e = timeout_from(Some(Duration::ZERO), None).unwrap_err();
-        assert!(e.contains("is 0 ms") && e.contains("at least 1 ms"), "{e}");
+        assert_eq!(
+            timeout_from(None, env(" ")),
+            Ok(DEFAULT_DRIVER_TIMEOUT),
+            "empty is unset"
+        );
+        for short in [Duration::ZERO, Duration::from_micros(500), Duration::from_millis(1999)] {
+            let e = timeout_from(Some(short), None).unwrap_err();
+            assert!(e.contains("would count as dead") && e.contains("at least 2 s"), "{e}");
+        }
+        assert_eq!(timeout_from(None, env("2000")), Ok(MIN_DRIVER_TIMEOUT));
         for long in [Some(Duration::MAX), Some(MAX_DRIVER_TIMEOUT + Duration::from_millis(1))] {
             let e = timeout_from(long, None).unwrap_err();
             assert!(e.contains("use a year or less"), "{e}");

@@ -111,7 +111,7 @@ pub use client::{
 pub use cnc::{
     default_aeron_dir, driver_pid, driver_status, read_driver_counters, CncCounters, DriverCounter, DriverStatus,
     AERON_DIR_ENV, AERON_DRIVER_TIMEOUT_ENV, CLIENT_HEARTBEAT_COUNTER_TYPE_ID, DEFAULT_DRIVER_TIMEOUT,
-    MAX_DRIVER_TIMEOUT, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
+    MAX_DRIVER_TIMEOUT, MIN_DRIVER_TIMEOUT, SUBSCRIBER_POSITION_COUNTER_TYPE_ID,
 };
 pub use conductor::CONDUCTOR_IDLE;
 #[cfg(feature = "embedded-driver")]

@@ -378,10 +378,11 @@ fn a_dead_driver_directory_is_reported_with_the_heartbeat_age() {
     drop(d);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("cnc.dat"), cnc).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
+    // Older than the shortest driver timeout a client takes.
+    std::thread::sleep(messaging::MIN_DRIVER_TIMEOUT + Duration::from_millis(100));
     let e = Client::builder()
         .dir(&dir)
-        .driver_timeout(Duration::from_millis(1))
+        .driver_timeout(messaging::MIN_DRIVER_TIMEOUT)
         .build()
         .unwrap_err();
     let _ = std::fs::remove_dir_all(&dir);

@@ -41,7 +41,8 @@ pub enum ConnectError {
         detail: String,
     },
     /// The driver timeout (`ClientBuilder::driver_timeout`, `AERON_DRIVER_TIMEOUT`) is not one
-    /// this client can use: zero, past [`MAX_DRIVER_TIMEOUT`](crate::MAX_DRIVER_TIMEOUT), or
+    /// this client can use: under [`MIN_DRIVER_TIMEOUT`](crate::MIN_DRIVER_TIMEOUT), past
+    /// [`MAX_DRIVER_TIMEOUT`](crate::MAX_DRIVER_TIMEOUT), or
     /// not a number of milliseconds.
     BadDriverTimeout {
         /// What is wrong and how to fix it.
