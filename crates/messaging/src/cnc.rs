@@ -156,7 +156,7 @@ pub fn driver_status(dir: &Path, timeout: Duration) -> DriverStatus {
     };
     // Read, not mapped (aeron-rs maps even a "read-only" file for writing): a user who may
     // read but not write the file (another user's driver) learns that the driver is alive.
-    let hb_ms = match read_i64_at(&cnc, heartbeat_at) {
+    let hb_ms = match read_heartbeat(&cnc, heartbeat_at) {
         Ok(ms) => ms,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             return DriverStatus::NoAccess {
@@ -230,12 +230,25 @@ fn check_cnc_header(cnc: &Path, len: u64) -> Result<Option<u64>, Refused> {
     Ok(Some(meta_len + capacity as u64 + CONSUMER_HEARTBEAT_OFFSET as u64))
 }
 
-/// The little-endian i64 at `at` in `path`, read (not mapped).
-fn read_i64_at(path: &Path, at: u64) -> std::io::Result<i64> {
+/// The driver's heartbeat, the little-endian i64 at `at` in `path`, read (not mapped). A read
+/// is not one 8-byte load: it is read again until two reads agree (the driver writes it once a
+/// second), so that a torn value is not taken.
+fn read_heartbeat(path: &Path, at: u64) -> std::io::Result<i64> {
     use std::os::unix::fs::FileExt;
-    let mut b = [0u8; 8];
-    std::fs::File::open(path)?.read_exact_at(&mut b, at)?;
-    Ok(i64::from_le_bytes(b))
+    let file = std::fs::File::open(path)?;
+    let read = || {
+        let mut b = [0u8; 8];
+        file.read_exact_at(&mut b, at).map(|()| i64::from_le_bytes(b))
+    };
+    let mut last = read()?;
+    for _ in 0..3 {
+        let again = read()?;
+        if again == last {
+            break;
+        }
+        last = again;
+    }
+    Ok(last)
 }
 
 /// The process id of the driver that owns `dir/cnc.dat` (Aeron writes it into the CnC
