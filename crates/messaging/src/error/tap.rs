@@ -55,12 +55,14 @@ pub enum TapError {
     /// [`Tap::stop`](crate::tap::Tap::stop): some of the writer's writes failed (it went on
     /// after each). What was recorded is in `summary` all the same.
     WritesFailed {
-        /// How many writes failed ([`Tap::write_errors`](crate::tap::Tap::write_errors)).
+        /// How many writes failed, one per file and interval
+        /// ([`Tap::write_errors`](crate::tap::Tap::write_errors)).
         failed: u64,
         /// The first of them.
         first: Box<TapError>,
         /// What [`Tap::stop`](crate::tap::Tap::stop) returns without errors: every figure's
-        /// totals and files (the logs miss the intervals whose write failed).
+        /// totals (whole: counted before any write) and files (the logs miss the intervals
+        /// whose write failed).
         summary: Box<crate::tap::TapSummary>,
     },
 }

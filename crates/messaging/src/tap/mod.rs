@@ -43,8 +43,10 @@
 //!   subscriber): the tap then takes all it holds; a subscription still recording hands its
 //!   last interval over only if it is polled while the writer waits, and
 //!   [`TapSummary::unanswered`] counts those that were not;
-//! - failures reach the caller: the writer keeps going after a failed write and
-//!   [`Tap::stop`] returns the first [`TapError`](crate::TapError).
+//! - failures reach the caller: the writer keeps going after a failed write (a file is cut
+//!   back to its last whole line), [`Tap::write_errors`] counts them as they happen, and
+//!   [`Tap::stop`] returns [`TapError::WritesFailed`](crate::TapError::WritesFailed) with the
+//!   first and the summary.
 //!
 //! ```
 //! # #[cfg(feature = "embedded-driver")]

@@ -61,10 +61,13 @@ pub(crate) fn start(b: TapBuilder) -> Result<Tap, TapError> {
         write_errors: AtomicU64::new(0),
     });
     let mut w = Writer::new(shared.clone(), &b);
-    w.write_exports().map_err(|e| match e {
-        TapError::Write { source, .. } => dir_err(source),
-        other => other,
-    })?;
+    // The first exports, before the writer starts: a directory it cannot write fails here.
+    for written in w.exports() {
+        written.map_err(|e| match e {
+            TapError::Write { source, .. } => dir_err(source),
+            other => other,
+        })?;
+    }
     let thread = ThreadBuilder::new()
         .name("aeron-tap")
         .affinity_opt(b.writer_core)
@@ -165,10 +168,11 @@ impl Tap {
         }
     }
 
-    /// Writes that failed so far: of the logs, the status file and the Prometheus textfile
-    /// (both of which also count them, as `write_errors` and `aeron_tap_write_errors_total`).
-    /// The writer goes on after one; [`stop`](Self::stop) returns the first. One load: a
-    /// service's health check may read it as often as it likes.
+    /// Writes that failed so far, one per file and interval: a figure's log, the slowest
+    /// messages' file, the status file, the Prometheus textfile (the last two also count them,
+    /// as `write_errors` and `aeron_tap_write_errors_total`). The writer goes on after one;
+    /// [`stop`](Self::stop) returns the first. One load: a service's health check may read it
+    /// as often as it likes.
     #[must_use]
     pub fn write_errors(&self) -> u64 {
         self.shared.write_errors.load(Ordering::Relaxed)
@@ -405,16 +409,12 @@ impl Writer {
             }
             let stopping = self.shared.stop.load(Ordering::Acquire);
             let began = Instant::now();
-            if let Err(e) = self.write_interval(stopping) {
-                self.shared.note_error(e);
-            }
+            self.write_interval(stopping);
             // The status file says how long the interval's work took up to here, and the
             // longest so far (the exports themselves, two small files, are not in it).
             self.busy_last = began.elapsed().saturating_sub(self.waited);
             self.busy_max = self.busy_max.max(self.busy_last);
-            if let Err(e) = self.write_exports() {
-                self.shared.note_error(e);
-            }
+            self.write_exports();
             if stopping {
                 break;
             }
@@ -427,7 +427,9 @@ impl Writer {
     /// figure's lines: one tagged line per source that recorded something, then the figure's
     /// sum untagged (what HdrHistogram's tools read by default). Sources that had retired
     /// when they were taken are let go.
-    fn write_interval(&mut self, stopping: bool) -> Result<(), TapError> {
+    /// A failed write (a file's, for this interval) is counted ([`Shared::note_error`]) and
+    /// the others go on.
+    fn write_interval(&mut self, stopping: bool) {
         let round = Instant::now();
         let shared = &self.shared;
         let snapshot = || {
@@ -451,14 +453,13 @@ impl Writer {
         self.unanswered = got.unanswered;
         self.late += got.unanswered;
         self.waited = got.waited;
-        let mut first_error = None;
         if let Err(e) = self.write_slowest(&got.sources, &mut got.counts) {
-            first_error.get_or_insert(e);
+            self.shared.note_error(e);
         }
         for f in 0..figures {
             std::thread::yield_now(); // between chunks of work
             if let Err(e) = self.write_figure(f, &got.sources, &mut got.counts, to) {
-                first_error.get_or_insert(e);
+                self.shared.note_error(e);
             }
         }
         self.last_round = Some(round);
@@ -477,7 +478,6 @@ impl Writer {
             let mut r = self.shared.registry.lock().unwrap_or_else(PoisonError::into_inner);
             r.sources.retain(|s| !gone.iter().any(|d| Arc::ptr_eq(s, d)));
         }
-        first_error.map_or(Ok(()), Err)
     }
 
     /// Each source's slowest messages of the interval, one line each in [`SLOWEST_FILE`].
@@ -500,11 +500,7 @@ impl Writer {
         counts: &mut [Option<Counts>],
         to: Instant,
     ) -> Result<(), TapError> {
-        self.rotate_if_due(f)?;
         self.interval_sum.reset();
-        let path = self.logs[f].as_ref().expect("opened by rotate_if_due").path.clone();
-        let mut lines: Vec<u8> = Vec::new();
-        let mut first_error = None;
         let mut taken: Vec<(&str, Counts)> = Vec::new();
         for (s, c) in sources.iter().zip(counts.iter_mut()).filter(|(s, _)| s.figure == f) {
             if let Some(c) = c.take() {
@@ -515,7 +511,19 @@ impl Writer {
         let start = self.from[f].saturating_duration_since(self.started_at);
         let length = to.saturating_duration_since(self.from[f]);
         self.from[f] = to;
+        // In the totals before anything is written: a log that cannot be opened loses its line,
+        // not the summary's counts.
         self.totals[f].add(&self.interval_sum);
+        if let Err(e) = self.rotate_if_due(f) {
+            self.spare.extend(taken.into_iter().map(|(_, mut c)| {
+                c.reset();
+                c
+            }));
+            return Err(e);
+        }
+        let path = self.logs[f].as_ref().expect("opened by rotate_if_due").path.clone();
+        let mut lines: Vec<u8> = Vec::new();
+        let mut first_error = None;
         {
             let mut w = IntervalLogWriterBuilder::new()
                 .begin_log_with(&mut lines, &mut self.serializer)
@@ -628,8 +636,16 @@ impl Writer {
             .collect()
     }
 
-    /// Rewrites the status file and (when asked) the Prometheus textfile, each atomically.
-    fn write_exports(&mut self) -> Result<(), TapError> {
+    /// Rewrites the status file and (when asked) the Prometheus textfile, each atomically; a
+    /// failed one is counted ([`Shared::note_error`]), and the other still written.
+    fn write_exports(&mut self) {
+        for e in self.exports().into_iter().filter_map(Result::err) {
+            self.shared.note_error(e);
+        }
+    }
+
+    /// The status file's and the Prometheus textfile's writes.
+    fn exports(&mut self) -> [Result<(), TapError>; 2] {
         let views = self.views();
         let status = export::status_json(&export::Status {
             clock: self.shared.clock,
@@ -644,19 +660,15 @@ impl Writer {
             figures: &views,
         });
         let dir = &self.shared.dir;
-        export::replace(&dir.join(STATUS_FILE), status.as_bytes())?;
-        if self.prometheus {
-            export::replace(
-                &dir.join(PROMETHEUS_FILE),
-                export::prometheus(
-                    &views,
-                    self.shared.clock,
-                    self.shared.write_errors.load(Ordering::Relaxed),
-                )
-                .as_bytes(),
-            )?;
-        }
-        Ok(())
+        let written = export::replace(&dir.join(STATUS_FILE), status.as_bytes());
+        let prometheus = if self.prometheus {
+            let errors = self.shared.write_errors.load(Ordering::Relaxed);
+            let text = export::prometheus(&views, self.shared.clock, errors);
+            export::replace(&dir.join(PROMETHEUS_FILE), text.as_bytes())
+        } else {
+            Ok(())
+        };
+        [written, prometheus]
     }
 
     fn summary(&self) -> TapSummary {
