@@ -158,7 +158,7 @@ struct Pending {
     channel: String,
     stream_id: i32,
     started: Instant,
-    /// It found what was added and handed it over, once.
+    /// It handed what was added over (set by the caller once its handle is made), once.
     handed_over: bool,
 }
 
@@ -195,10 +195,7 @@ impl Pending {
             return Err(AddError::HandedOver);
         }
         match self.inner.with_aeron(|a| find(a, self.id))? {
-            Ok(Some(t)) => {
-                self.handed_over = true;
-                Ok(Some(t))
-            }
+            Ok(Some(t)) => Ok(Some(t)),
             Err(e) => Err(AddError::from_aeron(
                 &self.channel,
                 self.stream_id,
@@ -235,7 +232,9 @@ impl PendingPublication {
         })?;
         let Some(p) = found else { return Ok(None) };
         let spec = crate::mapped::log_spec!(p, &self.0.inner, self.0.stream_id);
-        Publication::new(Registration::Concurrent(p), spec, self.0.inner.clone(), &self.0.channel).map(Some)
+        let publication = Publication::new(Registration::Concurrent(p), spec, self.0.inner.clone(), &self.0.channel)?;
+        self.0.handed_over = true;
+        Ok(Some(publication))
     }
 }
 
@@ -260,7 +259,9 @@ impl PendingExclusivePublication {
         })?;
         let Some(p) = found else { return Ok(None) };
         let spec = crate::mapped::log_spec!(p, &self.0.inner, self.0.stream_id);
-        Publication::new(Registration::Exclusive(p), spec, self.0.inner.clone(), &self.0.channel).map(Some)
+        let publication = Publication::new(Registration::Exclusive(p), spec, self.0.inner.clone(), &self.0.channel)?;
+        self.0.handed_over = true;
+        Ok(Some(publication))
     }
 }
 
@@ -315,6 +316,7 @@ impl PendingSubscription {
         };
         let s = AeronHandle::new(s, p.inner.shared.clone());
         let changes = self.changes.take().ok_or(AddError::HandedOver)?;
+        p.handed_over = true;
         Ok(Some(Subscriber::new(
             s,
             p.inner.clone(),
