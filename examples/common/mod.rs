@@ -33,6 +33,11 @@ pub(crate) fn connect_words(e: &ConnectError) -> String {
             dir.display(),
             dir.join("cnc.dat").display()
         ),
+        ConnectError::PermissionDenied { dir, detail } => format!(
+            "no access to the media driver at {}: {detail}; run as the driver's user (or a member of its \
+             group, the driver started under umask 007), or point --dir / AERON_DIR at a driver of your own",
+            dir.display()
+        ),
         e => e.to_string(),
     }
 }

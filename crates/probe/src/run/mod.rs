@@ -181,6 +181,12 @@ pub fn connect_error(e: &aeron_latency::messaging::ConnectError) -> String {
              --dir / AERON_DIR name its directory",
             dir.display()
         ),
+        ConnectError::PermissionDenied { dir, detail } => format!(
+            "no access to the media driver at {}: {detail}; run as the driver's user (or a member of its group, \
+             the driver started under umask 007), or point --dir / AERON_DIR at a driver of your own{}",
+            dir.display(),
+            OWN_DRIVER
+        ),
         other => other.to_string(),
     }
 }
