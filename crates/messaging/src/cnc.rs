@@ -15,11 +15,13 @@ pub const AERON_DRIVER_TIMEOUT_ENV: &str = "AERON_DRIVER_TIMEOUT";
 /// Aeron's default driver timeout: 10 s.
 pub const DEFAULT_DRIVER_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The shortest driver timeout a client or an embedded driver takes: 2 s. A driver writes its
-/// heartbeat once a second (its timer interval), so a live one's may be a second old; with a
-/// shorter timeout a client calls it dead, and an embedded driver would take over (delete) a
-/// live driver's directory.
-pub const MIN_DRIVER_TIMEOUT: Duration = Duration::from_secs(2);
+/// The shortest driver timeout a client or an embedded driver takes: 1 ms (the timeout is
+/// whole milliseconds; under one it would be 0, and every driver dead). Keep it above the
+/// driver's timer interval (`AERON_TIMER_INTERVAL`, 1 s by default), how often a driver writes
+/// its heartbeat: a live driver's heartbeat may be that old, and a shorter timeout calls it
+/// dead. (An embedded driver judges a driver already in its directory by at least
+/// [`DEFAULT_DRIVER_TIMEOUT`], so a short timeout never makes it take over a live one's.)
+pub const MIN_DRIVER_TIMEOUT: Duration = Duration::from_millis(1);
 
 /// The longest driver timeout a client or an embedded driver takes: a year. (aeron-rs
 /// subtracts the timeout from the time since the epoch in ms: past some 56 years that
@@ -51,10 +53,10 @@ fn timeout_from(given: Option<Duration>, env: Option<String>) -> Result<Duration
     };
     if t < MIN_DRIVER_TIMEOUT {
         Err(format!(
-            "{source} is {} ms, shorter than a live driver's heartbeat may be old (the driver writes it once \
-             a second), so a live driver would count as dead; use at least {} s (Aeron's default is 10 s)",
-            t.as_millis(),
-            MIN_DRIVER_TIMEOUT.as_secs()
+            "{source} is {} µs, under a millisecond: the driver timeout is whole milliseconds, and 0 would call \
+             every driver dead; use more than the driver's timer interval (AERON_TIMER_INTERVAL, 1 s by \
+             default; Aeron's default timeout is 10 s)",
+            t.as_micros()
         ))
     } else if t > MAX_DRIVER_TIMEOUT {
         Err(format!(
@@ -412,11 +414,14 @@ mod tests {
             Ok(DEFAULT_DRIVER_TIMEOUT),
             "empty is unset"
         );
-        for short in [Duration::ZERO, Duration::from_micros(500), Duration::from_millis(1999)] {
+        for short in [Duration::ZERO, Duration::from_micros(999)] {
             let e = timeout_from(Some(short), None).unwrap_err();
-            assert!(e.contains("would count as dead") && e.contains("at least 2 s"), "{e}");
+            assert!(
+                e.contains("under a millisecond") && e.contains("AERON_TIMER_INTERVAL"),
+                "{e}"
+            );
         }
-        assert_eq!(timeout_from(None, env("2000")), Ok(MIN_DRIVER_TIMEOUT));
+        assert_eq!(timeout_from(None, env("1")), Ok(MIN_DRIVER_TIMEOUT));
         for long in [Some(Duration::MAX), Some(MAX_DRIVER_TIMEOUT + Duration::from_millis(1))] {
             let e = timeout_from(long, None).unwrap_err();
             assert!(e.contains("use a year or less"), "{e}");

@@ -44,6 +44,24 @@ fn a_second_embedded_driver_on_a_live_directory_is_refused_naming_the_pid() {
     assert!(first.is_running());
     assert!(client.liveness().is_active());
     move_messages(&client, 12, 10);
+
+    // Nor with a driver timeout shorter than the live driver's heartbeat is old (it writes it
+    // once a second): that driver took the directory over (the C driver deleted its cnc.dat).
+    let short = Duration::from_millis(200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !matches!(messaging::driver_status(&dir, short), DriverStatus::Dead { .. }) {
+        assert!(std::time::Instant::now() < deadline, "the heartbeat never aged 200 ms");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let e = EmbeddedDriver::builder()
+        .dir(&dir)
+        .ipc_term_length(64 << 10)
+        .driver_timeout(short)
+        .spawn()
+        .expect_err("a short timeout must not take a live driver's directory over");
+    assert!(matches!(e, DriverLaunchError::ActiveDriver { .. }), "{e:?}");
+    assert!(dir.join("cnc.dat").exists());
+    move_messages(&client, 13, 10);
 }
 
 #[test]

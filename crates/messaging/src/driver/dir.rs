@@ -17,7 +17,10 @@ use crate::error::DriverLaunchError;
 /// # Errors
 /// [`DriverLaunchError::ActiveDriver`] with the running driver's pid and heartbeat.
 pub(super) fn refuse_live_driver(dir: &Path, timeout: Duration) -> Result<bool, DriverLaunchError> {
-    let crate::DriverStatus::Alive { heartbeat_age } = crate::cnc::driver_status(dir, timeout) else {
+    // Judged by at least Aeron's default timeout: a live driver's heartbeat may be a timer
+    // interval (1 s by default) old, and a shorter timeout must not hand its directory over.
+    let judged_by = timeout.max(crate::DEFAULT_DRIVER_TIMEOUT);
+    let crate::DriverStatus::Alive { heartbeat_age } = crate::cnc::driver_status(dir, judged_by) else {
         return Ok(false);
     };
     let process = crate::driver_process_state(dir);
