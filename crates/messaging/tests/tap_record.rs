@@ -1040,3 +1040,40 @@ fn a_log_that_cannot_be_opened_loses_its_lines_not_the_totals() {
         other => panic!("{:?}", other.map(|_| ())),
     }
 }
+
+/// A log removed while the tap writes it (a cleanup job) is noticed: the tap counts it and
+/// starts a new log, where before every later interval went into the removed file unseen.
+#[test]
+fn a_log_removed_while_written_is_counted_and_started_again() {
+    let dir = tap_dir("removed");
+    let tap = Tap::builder(&dir).interval(Duration::from_millis(5)).start().unwrap();
+    let mut r = tap.figure("own").unwrap();
+    r.record(100);
+    let log = dir.join("own.hlog");
+    // The status file is written after the interval's log lines: once it counts the value,
+    // the log holds it.
+    let status = || std::fs::read_to_string(dir.join(STATUS_FILE)).unwrap_or_default();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !status().contains("\"recorded\":1") {
+        assert!(Instant::now() < deadline, "the first value was never written");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::fs::remove_file(&log).unwrap();
+    r.record(200);
+    while tap.write_errors() == 0 || !log.exists() {
+        assert!(Instant::now() < deadline, "the removal was not noticed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(r);
+    match tap.stop() {
+        Err(TapError::WritesFailed { first, summary, .. }) => {
+            assert!(matches!(*first, TapError::Removed { .. }), "{first:?}");
+            assert!(first.to_string().contains("cleanup jobs"), "{first}");
+            assert_eq!(figure(&summary, "own").recorded, 2);
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let again: u64 = read_logs(&[log], None).iter().map(Histogram::len).sum();
+    assert_eq!(again, 1, "the value after the removal is in the new log");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -52,6 +52,12 @@ pub enum TapError {
     },
     /// The writer thread panicked: the last interval may be missing.
     WriterPanicked,
+    /// A log was removed while the tap wrote it (a cleanup job, its directory deleted): what
+    /// was written to it since is gone. The tap starts a new one.
+    Removed {
+        /// The log.
+        path: PathBuf,
+    },
     /// [`Tap::stop`](crate::tap::Tap::stop): some of the writer's writes failed (it went on
     /// after each). What was recorded is in `summary` all the same.
     WritesFailed {
@@ -103,6 +109,12 @@ impl fmt::Display for TapError {
             TapError::WriterPanicked => write!(
                 f,
                 "the tap's writer thread panicked, so its last interval may be missing; please report it"
+            ),
+            TapError::Removed { path } => write!(
+                f,
+                "{} was removed while the tap wrote it, so what was written to it since is gone; the tap started a \
+                 new one: keep the tap's directory out of cleanup jobs",
+                path.display()
             ),
             TapError::WritesFailed { failed, first, .. } => write!(
                 f,

@@ -1,9 +1,12 @@
 //! What the tap's writer exports besides the logs: the status file (JSON, for tools that find
 //! the logs and the recording threads) and the Prometheus textfile (the text exposition format
 //! node_exporter's textfile collector reads). Both are rewritten whole each interval, through
-//! a temporary file and a rename, so a reader never sees half of one.
+//! a temporary file and a rename, so a reader never sees half of one. And how the logs are
+//! appended to: whole writes only, and a log removed while open noticed.
 
 use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -207,6 +210,31 @@ fn cumulative(h: &hdrhistogram::Histogram<u64>) -> [u64; BUCKETS_S.len()] {
         running += n;
         running
     })
+}
+
+/// Appends `data` to `file`, `len` bytes long up to its last whole write. A write that fails
+/// part way (a full disk) is cut off again, so the file never ends in part of a line, which a
+/// reader would take as a line (HdrHistogram's readers decode a cut-off histogram as one) or
+/// join to the next write's; `len` then stays.
+pub(crate) fn append_whole(file: &mut File, len: &mut u64, data: &[u8]) -> std::io::Result<()> {
+    match std::io::Write::write_all(file, data) {
+        Ok(()) => {
+            *len += data.len() as u64;
+            Ok(())
+        }
+        Err(e) => {
+            // Best effort: the write's error is the one to report. (A file opened to append
+            // writes at its end whatever the position; one that is not needs the seek.)
+            let _ = file.set_len(*len).and_then(|()| file.seek(SeekFrom::Start(*len)));
+            Err(e)
+        }
+    }
+}
+
+/// Whether `file`, open, has no name left (it was removed): what is written to it is lost.
+pub(crate) fn removed(file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    file.metadata().is_ok_and(|m| m.nlink() == 0)
 }
 
 /// Replaces `path` with `bytes` through a temporary file and a rename.

@@ -237,6 +237,8 @@ impl SlowestFile {
             path: path.clone(),
             source,
         };
+        // Removed while open (see `writer::removed`): a new file, the loss said once.
+        let gone = self.out.take_if(|f| super::export::removed(f)).is_some();
         if self.out.is_some() && self.bytes >= SLOWEST_FILE_MAX {
             self.out = None;
             std::fs::rename(&path, self.dir.join(SLOWEST_FILE_OLD)).map_err(err)?;
@@ -251,7 +253,11 @@ impl SlowestFile {
             l.write(&mut text);
         }
         let out = self.out.as_mut().expect("opened above");
-        super::writer::append_whole(out, &mut self.bytes, text.as_bytes()).map_err(err)
+        super::export::append_whole(out, &mut self.bytes, text.as_bytes()).map_err(err)?;
+        if gone {
+            return Err(TapError::Removed { path });
+        }
+        Ok(())
     }
 }
 

@@ -5,7 +5,7 @@
 //! and the Prometheus textfile.
 
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -303,25 +303,6 @@ impl Shared {
     }
 }
 
-/// Appends `data` to `file`, `len` bytes long up to its last whole write. A write that fails
-/// part way (a full disk) is cut off again, so the file never ends in part of a line, which a
-/// reader would take as a line (HdrHistogram's readers decode a cut-off histogram as one) or
-/// join to the next write's; `len` then stays.
-pub(crate) fn append_whole(file: &mut File, len: &mut u64, data: &[u8]) -> std::io::Result<()> {
-    match file.write_all(data) {
-        Ok(()) => {
-            *len += data.len() as u64;
-            Ok(())
-        }
-        Err(e) => {
-            // Best effort: the write's error is the one to report. (A file opened to append
-            // writes at its end whatever the position; one that is not needs the seek.)
-            let _ = file.set_len(*len).and_then(|()| file.seek(SeekFrom::Start(*len)));
-            Err(e)
-        }
-    }
-}
-
 /// One figure's current log.
 struct LogFile {
     /// Not buffered: each interval's lines go in one write from a `Vec`.
@@ -546,7 +527,7 @@ impl Writer {
             self.spare.push(c);
         }
         let log = self.logs[f].as_mut().expect("opened by rotate_if_due");
-        if let Err(source) = append_whole(&mut log.out, &mut log.bytes, &lines) {
+        if let Err(source) = export::append_whole(&mut log.out, &mut log.bytes, &lines) {
             first_error.get_or_insert(TapError::Write { path, source });
         }
         first_error.map_or(Ok(()), Err)
@@ -557,6 +538,12 @@ impl Writer {
     /// intervals that start before a log's `StartTime` (by their rounded digits, so a later
     /// `StartTime` could hide the first interval), and times in every log read from one origin.
     fn rotate_if_due(&mut self, f: usize) -> Result<(), TapError> {
+        // A log removed while open (a cleanup job, the directory deleted) would take every
+        // later line with it, each write succeeding: start a new one, and say so.
+        if let Some(log) = self.logs[f].take_if(|log| export::removed(&log.out)) {
+            self.files[f].retain(|p| *p != log.path);
+            self.shared.note_error(TapError::Removed { path: log.path });
+        }
         let due = match &self.logs[f] {
             None => true,
             Some(log) => {
@@ -597,7 +584,7 @@ impl Writer {
             b"\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n",
         );
         let mut bytes = 0;
-        append_whole(&mut out, &mut bytes, &header).map_err(write_err)?;
+        export::append_whole(&mut out, &mut bytes, &header).map_err(write_err)?;
         self.files[f].push(path.clone());
         self.logs[f] = Some(LogFile {
             out,
