@@ -8,8 +8,9 @@ use std::time::Duration;
 use crate::error::DriverLaunchError;
 
 /// Refuses `dir` while a driver in it is alive, as Aeron's drivers refuse it: a heartbeat
-/// fresher than `timeout`, unless this host sees the driver's process gone (a zombie, a reused
-/// pid, no such process).
+/// fresher than `timeout` (or than [`DEFAULT_DRIVER_TIMEOUT`](crate::DEFAULT_DRIVER_TIMEOUT)
+/// when `timeout` is shorter), unless this host sees the driver's process gone (a zombie, a
+/// reused pid, no such process).
 ///
 /// Returns whether `dir` holds such a dead driver's files, which must then be deleted before the
 /// start (as Aeron deletes them once the heartbeat is older than the timeout).
