@@ -296,7 +296,7 @@ fn release_abandoned(aeron: &mut Aeron, abandoned: &Mutex<Vec<i64>>) {
 
 pub(crate) struct Inner {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) conductor: Option<std::thread::JoinHandle<()>>,
+    pub(crate) conductor: Option<crate::thread::PinnedThread<()>>,
     /// The to-driver ring buffer in `shared.cnc` (CLIENT_CLOSE goes there).
     pub(crate) to_driver: ManyToOneRingBuffer,
     pub(crate) client_id: i64,

@@ -56,6 +56,14 @@ pub enum ConnectError {
         /// What was refused.
         detail: String,
     },
+    /// The client's conductor thread could not start, or could not be pinned to the core
+    /// [`ClientBuilder::conductor_core`](crate::ClientBuilder::conductor_core) named.
+    ConductorThread {
+        /// The Aeron directory that was tried.
+        dir: PathBuf,
+        /// Why the thread did not start or was not pinned.
+        source: crate::SpawnError,
+    },
     /// Anything else the client reported while connecting.
     Client {
         /// The Aeron directory that was tried.
@@ -109,6 +117,11 @@ impl fmt::Display for ConnectError {
                 "media driver at {} speaks another Aeron protocol version ({detail}); use a 1.x driver",
                 dir.display()
             ),
+            Self::ConductorThread { dir, source } => write!(
+                f,
+                "could not start the client's conductor thread for the media driver at {}: {source}",
+                dir.display()
+            ),
             Self::Client { dir, detail } => write!(
                 f,
                 "could not connect to the media driver at {}: {detail}; check that the driver is running and \
@@ -119,7 +132,14 @@ impl fmt::Display for ConnectError {
     }
 }
 
-impl std::error::Error for ConnectError {}
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::ConductorThread { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
