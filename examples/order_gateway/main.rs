@@ -59,6 +59,7 @@ use messaging::{
 };
 
 mod args;
+mod report;
 use args::parse_args;
 
 const TICKS: i32 = 10;
@@ -175,11 +176,41 @@ impl Refused {
 /// their schedule, as market data does.
 fn pace(start: Instant, rate: Option<u64>, seq: u64) {
     let Some(rate) = rate else { return };
-    let due = start + Duration::from_nanos(seq.saturating_mul(1_000_000_000) / rate);
+    let due = due(start, rate, seq);
     let now = Instant::now();
     if now < due {
         std::thread::sleep(due - now);
     }
+}
+
+/// When tick `seq` is due at `rate` ticks per second from `start`.
+fn due(start: Instant, rate: u64, seq: u64) -> Instant {
+    start + Duration::from_nanos(seq.saturating_mul(1_000_000_000) / rate)
+}
+
+/// The feed's publication of ticks, stamping their send time when the tap records.
+fn tick_publication(client: &Client, s: &Shared) -> ConcurrentPublication {
+    let mut publ = client
+        .publication("aeron:ipc", TICKS)
+        .unwrap_or_else(|e| die(&e.to_string()));
+    if s.tap.is_some() {
+        publ.stamp_send_time(Some(StampClock::Monotonic));
+    }
+    publ
+}
+
+/// The exchange's subscription to orders, recording the last hop and end to end when the tap
+/// records.
+fn order_subscription(client: &Client, s: &Shared) -> Subscriber {
+    let mut orders = client
+        .subscription("aeron:ipc", ORDERS)
+        .unwrap_or_else(|e| die(&e.to_string()));
+    if let Some(tap) = &s.tap {
+        orders
+            .record_latency(tap, RecordLatency::hop(FIGURES[2]).end_to_end(FIGURES[3]))
+            .unwrap_or_else(|e| die(&e.to_string()));
+    }
+    orders
 }
 
 /// The feed: ticks 0..n (8 bytes each, the sequence number), paced at `rate`, stamped when the
@@ -200,12 +231,7 @@ fn feed(s: Arc<Shared>, n: u64, rate: Option<u64>) {
     let start = Instant::now();
     while !s.finished.load(Ordering::Acquire) {
         let client = connect(&s.dir, "feed");
-        let mut publ = client
-            .publication("aeron:ipc", TICKS)
-            .unwrap_or_else(|e| die(&e.to_string()));
-        if s.tap.is_some() {
-            publ.stamp_send_time(Some(StampClock::Monotonic));
-        }
+        let publ = tick_publication(&client, &s);
         while !s.finished.load(Ordering::Acquire) {
             // After the last tick, the end tick again and again until the exchange saw one: a
             // driver restart may have lost it with the old driver's logs.
@@ -428,6 +454,26 @@ struct Received {
     orders: u64,
     out_of_order: u64,
     gaps: u64,
+    /// The sequence number the next order should have.
+    next: u64,
+}
+
+impl Received {
+    /// Counts one order and checks its sequence; true for the end order.
+    fn take(&mut self, order: &[u8]) -> bool {
+        let seq = u64::from_le_bytes(order.try_into().unwrap_or([0; 8]));
+        if seq == END {
+            return true;
+        }
+        self.orders += 1;
+        if seq < self.next {
+            self.out_of_order += 1;
+        } else {
+            self.gaps += seq - self.next;
+            self.next = seq + 1;
+        }
+        false
+    }
 }
 
 /// The exchange: reads orders until the end order, checks the sequence; its subscription
@@ -435,35 +481,19 @@ struct Received {
 fn exchange(s: Arc<Shared>, idle: &str, delay: Duration) -> Received {
     let mut idle: IdleStrategy = idle.parse().unwrap();
     let mut r = Received::default();
-    let mut next = 0_u64;
     let mut done = false;
     while !done {
         let client = connect(&s.dir, "exchange");
-        let mut orders = client
-            .subscription("aeron:ipc", ORDERS)
-            .unwrap_or_else(|e| die(&e.to_string()));
-        if let Some(tap) = &s.tap {
-            orders
-                .record_latency(tap, RecordLatency::hop(FIGURES[2]).end_to_end(FIGURES[3]))
-                .unwrap_or_else(|e| die(&e.to_string()));
-        }
+        let mut orders = order_subscription(&client, &s);
         loop {
             let polled = orders.poll(
                 &mut |order: &[u8], _: &MessageHeader<'_>| {
-                    let seq = u64::from_le_bytes(order.try_into().unwrap_or([0; 8]));
-                    if seq == END {
+                    if r.take(order) {
                         // Said now, not once this client has closed: the gateway and the feed
                         // stop instead of offering end ticks to a subscription that is going.
                         s.finished.store(true, Ordering::Release);
                         done = true;
                         return;
-                    }
-                    r.orders += 1;
-                    if seq < next {
-                        r.out_of_order += 1;
-                    } else {
-                        r.gaps += seq - next;
-                        next = seq + 1;
                     }
                     if !delay.is_zero() {
                         std::thread::sleep(delay);
@@ -501,52 +531,6 @@ fn spawn<T: Send + 'static>(
         .affinity_opt(core)
         .spawn(f)
         .unwrap_or_else(|e| die(&format!("{name}: {e}")))
-}
-
-/// The tap's figures, one line each (µs), and whether their counts add up to the ticks that
-/// went through (`moved`).
-fn report_tap(tap: Tap, moved: u64) -> bool {
-    let dir = tap.dir().to_path_buf();
-    let summary = tap.stop().unwrap_or_else(|e| die(&format!("tap: {e}")));
-    println!(
-        "tap: {} (CLOCK_MONOTONIC, ns in the logs; µs below)\n  {:<20} {:>8} {:>9} {:>9} {:>9} {:>9}",
-        dir.display(),
-        "figure",
-        "messages",
-        "p50",
-        "p99",
-        "p99.9",
-        "max"
-    );
-    let mut adds_up = true;
-    for name in FIGURES {
-        let Some(f) = summary.figures.iter().find(|f| f.name == name) else {
-            println!("  {name:<20} nothing recorded");
-            adds_up = false;
-            continue;
-        };
-        let us = |v: Option<u64>| v.map_or("-".into(), |ns| format!("{:.2}", ns as f64 / 1e3));
-        println!(
-            "  {:<20} {:>8} {:>9} {:>9} {:>9} {:>9}{}",
-            name,
-            f.recorded,
-            us(f.quantile_ns(0.5)),
-            us(f.quantile_ns(0.99)),
-            us(f.quantile_ns(0.999)),
-            us(f.max_ns()),
-            if f.negative + f.saturated > 0 {
-                format!(" ({} negative, {} saturated)", f.negative, f.saturated)
-            } else {
-                String::new()
-            }
-        );
-        adds_up &= f.recorded + f.negative == moved;
-    }
-    println!(
-        "  counts {} the {moved} ticks that went through",
-        if adds_up { "equal" } else { "DO NOT equal" }
-    );
-    adds_up
 }
 
 /// Stops the media driver once `at` ticks were published and starts a new one in its
@@ -642,7 +626,7 @@ fn main() {
     if let Some(tap) = tap {
         // After a restart the figures hold what each hop handed over, which differs by the ticks
         // lost in the old driver's logs.
-        ok &= report_tap(tap, r.orders) || restarted;
+        ok &= report::report_tap(tap, r.orders) || restarted;
     }
     if !ok {
         std::process::exit(1);
