@@ -23,7 +23,9 @@ flags:
                           the order (a futex wake-up per order)
   --idle NAME             the gateway's and the exchange's idle strategy (default yield)
   --no-pin                leave the threads unpinned (default: the gateway on the second-to-last
-                          core this process may use, the exchange and the feed on the last)";
+                          core this process may use, the exchange and the feed on the last, the
+                          clients' conductors and the tap's writer on the one before when there
+                          is one, else the conductors on the last)";
 
 /// What the flags asked for.
 #[derive(Debug)]

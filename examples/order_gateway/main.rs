@@ -2,8 +2,11 @@
 //! stream 10, an order **gateway** turns each tick into one order on stream 20, and an
 //! **exchange** reads the orders. One process, three named threads, one embedded media driver,
 //! all on `aeron:ipc`, so it runs anywhere with one command. The gateway is pinned to one core,
-//! the exchange and the feed (which sleeps between ticks) to another (`--no-pin` leaves them
-//! free):
+//! the exchange and the feed (which sleeps between ticks) to another, and the helpers to a
+//! third when there is one: every client's conductor thread (`ClientBuilder::conductor_core`;
+//! on two cores beside the exchange, since the gateway's, built on the gateway's pinned thread,
+//! would otherwise wake on the gateway's core) and the tap's writer
+//! (`TapBuilder::writer_core`; free on two cores). `--no-pin` leaves them all free:
 //!
 //! ```text
 //! cargo run --release --example order_gateway -- --ticks 200000 --restart-at 100000
@@ -89,14 +92,16 @@ fn spawn_driver(dir: &Path) -> EmbeddedDriver {
         .unwrap_or_else(|e| die(&e.to_string()))
 }
 
-/// A client on `dir`, waiting (bounded) for a driver to be there: after a restart the new
-/// driver may not be up yet.
-fn connect(dir: &Path, role: &str) -> Client {
+/// A client on the driver's directory, its conductor thread on the helpers' core, waiting
+/// (bounded) for a driver to be there: after a restart the new driver may not be up yet.
+fn connect(s: &Shared, role: &str) -> Client {
     let deadline = Instant::now() + RECONNECT_WITHIN;
     loop {
         let who = role.to_owned();
         match Client::builder()
-            .dir(dir)
+            .dir(&s.dir)
+            // Not the calling thread's core: the gateway's conductor would wake on the gateway's.
+            .conductor_core(s.helpers_core)
             .driver_timeout(Duration::from_secs(2))
             // Each client says so when the driver goes: name which one.
             .error_handler(move |e| eprintln!("{who}: {e}"))
@@ -112,6 +117,8 @@ fn connect(dir: &Path, role: &str) -> Client {
 /// What the threads share.
 struct Shared {
     dir: PathBuf,
+    /// Where the clients' conductor threads run: a spare core, else the exchange's.
+    helpers_core: Option<usize>,
     published: AtomicU64,
     refused: Refused,
     finished: AtomicBool,
@@ -230,7 +237,7 @@ fn feed(s: Arc<Shared>, n: u64, rate: Option<u64>) {
     }
     let start = Instant::now();
     while !s.finished.load(Ordering::Acquire) {
-        let client = connect(&s.dir, "feed");
+        let client = connect(&s, "feed");
         let publ = tick_publication(&client, &s);
         while !s.finished.load(Ordering::Acquire) {
             // After the last tick, the end tick again and again until the exchange saw one: a
@@ -389,7 +396,7 @@ fn gateway(s: Arc<Shared>, idle: &str, stall: Stall, handoff: Option<Option<usiz
         .as_ref()
         .map(|t| t.figure(FIGURES[1]).unwrap_or_else(|e| die(&e.to_string())));
     while !s.finished.load(Ordering::Acquire) {
-        let client = connect(&s.dir, "gateway");
+        let client = connect(&s, "gateway");
         let mut ticks: Subscriber = client
             .subscription("aeron:ipc", TICKS)
             .unwrap_or_else(|e| die(&e.to_string()));
@@ -483,7 +490,7 @@ fn exchange(s: Arc<Shared>, idle: &str, delay: Duration) -> Received {
     let mut r = Received::default();
     let mut done = false;
     while !done {
-        let client = connect(&s.dir, "exchange");
+        let client = connect(&s, "exchange");
         let mut orders = order_subscription(&client, &s);
         loop {
             let polled = orders.poll(
@@ -561,16 +568,28 @@ fn restart_driver_at(
 fn main() {
     let a = parse_args();
     let dir = PathBuf::from(format!("/dev/shm/order-gateway-{}", std::process::id()));
+    // Two threads may spin: the gateway on the second-to-last core, the exchange on the last
+    // with the feed, which sleeps between ticks. The helpers (the clients' conductors, the
+    // tap's writer) get the core before them when there is one; on two cores the conductors
+    // go beside the exchange and the writer stays free.
+    let cores = messaging::available_cores();
+    let (gateway_core, exchange_core, spare_core) = match cores.as_slice() {
+        [.., h, g, e] if a.pin => (Some(*g), Some(*e), Some(*h)),
+        [.., g, e] if a.pin => (Some(*g), Some(*e), None),
+        _ => (None, None, None),
+    };
     let tap = a.tap.as_ref().map(|d| {
         Tap::builder(d)
             .interval(Duration::from_millis(a.tap_interval_ms))
             .slowest(a.tap_slowest)
+            .writer_core(spare_core)
             .start()
             .unwrap_or_else(|e| die(&e.to_string()))
     });
     let mut driver = Some(spawn_driver(&dir));
     let shared = Arc::new(Shared {
         dir: dir.clone(),
+        helpers_core: spare_core.or(exchange_core),
         published: AtomicU64::new(0),
         refused: Refused::default(),
         finished: AtomicBool::new(false),
@@ -579,13 +598,6 @@ fn main() {
     });
     let started = Instant::now();
     let delay = Duration::from_micros(a.exchange_delay_us);
-    // Two threads may spin on two cores: the gateway on one, the exchange on the other with
-    // the feed, which sleeps between ticks.
-    let cores = messaging::available_cores();
-    let (gateway_core, exchange_core) = match cores.as_slice() {
-        [.., g, e] if a.pin => (Some(*g), Some(*e)),
-        _ => (None, None),
-    };
     let stall = Stall {
         us: a.stall_us,
         every: a.stall_every,
