@@ -90,6 +90,11 @@ test: bootstrap
 		TAP_REQUIRE_HDR_JAVA=$(REQUIRE_HDR_JAVA) TAP_REQUIRE_PROMETHEUS=$(REQUIRE_PROMETHEUS) $(CARGO) test --workspace
 	# Paced, so the restart lands mid-stream (unpaced on 2 cores it often came after the last tick).
 	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --ticks 20000 --restart-at 10000 --rate 100000
+	# The same with --venue (the feed and the exchange as one thread), and its tap's four counts
+	# checked against the ticks (the example exits 1 when they differ).
+	$(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --venue --ticks 20000 --restart-at 10000 --rate 100000
+	d=$$(mktemp -d) && $(WITH_CMAKE) $(CARGO) run -q --example order_gateway -- --venue --tap $$d/tap --ticks 5000 \
+		&& rm -rf $$d
 	# latency-probe attach names the causes planted in that example, 3 runs each of 5 cases,
 	# each named in 2 of them at least on these debug builds (~3 min; make attach-check: 3 of 3).
 	scripts/attach-check.py --self-test

@@ -13,7 +13,8 @@ flags:
   --rate N                ticks per second, paced as market data arrives (default: 10000 with
                           --tap, else as fast as it can; 0: as fast as it can)
   --restart-at N          restart the media driver after N ticks
-  --exchange-delay-us N   the exchange sleeps N µs per order (back-pressure)
+  --exchange-delay-us N   the exchange sleeps N µs per order (back-pressure; with --venue the
+                          feed waits too)
   --tap DIR               record the four hops' latencies into DIR (.hlog, tap.json, tap.prom)
   --tap-interval-ms N     the tap's interval (default 1000)
   --stall-us N            plant a busy stall of N µs in the gateway's handler ...
@@ -21,11 +22,14 @@ flags:
   --tap-slowest N         the slowest messages kept per figure and interval (default 128)
   --handoff               hand each tick through a channel to a second thread that publishes
                           the order (a futex wake-up per order)
-  --idle NAME             the gateway's and the exchange's idle strategy (default yield)
+  --idle NAME             the gateway's and the exchange's (or the venue's) idle strategy
+                          (default yield)
+  --venue                 the feed and the exchange as one thread, the venue's, which waits for
+                          each tick's time between polls of the orders: no wake-up per tick
   --no-pin                leave the threads unpinned (default: the gateway on the second-to-last
-                          core this process may use, the exchange and the feed on the last, the
-                          clients' conductors and the tap's writer on the one before when there
-                          is one, else the conductors on the last)";
+                          core this process may use, the exchange and the feed, or the venue, on
+                          the last, the clients' conductors and the tap's writer on the one before
+                          when there is one, else the conductors on the last)";
 
 /// What the flags asked for.
 #[derive(Debug)]
@@ -41,6 +45,7 @@ pub(crate) struct Args {
     pub(crate) idle: String,
     pub(crate) pin: bool,
     pub(crate) handoff: bool,
+    pub(crate) venue: bool,
     pub(crate) tap_slowest: usize,
 }
 
@@ -53,7 +58,8 @@ pub(crate) fn parse_args() -> Args {
     }
     let pin = !raw.iter().any(|a| a == "--no-pin");
     let handoff = raw.iter().any(|a| a == "--handoff");
-    raw.retain(|a| a != "--no-pin" && a != "--handoff");
+    let venue = raw.iter().any(|a| a == "--venue");
+    raw.retain(|a| a != "--no-pin" && a != "--handoff" && a != "--venue");
     let mut a = Args {
         ticks: 100_000,
         rate: None,
@@ -66,6 +72,7 @@ pub(crate) fn parse_args() -> Args {
         idle: "yield".into(),
         pin,
         handoff,
+        venue,
         tap_slowest: messaging::tap::SLOWEST_DEFAULT,
     };
     let rate_given = raw.iter().any(|a| a == "--rate");

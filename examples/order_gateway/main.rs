@@ -11,6 +11,7 @@
 //! ```text
 //! cargo run --release --example order_gateway -- --ticks 200000 --restart-at 100000
 //! cargo run --release --example order_gateway -- --tap /tmp/tap --rate 20000 --ticks 200000
+//! cargo run --release --example order_gateway -- --tap /tmp/tap --venue --idle spin
 //! ```
 //!
 //! What it shows:
@@ -37,6 +38,12 @@
 //!   a busy stall of N µs in the gateway's handler every M ticks, to see it move the figures.
 //!   `--tap-slowest N` keeps each interval's N slowest messages per figure (`slowest.jsonl`)
 //!   for `latency-probe attach`;
+//! - **the venue** (`--venue`): the feed and the exchange as one thread, `venue`, as a trading
+//!   venue publishes market data and takes orders; it waits for each tick's time between polls
+//!   of the orders instead of sleeping, so no thread wakes up per tick. On two cores the
+//!   feed's wake-ups otherwise sit in the hop whose reader shares its core (measured in
+//!   `docs/results/2026-11-29-order-gateway-venue.md`); with `--idle spin` the two hot threads
+//!   never give their cores away by yielding. `--exchange-delay-us` then holds the feed too;
 //! - **a channel hand-off** (`--handoff`): the gateway's handler sends each tick through a
 //!   crossbeam channel to a second thread, `gateway-send`, which blocks in `recv` until one comes
 //!   and publishes the order: the shape of a service that hands work to another thread, whose
@@ -63,6 +70,7 @@ use messaging::{
 
 mod args;
 mod report;
+mod venue;
 use args::parse_args;
 
 const TICKS: i32 = 10;
@@ -117,7 +125,8 @@ fn connect(s: &Shared, role: &str) -> Client {
 /// What the threads share.
 struct Shared {
     dir: PathBuf,
-    /// Where the clients' conductor threads run: a spare core, else the exchange's.
+    /// Where the clients' conductor threads run: a spare core, else the exchange's (or the
+    /// venue's).
     helpers_core: Option<usize>,
     published: AtomicU64,
     refused: Refused,
@@ -542,16 +551,11 @@ fn spawn<T: Send + 'static>(
 
 /// Stops the media driver once `at` ticks were published and starts a new one in its
 /// directory (the clients notice and reconnect); false when the feed ended first.
-fn restart_driver_at(
-    at: u64,
-    shared: &Shared,
-    feed: &messaging::PinnedThread<()>,
-    driver: &mut Option<EmbeddedDriver>,
-) -> bool {
-    while shared.published.load(Ordering::Acquire) < at && !feed.is_finished() {
+fn restart_driver_at(at: u64, shared: &Shared, fed: impl Fn() -> bool, driver: &mut Option<EmbeddedDriver>) -> bool {
+    while shared.published.load(Ordering::Acquire) < at && !fed() {
         std::thread::sleep(Duration::from_millis(1));
     }
-    if feed.is_finished() {
+    if fed() {
         return false;
     }
     println!(
@@ -569,9 +573,10 @@ fn main() {
     let a = parse_args();
     let dir = PathBuf::from(format!("/dev/shm/order-gateway-{}", std::process::id()));
     // Two threads may spin: the gateway on the second-to-last core, the exchange on the last
-    // with the feed, which sleeps between ticks. The helpers (the clients' conductors, the
-    // tap's writer) get the core before them when there is one; on two cores the conductors
-    // go beside the exchange and the writer stays free.
+    // with the feed, which sleeps between ticks (with --venue, one thread, the venue, does
+    // both). The helpers (the clients' conductors, the tap's writer) get the core before them
+    // when there is one; on two cores the conductors go beside the exchange and the writer
+    // stays free.
     let cores = messaging::available_cores();
     let (gateway_core, exchange_core, spare_core) = match cores.as_slice() {
         [.., h, g, e] if a.pin => (Some(*g), Some(*e), Some(*h)),
@@ -602,24 +607,39 @@ fn main() {
         us: a.stall_us,
         every: a.stall_every,
     };
-    let exchange = spawn("exchange", exchange_core, {
-        let (s, idle) = (shared.clone(), a.idle.clone());
-        move || exchange(s, &idle, delay)
-    });
+    let exchange = if a.venue {
+        spawn("venue", exchange_core, {
+            let (s, idle, n, rate) = (shared.clone(), a.idle.clone(), a.ticks, a.rate);
+            move || venue::venue(s, n, rate, &idle, delay)
+        })
+    } else {
+        spawn("exchange", exchange_core, {
+            let (s, idle) = (shared.clone(), a.idle.clone());
+            move || exchange(s, &idle, delay)
+        })
+    };
     // gateway-send blocks between orders: it shares the exchange's core, off the gateway's.
     let handoff = a.handoff.then_some(exchange_core);
     let gateway = spawn("gateway", gateway_core, {
         let (s, idle) = (shared.clone(), a.idle.clone());
         move || gateway(s, &idle, stall, handoff)
     });
-    let feed = spawn("feed", exchange_core, {
-        let (s, n, rate) = (shared.clone(), a.ticks, a.rate);
-        move || feed(s, n, rate)
+    let feed = (!a.venue).then(|| {
+        spawn("feed", exchange_core, {
+            let (s, n, rate) = (shared.clone(), a.ticks, a.rate);
+            move || feed(s, n, rate)
+        })
     });
+    let fed = || match &feed {
+        Some(feed) => feed.is_finished(),
+        None => exchange.is_finished(),
+    };
     let restarted = a
         .restart_at
-        .is_some_and(|at| restart_driver_at(at, &shared, &feed, &mut driver));
-    feed.join().expect("feed");
+        .is_some_and(|at| restart_driver_at(at, &shared, fed, &mut driver));
+    if let Some(feed) = feed {
+        feed.join().expect("feed");
+    }
     gateway.join().expect("gateway");
     let r = exchange.join().expect("exchange");
     drop(driver);
