@@ -1,14 +1,34 @@
 //! `order_gateway`'s summary of the tap: [`report_tap`].
 
 use messaging::tap::Tap;
+use messaging::TapError;
 
 use super::{die, FIGURES};
 
-/// The tap's figures, one line each (µs), and whether their counts add up to the ticks that
-/// went through (`moved`).
-pub(crate) fn report_tap(tap: Tap, moved: u64) -> bool {
+/// What [`report_tap`] found.
+pub(crate) struct Reported {
+    /// Every figure's count equals the ticks that went through.
+    pub(crate) adds_up: bool,
+    /// Every write of the tap's files succeeded.
+    pub(crate) written: bool,
+}
+
+/// Stops the tap and prints its figures, one line each (µs), and whether their counts add up
+/// to the ticks that went through (`moved`). When writes failed (a full disk), the figures are
+/// still printed: their totals are whole, only the logs miss intervals.
+pub(crate) fn report_tap(tap: Tap, moved: u64) -> Reported {
     let dir = tap.dir().to_path_buf();
-    let summary = tap.stop().unwrap_or_else(|e| die(&format!("tap: {e}")));
+    let (summary, written) = match tap.stop() {
+        Ok(summary) => (summary, true),
+        Err(e @ TapError::WritesFailed { .. }) => {
+            eprintln!("order_gateway: tap: {e}");
+            let TapError::WritesFailed { summary, .. } = e else {
+                unreachable!()
+            };
+            (*summary, false)
+        }
+        Err(e) => die(&format!("tap: {e}")),
+    };
     println!(
         "tap: {} (CLOCK_MONOTONIC, ns in the logs; µs below)\n  {:<20} {:>8} {:>9} {:>9} {:>9} {:>9}",
         dir.display(),
@@ -47,5 +67,5 @@ pub(crate) fn report_tap(tap: Tap, moved: u64) -> bool {
         "  counts {} the {moved} ticks that went through",
         if adds_up { "equal" } else { "DO NOT equal" }
     );
-    adds_up
+    Reported { adds_up, written }
 }
