@@ -50,8 +50,22 @@ fn build_on(d: &EmbeddedDriver, builder_core: usize, conductor_core: Option<usiz
         .join()
         .expect("join")
         .expect("client");
-    let added: Vec<String> = conductors().difference(&before).cloned().collect();
-    assert_eq!(added.len(), 1, "one conductor thread added: {added:?}");
+    // Read until the new conductor shows: a listing of /proc/self/task skips an entry when a
+    // thread before it exits meanwhile (here the joined builder, still leaving the kernel).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    let added = loop {
+        let after = conductors();
+        let added: Vec<String> = after.difference(&before).cloned().collect();
+        if added.len() == 1 || std::time::Instant::now() > deadline {
+            assert_eq!(
+                added.len(),
+                1,
+                "one conductor thread added: before {before:?}, after {after:?}"
+            );
+            break added;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
     let cores = allowed(&added[0]);
     (client, cores)
 }
@@ -61,19 +75,21 @@ fn the_conductor_inherits_the_builder_s_core_unless_told_where_to_run() {
     let d = driver();
     let cores = available_cores();
     let (first, last) = (cores[0], *cores.last().unwrap());
-
-    let (inherited, on) = build_on(&d, first, None);
-    assert_eq!(
-        on,
-        first.to_string(),
-        "by default the conductor runs where its builder was pinned"
-    );
-
-    let (placed, on) = build_on(&d, first, Some(last));
-    assert_eq!(on, last.to_string(), "conductor_core puts it on the core named");
-    // Both clients work: a stream through each.
-    move_messages(&inherited, 1001, 100);
-    move_messages(&placed, 1002, 100);
+    if first == last {
+        eprintln!("one core ({cores:?}): where the conductor runs cannot be told apart; skipped");
+    } else {
+        let (inherited, on) = build_on(&d, first, None);
+        assert_eq!(
+            on,
+            first.to_string(),
+            "by default the conductor runs where its builder was pinned"
+        );
+        let (placed, on) = build_on(&d, first, Some(last));
+        assert_eq!(on, last.to_string(), "conductor_core puts it on the core named");
+        // Both clients work: a stream through each.
+        move_messages(&inherited, 1001, 100);
+        move_messages(&placed, 1002, 100);
+    }
 
     let e = Client::builder()
         .dir(d.dir())
