@@ -72,6 +72,15 @@ fn build_on(d: &EmbeddedDriver, builder_core: usize, conductor_core: Option<usiz
 
 #[test]
 fn the_conductor_inherits_the_builder_s_core_unless_told_where_to_run() {
+    // A core this process does not have is refused before anything is looked at: no driver
+    // is needed to be told.
+    let early = Client::builder()
+        .dir("/nonexistent/aeron")
+        .conductor_core(Some(100_000))
+        .check()
+        .expect_err("refused by check");
+    assert!(matches!(early, ConnectError::ConductorThread { .. }), "{early:?}");
+
     let d = driver();
     let cores = available_cores();
     let (first, last) = (cores[0], *cores.last().unwrap());

@@ -154,11 +154,19 @@ impl ClientBuilder {
         check_dir(&dir, timeout)
     }
 
-    /// The directory and driver timeout, with the defaults applied (a timeout checked).
+    /// The directory and driver timeout, with the defaults applied (a timeout checked, and
+    /// the conductor's core, before anything is mapped or started).
     fn resolve(self) -> Result<(PathBuf, Duration), ConnectError> {
         let dir = self.dir.unwrap_or_else(default_aeron_dir);
         let timeout = crate::cnc::driver_timeout(self.driver_timeout)
             .map_err(|detail| ConnectError::BadDriverTimeout { detail })?;
+        if let Some(core) = self.conductor_core {
+            let available = crate::thread::available_cores();
+            if !available.contains(&core) {
+                let source = crate::SpawnError::NoSuchCore { core, available };
+                return Err(ConnectError::ConductorThread { dir, source });
+            }
+        }
         Ok((dir, timeout))
     }
 

@@ -119,7 +119,8 @@ impl fmt::Display for ConnectError {
             ),
             Self::ConductorThread { dir, source } => write!(
                 f,
-                "could not start the client's conductor thread for the media driver at {}: {source}",
+                "could not start the client's conductor thread for the media driver at {} (its core is \
+                 ClientBuilder::conductor_core's; None leaves it unpinned): {source}",
                 dir.display()
             ),
             Self::Client { dir, detail } => write!(
