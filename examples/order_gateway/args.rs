@@ -25,7 +25,7 @@ flags:
   --idle NAME             the gateway's and the exchange's (or the venue's) idle strategy
                           (default yield)
   --venue                 the feed and the exchange as one thread, the venue's, which waits for
-                          each tick's time between polls of the orders: no wake-up per tick
+                          each tick's time between polls of the orders instead of sleeping
   --no-pin                leave the threads unpinned (default: the gateway on the second-to-last
                           core this process may use, the exchange and the feed, or the venue, on
                           the last, the clients' conductors and the tap's writer on the one before

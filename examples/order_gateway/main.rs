@@ -40,8 +40,9 @@
 //!   for `latency-probe attach`;
 //! - **the venue** (`--venue`): the feed and the exchange as one thread, `venue`, as a trading
 //!   venue publishes market data and takes orders; it waits for each tick's time between polls
-//!   of the orders instead of sleeping, so no thread wakes up per tick. On two cores the
-//!   feed's wake-ups otherwise sit in the hop whose reader shares its core (measured in
+//!   of the orders instead of sleeping, so no thread sleeps until each tick (`gateway-send`
+//!   of `--handoff` still wakes per order). On two cores the feed's wake-ups otherwise sit in
+//!   the hop whose reader shares its core (measured in
 //!   `docs/results/2026-11-29-order-gateway-venue.md`); with `--idle spin` the two hot threads
 //!   never give their cores away by yielding. `--exchange-delay-us` then holds the feed too;
 //! - **a channel hand-off** (`--handoff`): the gateway's handler sends each tick through a

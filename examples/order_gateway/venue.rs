@@ -44,7 +44,7 @@ impl Feed {
             if s.ready.load(Ordering::Acquire) {
                 self.start = Some(Instant::now());
             } else if Instant::now() > self.deadline {
-                die("venue: the gateway never reached the exchange");
+                die("venue: the gateway's orders never reached the venue");
             }
             return Ok(0);
         };
