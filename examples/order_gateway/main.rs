@@ -71,6 +71,7 @@ use messaging::{
 
 mod args;
 mod report;
+use report::Refused;
 mod venue;
 use args::parse_args;
 
@@ -135,56 +136,6 @@ struct Shared {
     /// The gateway's order publication reached the exchange: the path is up end to end.
     ready: AtomicBool,
     tap: Option<Tap>,
-}
-
-/// The gateway's offers of an order that were refused, by why. Each was tried again (the tick
-/// comes again on the next poll, or `gateway-send` offers it again), except the last ones, once
-/// the exchange is done.
-#[derive(Default)]
-struct Refused {
-    /// The order publication was back-pressured: the exchange is behind.
-    back_pressured: AtomicU64,
-    /// It was at a term's end (Aeron's admin action: the next offer goes into the next term).
-    admin_action: AtomicU64,
-    /// It had no subscriber: the exchange was not there, or the driver was restarting (with
-    /// `--handoff`, also a tick handed off while `gateway-send` was gone with the old driver).
-    not_connected: AtomicU64,
-    /// The hand-off channel to `gateway-send` was full (`--handoff`).
-    channel_full: AtomicU64,
-}
-
-impl Refused {
-    /// Counts a retryable offer error (`OfferError::is_retryable`: these three).
-    fn offer(&self, e: &OfferError) {
-        let by = match e {
-            OfferError::BackPressured => &self.back_pressured,
-            OfferError::AdminAction => &self.admin_action,
-            OfferError::NotConnected => &self.not_connected,
-            _ => return,
-        };
-        by.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// `orders refused 97 times, each tried again: back-pressured 0, admin action 97, not
-    /// connected 0`.
-    fn text(&self) -> String {
-        let [b, a, n, c] = [
-            &self.back_pressured,
-            &self.admin_action,
-            &self.not_connected,
-            &self.channel_full,
-        ]
-        .map(|x| x.load(Ordering::Relaxed));
-        let full = if c > 0 {
-            format!(", hand-off channel full {c}")
-        } else {
-            String::new()
-        };
-        format!(
-            "orders refused {} times, each tried again: back-pressured {b}, admin action {a}, not connected {n}{full}",
-            b + a + n + c
-        )
-    }
 }
 
 /// Waits until tick `seq`'s turn at `rate` ticks per second from `start`, sleeping (the feed
@@ -570,32 +521,92 @@ fn restart_driver_at(at: u64, shared: &Shared, fed: impl Fn() -> bool, driver: &
     true
 }
 
+/// Where the threads run (`None`: unpinned). Two threads may spin: the gateway on the
+/// second-to-last core, the exchange on the last with the feed, which sleeps between ticks
+/// (with --venue, one thread, the venue, does both). The helpers (the clients' conductors,
+/// the tap's writer) get the core before them when there is one; on two cores the conductors
+/// go beside the exchange and the writer stays free.
+struct Cores {
+    gateway: Option<usize>,
+    exchange: Option<usize>,
+    spare: Option<usize>,
+}
+
+impl Cores {
+    fn place(pin: bool) -> Cores {
+        let (gateway, exchange, spare) = match messaging::available_cores().as_slice() {
+            [.., h, g, e] if pin => (Some(*g), Some(*e), Some(*h)),
+            [.., g, e] if pin => (Some(*g), Some(*e), None),
+            _ => (None, None, None),
+        };
+        Cores {
+            gateway,
+            exchange,
+            spare,
+        }
+    }
+}
+
+/// The running threads: the exchange (or the venue), the gateway, and the feed (none with
+/// --venue).
+struct Threads {
+    exchange: messaging::PinnedThread<Received>,
+    gateway: messaging::PinnedThread<()>,
+    feed: Option<messaging::PinnedThread<()>>,
+}
+
+fn start_threads(a: &args::Args, shared: &Arc<Shared>, cores: &Cores) -> Threads {
+    let delay = Duration::from_micros(a.exchange_delay_us);
+    let stall = Stall {
+        us: a.stall_us,
+        every: a.stall_every,
+    };
+    let exchange = if a.venue {
+        spawn("venue", cores.exchange, {
+            let (s, idle, n, rate) = (shared.clone(), a.idle.clone(), a.ticks, a.rate);
+            move || venue::venue(s, n, rate, &idle, delay)
+        })
+    } else {
+        spawn("exchange", cores.exchange, {
+            let (s, idle) = (shared.clone(), a.idle.clone());
+            move || exchange(s, &idle, delay)
+        })
+    };
+    // gateway-send blocks between orders: it shares the exchange's core, off the gateway's.
+    let handoff = a.handoff.then_some(cores.exchange);
+    let gateway = spawn("gateway", cores.gateway, {
+        let (s, idle) = (shared.clone(), a.idle.clone());
+        move || gateway(s, &idle, stall, handoff)
+    });
+    let feed = (!a.venue).then(|| {
+        spawn("feed", cores.exchange, {
+            let (s, n, rate) = (shared.clone(), a.ticks, a.rate);
+            move || feed(s, n, rate)
+        })
+    });
+    Threads {
+        exchange,
+        gateway,
+        feed,
+    }
+}
+
 fn main() {
     let a = parse_args();
     let dir = PathBuf::from(format!("/dev/shm/order-gateway-{}", std::process::id()));
-    // Two threads may spin: the gateway on the second-to-last core, the exchange on the last
-    // with the feed, which sleeps between ticks (with --venue, one thread, the venue, does
-    // both). The helpers (the clients' conductors, the tap's writer) get the core before them
-    // when there is one; on two cores the conductors go beside the exchange and the writer
-    // stays free.
-    let cores = messaging::available_cores();
-    let (gateway_core, exchange_core, spare_core) = match cores.as_slice() {
-        [.., h, g, e] if a.pin => (Some(*g), Some(*e), Some(*h)),
-        [.., g, e] if a.pin => (Some(*g), Some(*e), None),
-        _ => (None, None, None),
-    };
+    let cores = Cores::place(a.pin);
     let tap = a.tap.as_ref().map(|d| {
         Tap::builder(d)
             .interval(Duration::from_millis(a.tap_interval_ms))
             .slowest(a.tap_slowest)
-            .writer_core(spare_core)
+            .writer_core(cores.spare)
             .start()
             .unwrap_or_else(|e| die(&e.to_string()))
     });
     let mut driver = Some(spawn_driver(&dir));
     let shared = Arc::new(Shared {
         dir: dir.clone(),
-        helpers_core: spare_core.or(exchange_core),
+        helpers_core: cores.spare.or(cores.exchange),
         published: AtomicU64::new(0),
         refused: Refused::default(),
         finished: AtomicBool::new(false),
@@ -603,46 +614,19 @@ fn main() {
         tap,
     });
     let started = Instant::now();
-    let delay = Duration::from_micros(a.exchange_delay_us);
-    let stall = Stall {
-        us: a.stall_us,
-        every: a.stall_every,
-    };
-    let exchange = if a.venue {
-        spawn("venue", exchange_core, {
-            let (s, idle, n, rate) = (shared.clone(), a.idle.clone(), a.ticks, a.rate);
-            move || venue::venue(s, n, rate, &idle, delay)
-        })
-    } else {
-        spawn("exchange", exchange_core, {
-            let (s, idle) = (shared.clone(), a.idle.clone());
-            move || exchange(s, &idle, delay)
-        })
-    };
-    // gateway-send blocks between orders: it shares the exchange's core, off the gateway's.
-    let handoff = a.handoff.then_some(exchange_core);
-    let gateway = spawn("gateway", gateway_core, {
-        let (s, idle) = (shared.clone(), a.idle.clone());
-        move || gateway(s, &idle, stall, handoff)
-    });
-    let feed = (!a.venue).then(|| {
-        spawn("feed", exchange_core, {
-            let (s, n, rate) = (shared.clone(), a.ticks, a.rate);
-            move || feed(s, n, rate)
-        })
-    });
-    let fed = || match &feed {
+    let t = start_threads(&a, &shared, &cores);
+    let fed = || match &t.feed {
         Some(feed) => feed.is_finished(),
-        None => exchange.is_finished(),
+        None => t.exchange.is_finished(),
     };
     let restarted = a
         .restart_at
         .is_some_and(|at| restart_driver_at(at, &shared, fed, &mut driver));
-    if let Some(feed) = feed {
+    if let Some(feed) = t.feed {
         feed.join().expect("feed");
     }
-    gateway.join().expect("gateway");
-    let r = exchange.join().expect("exchange");
+    t.gateway.join().expect("gateway");
+    let r = t.exchange.join().expect("exchange");
     drop(driver);
     println!(
         "ticks {} (+ end), orders received {}, lost at the restart {}, out of order {}, {}, {:.2} s{}",

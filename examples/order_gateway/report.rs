@@ -1,9 +1,62 @@
-//! `order_gateway`'s summary of the tap: [`report_tap`].
+//! What `order_gateway` counts and prints at the end: the gateway's refused offers
+//! ([`Refused`]) and the tap's summary ([`report_tap`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use messaging::tap::Tap;
-use messaging::TapError;
+use messaging::{OfferError, TapError};
 
 use super::{die, FIGURES};
+
+/// The gateway's offers of an order that were refused, by why. Each was tried again (the tick
+/// comes again on the next poll, or `gateway-send` offers it again), except the last ones, once
+/// the exchange is done.
+#[derive(Default)]
+pub(crate) struct Refused {
+    /// The order publication was back-pressured: the exchange is behind.
+    pub(crate) back_pressured: AtomicU64,
+    /// It was at a term's end (Aeron's admin action: the next offer goes into the next term).
+    pub(crate) admin_action: AtomicU64,
+    /// It had no subscriber: the exchange was not there, or the driver was restarting (with
+    /// `--handoff`, also a tick handed off while `gateway-send` was gone with the old driver).
+    pub(crate) not_connected: AtomicU64,
+    /// The hand-off channel to `gateway-send` was full (`--handoff`).
+    pub(crate) channel_full: AtomicU64,
+}
+
+impl Refused {
+    /// Counts a retryable offer error (`OfferError::is_retryable`: these three).
+    pub(crate) fn offer(&self, e: &OfferError) {
+        let by = match e {
+            OfferError::BackPressured => &self.back_pressured,
+            OfferError::AdminAction => &self.admin_action,
+            OfferError::NotConnected => &self.not_connected,
+            _ => return,
+        };
+        by.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `orders refused 97 times, each tried again: back-pressured 0, admin action 97, not
+    /// connected 0`.
+    pub(crate) fn text(&self) -> String {
+        let [b, a, n, c] = [
+            &self.back_pressured,
+            &self.admin_action,
+            &self.not_connected,
+            &self.channel_full,
+        ]
+        .map(|x| x.load(Ordering::Relaxed));
+        let full = if c > 0 {
+            format!(", hand-off channel full {c}")
+        } else {
+            String::new()
+        };
+        format!(
+            "orders refused {} times, each tried again: back-pressured {b}, admin action {a}, not connected {n}{full}",
+            b + a + n + c
+        )
+    }
+}
 
 /// What [`report_tap`] found.
 pub(crate) struct Reported {
