@@ -65,7 +65,7 @@ use std::time::{Duration, Instant};
 
 use messaging::tap::{FigureRecorder, RecordLatency, Stamp, Tap};
 use messaging::{
-    Client, ConcurrentPublication, ControlledAction, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError,
+    AddError, Client, ConcurrentPublication, ControlledAction, EmbeddedDriver, IdleStrategy, MessageHeader, OfferError,
     PollError, StampClock, Subscriber, ThreadBuilder,
 };
 
@@ -156,29 +156,36 @@ fn due(start: Instant, rate: u64, seq: u64) -> Instant {
     start + Duration::from_nanos(seq.saturating_mul(1_000_000_000) / rate)
 }
 
-/// The feed's publication of ticks, stamping their send time when the tap records.
-fn tick_publication(client: &Client, s: &Shared) -> ConcurrentPublication {
-    let mut publ = client
-        .publication("aeron:ipc", TICKS)
-        .unwrap_or_else(|e| die(&e.to_string()));
+/// What an add returned: the handle, or `None` when the client closed meanwhile (the driver
+/// went, as in a restart: build a new client); any other error ends the example.
+fn added<T>(r: Result<T, AddError>) -> Option<T> {
+    match r {
+        Ok(handle) => Some(handle),
+        Err(AddError::ClientClosed) => None,
+        Err(e) => die(&e.to_string()),
+    }
+}
+
+/// The feed's publication of ticks, stamping their send time when the tap records; `None`
+/// when the client closed meanwhile.
+fn tick_publication(client: &Client, s: &Shared) -> Option<ConcurrentPublication> {
+    let mut publ = added(client.publication("aeron:ipc", TICKS))?;
     if s.tap.is_some() {
         publ.stamp_send_time(Some(StampClock::Monotonic));
     }
-    publ
+    Some(publ)
 }
 
 /// The exchange's subscription to orders, recording the last hop and end to end when the tap
-/// records.
-fn order_subscription(client: &Client, s: &Shared) -> Subscriber {
-    let mut orders = client
-        .subscription("aeron:ipc", ORDERS)
-        .unwrap_or_else(|e| die(&e.to_string()));
+/// records; `None` when the client closed meanwhile.
+fn order_subscription(client: &Client, s: &Shared) -> Option<Subscriber> {
+    let mut orders = added(client.subscription("aeron:ipc", ORDERS))?;
     if let Some(tap) = &s.tap {
         orders
             .record_latency(tap, RecordLatency::hop(FIGURES[2]).end_to_end(FIGURES[3]))
             .unwrap_or_else(|e| die(&e.to_string()));
     }
-    orders
+    Some(orders)
 }
 
 /// The feed: ticks 0..n (8 bytes each, the sequence number), paced at `rate`, stamped when the
@@ -199,7 +206,9 @@ fn feed(s: Arc<Shared>, n: u64, rate: Option<u64>) {
     let start = Instant::now();
     while !s.finished.load(Ordering::Acquire) {
         let client = connect(&s, "feed");
-        let publ = tick_publication(&client, &s);
+        let Some(publ) = tick_publication(&client, &s) else {
+            continue;
+        };
         while !s.finished.load(Ordering::Acquire) {
             // After the last tick, the end tick again and again until the exchange saw one: a
             // driver restart may have lost it with the old driver's logs.
@@ -358,17 +367,17 @@ fn gateway(s: Arc<Shared>, idle: &str, stall: Stall, handoff: Option<Option<usiz
         .map(|t| t.figure(FIGURES[1]).unwrap_or_else(|e| die(&e.to_string())));
     while !s.finished.load(Ordering::Acquire) {
         let client = connect(&s, "gateway");
-        let mut ticks: Subscriber = client
-            .subscription("aeron:ipc", TICKS)
-            .unwrap_or_else(|e| die(&e.to_string()));
+        let Some(mut ticks) = added(client.subscription("aeron:ipc", TICKS)) else {
+            continue;
+        };
         if let Some(tap) = &s.tap {
             ticks
                 .record_latency(tap, RecordLatency::hop(FIGURES[0]))
                 .unwrap_or_else(|e| die(&e.to_string()));
         }
-        let orders: ConcurrentPublication = client
-            .publication("aeron:ipc", ORDERS)
-            .unwrap_or_else(|e| die(&e.to_string()));
+        let Some(orders) = added(client.publication("aeron:ipc", ORDERS)) else {
+            continue;
+        };
         let (mut out, sender) = match handoff {
             None => (Out::Direct(orders), None),
             Some(core) => {
@@ -452,7 +461,9 @@ fn exchange(s: Arc<Shared>, idle: &str, delay: Duration) -> Received {
     let mut done = false;
     while !done {
         let client = connect(&s, "exchange");
-        let mut orders = order_subscription(&client, &s);
+        let Some(mut orders) = order_subscription(&client, &s) else {
+            continue;
+        };
         loop {
             let polled = orders.poll(
                 &mut |order: &[u8], _: &MessageHeader<'_>| {

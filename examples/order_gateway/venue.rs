@@ -105,8 +105,9 @@ pub(crate) fn venue(s: Arc<Shared>, n: u64, rate: Option<u64>, idle: &str, delay
     let mut done = false;
     while !done {
         let client = connect(&s, "venue");
-        let ticks = tick_publication(&client, &s);
-        let mut orders = order_subscription(&client, &s);
+        let (Some(ticks), Some(mut orders)) = (tick_publication(&client, &s), order_subscription(&client, &s)) else {
+            continue; // the driver went meanwhile: a new client
+        };
         // A closed publication (the driver went) ends the round: a new client.
         while let Ok(sent) = feed.send_due(&ticks, &s) {
             let polled = orders.poll(
