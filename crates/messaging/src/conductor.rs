@@ -26,7 +26,7 @@ use crate::error::{AddError, AsyncError, LivenessError};
 /// (`IDLE_SLEEP_MS`). Each wake-up briefly takes a core; a late publisher is noticed within it.
 pub const CONDUCTOR_IDLE: Duration = Duration::from_millis(4);
 
-/// [`Shared::state`]: the client works with its driver.
+/// [`Lost::state`]: the client works with its driver.
 pub(crate) const ACTIVE: u8 = 0;
 /// The driver closed in order (it wrote the null heartbeat).
 pub(crate) const DRIVER_CLOSED: u8 = 1;

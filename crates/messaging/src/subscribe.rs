@@ -215,7 +215,7 @@ impl Client {
     /// This is the convenient path, not the fast one: each message is allocated, and the
     /// receiver's `recv`/`recv_timeout` parks on a futex that each hand-over wakes; the
     /// consumer's wake-ups are exactly the jitter `latency-probe --delivery channel`
-    /// demonstrates. For latency, poll a [`Subscriber`](crate::Subscriber) on the consuming thread instead.
+    /// demonstrates. For latency, poll a [`Subscriber`] on the consuming thread instead.
     ///
     /// # Errors
     /// [`SubscribeError`] when the subscription cannot be added or the thread cannot start.

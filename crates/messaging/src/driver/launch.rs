@@ -80,7 +80,7 @@ impl EmbeddedDriverBuilder {
     }
 
     /// Term length for network publications (power of two, 64 KiB..512 MiB: see
-    /// [`check_term_length`](crate::check_term_length)).
+    /// [`check_term_length`]).
     #[must_use]
     pub fn term_length(mut self, bytes: usize) -> Self {
         self.term_length = Some(bytes);

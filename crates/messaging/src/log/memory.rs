@@ -110,7 +110,7 @@ unsafe impl Sync for RawLog {}
 impl RawLog {
     /// # Safety
     /// `terms` points to three terms of `term_length` bytes (a power of two, at least 64
-    /// bytes, 32-byte aligned), `meta` to [`LOG_META_DATA_LENGTH`] bytes, 8-byte aligned; both
+    /// bytes, 32-byte aligned), `meta` to [`LOG_META_DATA_LENGTH`](super::descriptor::LOG_META_DATA_LENGTH) bytes, 8-byte aligned; both
     /// stay valid while this value or a copy of it is used.
     pub(crate) unsafe fn new(terms: *mut u8, meta: *mut u8, term_length: i32) -> RawLog {
         debug_assert!(term_length > 0 && (term_length as u32).is_power_of_two());

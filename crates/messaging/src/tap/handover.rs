@@ -167,7 +167,7 @@ impl<T> Slots<T> {
     ///
     /// # Safety
     /// Only the writer calls it, with `inactive` read from this source's [`Handover`] since the
-    /// writer's last [`Handover::ask`].
+    /// writer's last [`Handover::ask_after`].
     pub(crate) unsafe fn take(&self, inactive: Option<usize>, retired: bool, mut take: impl FnMut(&mut T)) {
         let mut one = |i: usize| {
             #[cfg(not(messaging_loom))]

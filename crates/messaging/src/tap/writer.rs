@@ -404,7 +404,7 @@ impl Writer {
         self.summary()
     }
 
-    /// Takes every source's interval ([`collect`](super::collect::collect)) and writes each
+    /// Takes every source's interval ([`collect`]) and writes each
     /// figure's lines: one tagged line per source that recorded something, then the figure's
     /// sum untagged (what HdrHistogram's tools read by default). Sources that had retired
     /// when they were taken are let go.
