@@ -103,6 +103,16 @@ pub fn available_cores() -> Vec<usize> {
         .collect()
 }
 
+/// `core` is one of [`available_cores`], or [`SpawnError::NoSuchCore`] naming them.
+pub(crate) fn check_core(core: usize) -> Result<(), SpawnError> {
+    let available = available_cores();
+    if available.contains(&core) {
+        Ok(())
+    } else {
+        Err(SpawnError::NoSuchCore { core, available })
+    }
+}
+
 /// The calling thread's Linux thread id.
 #[must_use]
 pub fn current_tid() -> i32 {
@@ -165,10 +175,7 @@ impl ThreadBuilder {
             return Err(SpawnError::BadName { name: name.clone() });
         }
         if let Some(core) = self.core {
-            let available = available_cores();
-            if !available.contains(&core) {
-                return Err(SpawnError::NoSuchCore { core, available });
-            }
+            check_core(core)?;
         }
         let (tx, rx) = mpsc::sync_channel::<(i32, bool)>(1);
         let (go_tx, go_rx) = mpsc::sync_channel::<bool>(1);

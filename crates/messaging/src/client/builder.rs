@@ -160,12 +160,8 @@ impl ClientBuilder {
         let dir = self.dir.unwrap_or_else(default_aeron_dir);
         let timeout = crate::cnc::driver_timeout(self.driver_timeout)
             .map_err(|detail| ConnectError::BadDriverTimeout { detail })?;
-        if let Some(core) = self.conductor_core {
-            let available = crate::thread::available_cores();
-            if !available.contains(&core) {
-                let source = crate::SpawnError::NoSuchCore { core, available };
-                return Err(ConnectError::ConductorThread { dir, source });
-            }
+        if let Some(Err(source)) = self.conductor_core.map(crate::thread::check_core) {
+            return Err(ConnectError::ConductorThread { dir, source });
         }
         Ok((dir, timeout))
     }
